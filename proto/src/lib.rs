@@ -1,1 +1,9 @@
-//! placeholder
+//! Types shared by every part of gsched: jobs, nodes, the API's messages and paths, the
+//! authentication hook, the API client, and the config (slurm.conf syntax) with its helpers
+//! (hostlists, Slurm's time and memory formats, output file patterns).
+
+pub mod api;
+pub mod auth;
+pub mod client;
+pub mod job;
+pub mod node;

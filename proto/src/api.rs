@@ -1,0 +1,438 @@
+//! The one API of gsched: HTTP/1.1 with JSON bodies under `/v1/...`, spoken by the commands,
+//! by gsnoded and by users' own scripts. This module holds the paths, the protocol version that
+//! every request carries, and every request and response body, so that client and server cannot
+//! disagree about a shape.
+//!
+//! Versioning: every request carries [`PROTOCOL_HEADER`] with [`PROTOCOL_VERSION`]; a server
+//! accepts versions in `MIN_PROTOCOL_VERSION..=PROTOCOL_VERSION` and answers others with
+//! [`ErrorCode::ProtocolVersion`]. Credentials travel in [`AUTH_HEADER`] and are checked in one
+//! place on each server (see `gsched-auth`).
+
+use crate::job::{JobId, JobInfo, JobSpec, JobState};
+use crate::node::{NodeInfo, PartitionInfo};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The protocol spoken by this build.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// The oldest protocol this build still accepts (rolling upgrades).
+pub const MIN_PROTOCOL_VERSION: u32 = 1;
+/// Header carrying the protocol version of a request.
+pub const PROTOCOL_HEADER: &str = "x-gsched-protocol";
+/// Header carrying the caller's credential.
+pub const AUTH_HEADER: &str = "authorization";
+/// Largest request body a server accepts (a batch script plus its environment fits easily).
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+/// The version string every `-V` prints and the API reports.
+pub const GSCHED_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The Slurm release whose command contract gsched follows; `-V` prints `slurm <this>` so tools
+/// that parse Slurm's version line keep working.
+pub const SLURM_COMPAT_VERSION: &str = "22.05.8";
+
+/// Paths of the controller's API.
+pub mod paths {
+    pub const PING: &str = "/v1/ping";
+    pub const JOBS: &str = "/v1/jobs";
+    pub const JOBS_QUERY: &str = "/v1/jobs/query";
+    pub const JOBS_SIGNAL: &str = "/v1/jobs/signal";
+    pub const JOBS_HOLD: &str = "/v1/jobs/hold";
+    pub const JOBS_UPDATE: &str = "/v1/jobs/update";
+    pub const JOBS_COMPLETE: &str = "/v1/jobs/complete";
+    pub const NODES: &str = "/v1/nodes";
+    pub const NODES_UPDATE: &str = "/v1/nodes/update";
+    pub const NODES_REGISTER: &str = "/v1/nodes/register";
+    pub const NODES_HEARTBEAT: &str = "/v1/nodes/heartbeat";
+    pub const PARTITIONS: &str = "/v1/partitions";
+    pub const CONFIG: &str = "/v1/config";
+    /// Paths served by gsnoded.
+    pub const NODE_PING: &str = "/v1/node/ping";
+    pub const NODE_LAUNCH: &str = "/v1/node/launch";
+    pub const NODE_SIGNAL: &str = "/v1/node/signal";
+    pub const NODE_TERMINATE: &str = "/v1/node/terminate";
+}
+
+/// Error classes; each has Slurm's wording so that commands can print what Slurm prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    BadRequest,
+    ProtocolVersion,
+    AuthenticationFailed,
+    AccessDenied,
+    InvalidJobId,
+    InvalidPartition,
+    NodeConfigUnavailable,
+    TooManyProcessors,
+    MemoryUnavailable,
+    TimeLimitInvalid,
+    JobAlreadyDone,
+    JobNotPending,
+    InvalidNodeName,
+    InvalidNodeState,
+    NotFound,
+    Unavailable,
+    Internal,
+}
+
+impl ErrorCode {
+    /// Slurm's `slurm_strerror` text for this class.
+    pub fn slurm_text(self) -> &'static str {
+        match self {
+            ErrorCode::BadRequest => "Invalid request",
+            ErrorCode::ProtocolVersion => "Incompatible versions of client and server code",
+            ErrorCode::AuthenticationFailed => "Protocol authentication error",
+            ErrorCode::AccessDenied => "Access/permission denied",
+            ErrorCode::InvalidJobId => "Invalid job id specified",
+            ErrorCode::InvalidPartition => "Invalid partition name specified",
+            ErrorCode::NodeConfigUnavailable => "Requested node configuration is not available",
+            ErrorCode::TooManyProcessors => "More processors requested than permitted",
+            ErrorCode::MemoryUnavailable => "Memory required by task is not available",
+            ErrorCode::TimeLimitInvalid => {
+                "Requested time limit is invalid (missing or exceeds some limit)"
+            }
+            ErrorCode::JobAlreadyDone => "Job/step already completing or completed",
+            ErrorCode::JobNotPending => "Job is no longer pending execution",
+            ErrorCode::InvalidNodeName => "Invalid node name specified",
+            ErrorCode::InvalidNodeState => "Invalid node state specified",
+            ErrorCode::NotFound => "Not found",
+            ErrorCode::Unavailable => "Service unavailable",
+            ErrorCode::Internal => "Unexpected error",
+        }
+    }
+
+    /// The HTTP status a server answers with.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::BadRequest
+            | ErrorCode::InvalidPartition
+            | ErrorCode::NodeConfigUnavailable
+            | ErrorCode::TooManyProcessors
+            | ErrorCode::MemoryUnavailable
+            | ErrorCode::TimeLimitInvalid
+            | ErrorCode::InvalidNodeState => 400,
+            ErrorCode::ProtocolVersion => 426,
+            ErrorCode::AuthenticationFailed => 401,
+            ErrorCode::AccessDenied => 403,
+            ErrorCode::InvalidJobId | ErrorCode::InvalidNodeName | ErrorCode::NotFound => 404,
+            ErrorCode::JobAlreadyDone | ErrorCode::JobNotPending => 409,
+            ErrorCode::Unavailable => 503,
+            ErrorCode::Internal => 500,
+        }
+    }
+}
+
+/// The body of every non-2xx answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    /// Slurm's wording, possibly followed by details (`...: job 12 is RUNNING`).
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, detail: impl Into<String>) -> ApiError {
+        let detail = detail.into();
+        let message = if detail.is_empty() {
+            code.slurm_text().to_string()
+        } else {
+            detail
+        };
+        ApiError { code, message }
+    }
+
+    /// An error that carries only Slurm's standard text.
+    pub fn plain(code: ErrorCode) -> ApiError {
+        ApiError::new(code, "")
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+/// `GET /v1/ping`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PingResponse {
+    pub cluster: String,
+    pub host: String,
+    pub version: String,
+    pub protocol: u32,
+    pub start_time: i64,
+    pub now: i64,
+}
+
+/// `POST /v1/jobs`: submit one batch job.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SubmitRequest {
+    pub spec: JobSpec,
+}
+
+/// Answer to a submission; sent only after the job is committed to the store.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SubmitResponse {
+    pub job_id: JobId,
+}
+
+/// Which jobs a query or an action applies to. Empty lists mean "no filter"; all filters AND.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobFilter {
+    #[serde(default)]
+    pub ids: Vec<JobId>,
+    #[serde(default)]
+    pub user_ids: Vec<u32>,
+    #[serde(default)]
+    pub names: Vec<String>,
+    #[serde(default)]
+    pub states: Vec<JobState>,
+    #[serde(default)]
+    pub partitions: Vec<String>,
+}
+
+impl JobFilter {
+    pub fn matches(&self, job: &JobInfo) -> bool {
+        (self.ids.is_empty() || self.ids.contains(&job.job_id))
+            && (self.user_ids.is_empty() || self.user_ids.contains(&job.user_id))
+            && (self.names.is_empty() || self.names.iter().any(|n| *n == job.name))
+            && (self.states.is_empty() || self.states.contains(&job.state))
+            && (self.partitions.is_empty() || self.partitions.iter().any(|p| *p == job.partition))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == JobFilter::default()
+    }
+}
+
+/// `POST /v1/jobs/query`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct JobQuery {
+    #[serde(default)]
+    pub filter: JobFilter,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobsResponse {
+    /// The controller's clock when the answer was made (for elapsed times).
+    pub now: i64,
+    pub jobs: Vec<JobInfo>,
+}
+
+/// `POST /v1/jobs/signal`: cancel (no signal) or signal jobs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SignalJobsRequest {
+    pub filter: JobFilter,
+    /// `None` cancels; `Some(sig)` only delivers the signal.
+    pub signal: Option<i32>,
+    /// Deliver only to the batch shell (`scancel -b`); otherwise to every process of the job.
+    #[serde(default)]
+    pub batch_only: bool,
+}
+
+/// The outcome for one job of an action on several.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobActionResult {
+    pub job_id: JobId,
+    pub error: Option<ApiError>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobActionResponse {
+    pub results: Vec<JobActionResult>,
+}
+
+/// `POST /v1/jobs/hold`: hold (`release = false`) or release jobs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HoldRequest {
+    pub ids: Vec<JobId>,
+    #[serde(default)]
+    pub names: Vec<String>,
+    pub release: bool,
+}
+
+/// `POST /v1/jobs/update`: `scontrol update JobId=...`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct JobUpdateRequest {
+    pub job_id: JobId,
+    /// New limit in minutes; `Some(None)` = UNLIMITED.
+    #[serde(default)]
+    pub time_limit: Option<Option<u32>>,
+}
+
+/// `POST /v1/jobs/complete`: gsnoded reports how a job's batch script ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobCompleteRequest {
+    pub job_id: JobId,
+    pub node: String,
+    /// The run this report belongs to (the start time the controller assigned).
+    pub start_time: i64,
+    pub exit_code: i32,
+    pub signal: i32,
+    pub end_time: i64,
+    /// The job could not be started at all (bad working directory, unknown user...).
+    pub launch_error: Option<String>,
+    /// Set when gsnoded ended the job because of a terminate request.
+    pub terminated_for: Option<TerminateReason>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ack {
+    pub ok: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodesResponse {
+    pub now: i64,
+    pub nodes: Vec<NodeInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PartitionsResponse {
+    pub partitions: Vec<PartitionInfo>,
+}
+
+/// `scontrol update NodeName=... State=...`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum NodeStateUpdate {
+    Drain,
+    Resume,
+    Down,
+    Idle,
+}
+
+/// `POST /v1/nodes/update`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeUpdateRequest {
+    pub names: Vec<String>,
+    pub state: NodeStateUpdate,
+    pub reason: Option<String>,
+}
+
+/// `GET /v1/config`: `scontrol show config` lines, in order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConfigResponse {
+    pub now: i64,
+    pub entries: Vec<(String, String)>,
+}
+
+/// `POST /v1/nodes/register`: a gsnoded starting (or re-registering after a controller
+/// restart) tells what it has and which jobs it still runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RegisterRequest {
+    pub name: String,
+    pub cpus: u32,
+    pub real_memory_mb: u64,
+    pub version: String,
+    pub boot_time: i64,
+    pub start_time: i64,
+    /// Jobs whose processes are still alive here.
+    pub running: Vec<RunningJob>,
+}
+
+/// A job gsnoded is running, identified by id and the start time the controller assigned
+/// (a requeued job is a different run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunningJob {
+    pub job_id: JobId,
+    pub start_time: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RegisterResponse {
+    /// Jobs the node runs that the controller no longer assigns to it: kill them.
+    pub kill: Vec<JobId>,
+    pub heartbeat_interval_secs: u32,
+}
+
+/// `POST /v1/nodes/heartbeat`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HeartbeatRequest {
+    pub name: String,
+    pub running: Vec<RunningJob>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HeartbeatResponse {
+    /// `false` when the controller does not know this node as registered: register again.
+    pub registered: bool,
+    pub kill: Vec<JobId>,
+}
+
+/// `POST /v1/node/launch`: the controller hands a job to gsnoded. Idempotent per
+/// `(job_id, start_time)`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LaunchRequest {
+    pub job_id: JobId,
+    pub start_time: i64,
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub user_name: String,
+    pub script: String,
+    pub argv: Vec<String>,
+    pub work_dir: String,
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+    pub stdin: Option<String>,
+    pub open_mode: Option<crate::job::OpenMode>,
+    /// The job's environment with the job-wide `SLURM_*` variables already set;
+    /// gsnoded adds the node-specific ones (`SLURMD_NODENAME`, `SLURM_CPUS_ON_NODE`, ...).
+    pub environment: Vec<(String, String)>,
+    /// CPUs and memory (MiB) allocated on this node.
+    pub cpus: u32,
+    pub mem_mb: u64,
+    /// Index of this node in the job's node list.
+    pub node_index: u32,
+    pub time_limit: Option<u32>,
+}
+
+/// `POST /v1/node/signal`: deliver a signal to a job's processes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeSignalRequest {
+    pub job_id: JobId,
+    pub signal: i32,
+    pub batch_only: bool,
+}
+
+/// Why the controller ends a running job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TerminateReason {
+    Cancelled,
+    TimeLimit,
+    /// The controller no longer assigns this job to the node (fencing).
+    NotAssigned,
+}
+
+/// `POST /v1/node/terminate`: SIGCONT+SIGTERM to every process of the job, SIGKILL after
+/// `kill_wait` seconds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TerminateRequest {
+    pub job_id: JobId,
+    pub kill_wait: u32,
+    pub reason: TerminateReason,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_text_is_slurms_unless_detailed() {
+        assert_eq!(
+            ApiError::plain(ErrorCode::InvalidJobId).to_string(),
+            "Invalid job id specified"
+        );
+        assert_eq!(ApiError::new(ErrorCode::BadRequest, "x").to_string(), "x");
+    }
+
+    #[test]
+    fn error_round_trips_json() {
+        let e = ApiError::plain(ErrorCode::AccessDenied);
+        let s = serde_json::to_string(&e).unwrap();
+        assert_eq!(serde_json::from_str::<ApiError>(&s).unwrap(), e);
+    }
+}

@@ -1,0 +1,34 @@
+//! The authentication hook of the API, in one place: every outgoing request gets a credential
+//! from an [`Authenticator`], every server verifies the credential of every incoming request
+//! with the same trait. Implementations (auth/none, auth/munge) live in `plugins/auth` and are
+//! chosen by `AuthType=` in the config.
+
+use std::fmt;
+
+/// Who sent a request, as proven by its credential.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthError(pub String);
+
+impl fmt::Display for AuthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for AuthError {}
+
+/// An authentication plugin (`AuthType=auth/<name>`).
+pub trait Authenticator: Send + Sync {
+    /// `auth/none`, `auth/munge`.
+    fn name(&self) -> &'static str;
+    /// A credential for a request this process sends.
+    fn credential(&self) -> Result<String, AuthError>;
+    /// Checks a credential from a request this process received.
+    fn verify(&self, credential: &str) -> Result<Identity, AuthError>;
+}

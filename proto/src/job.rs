@@ -1,0 +1,315 @@
+//! Jobs as every part of gsched sees them: what a user asked for ([`JobSpec`]), the state
+//! machine ([`JobState`]), why a job waits ([`Reason`]) and the record the API returns
+//! ([`JobInfo`]). The names and spellings are Slurm's, because scripts parse them.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A job id. Ids start at 1 and are never reused by a controller.
+pub type JobId = u32;
+
+/// The life of a job. Terminal states never change again (except by requeue, later).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum JobState {
+    Pending,
+    Running,
+    Completing,
+    Completed,
+    Cancelled,
+    Failed,
+    Timeout,
+    NodeFail,
+    OutOfMemory,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 9] = [
+        JobState::Pending,
+        JobState::Running,
+        JobState::Completing,
+        JobState::Completed,
+        JobState::Cancelled,
+        JobState::Failed,
+        JobState::Timeout,
+        JobState::NodeFail,
+        JobState::OutOfMemory,
+    ];
+
+    /// Slurm's long name (`squeue %T`, `scontrol JobState=`).
+    pub fn long(self) -> &'static str {
+        match self {
+            JobState::Pending => "PENDING",
+            JobState::Running => "RUNNING",
+            JobState::Completing => "COMPLETING",
+            JobState::Completed => "COMPLETED",
+            JobState::Cancelled => "CANCELLED",
+            JobState::Failed => "FAILED",
+            JobState::Timeout => "TIMEOUT",
+            JobState::NodeFail => "NODE_FAIL",
+            JobState::OutOfMemory => "OUT_OF_MEMORY",
+        }
+    }
+
+    /// Slurm's compact name (`squeue %t`).
+    pub fn compact(self) -> &'static str {
+        match self {
+            JobState::Pending => "PD",
+            JobState::Running => "R",
+            JobState::Completing => "CG",
+            JobState::Completed => "CD",
+            JobState::Cancelled => "CA",
+            JobState::Failed => "F",
+            JobState::Timeout => "TO",
+            JobState::NodeFail => "NF",
+            JobState::OutOfMemory => "OOM",
+        }
+    }
+
+    /// A finished job: it holds no resources and will not run again.
+    pub fn is_terminal(self) -> bool {
+        !matches!(
+            self,
+            JobState::Pending | JobState::Running | JobState::Completing
+        )
+    }
+
+    /// Parses a long or compact state name, case-insensitively (`-t` filters).
+    pub fn parse(s: &str) -> Option<JobState> {
+        let up = s.trim().to_ascii_uppercase();
+        JobState::ALL
+            .into_iter()
+            .find(|st| st.long() == up || st.compact() == up)
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.long())
+    }
+}
+
+/// Why a job is pending, or why it ended (Slurm's reason strings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Reason {
+    None,
+    Priority,
+    Resources,
+    BeginTime,
+    JobHeldUser,
+    JobHeldAdmin,
+    PartitionDown,
+    PartitionInactive,
+    PartitionTimeLimit,
+    PartitionNodeLimit,
+    ReqNodeNotAvail,
+    NodeDown,
+    NonZeroExitCode,
+    RaisedSignal,
+    TimeLimit,
+    JobLaunchFailure,
+    OutOfMemory,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::None => "None",
+            Reason::Priority => "Priority",
+            Reason::Resources => "Resources",
+            Reason::BeginTime => "BeginTime",
+            Reason::JobHeldUser => "JobHeldUser",
+            Reason::JobHeldAdmin => "JobHeldAdmin",
+            Reason::PartitionDown => "PartitionDown",
+            Reason::PartitionInactive => "PartitionInactive",
+            Reason::PartitionTimeLimit => "PartitionTimeLimit",
+            Reason::PartitionNodeLimit => "PartitionNodeLimit",
+            Reason::ReqNodeNotAvail => "ReqNodeNotAvail",
+            Reason::NodeDown => "NodeDown",
+            Reason::NonZeroExitCode => "NonZeroExitCode",
+            Reason::RaisedSignal => "RaisedSignal",
+            Reason::TimeLimit => "TimeLimit",
+            Reason::JobLaunchFailure => "JobLaunchFailure",
+            Reason::OutOfMemory => "OutOfMemory",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Memory request as sbatch takes it (`--mem` xor `--mem-per-cpu`), in MiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MemRequest {
+    /// `--mem=N`; 0 means all memory of each node.
+    PerNode(u64),
+    /// `--mem-per-cpu=N`.
+    PerCpu(u64),
+}
+
+/// `--open-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum OpenMode {
+    #[default]
+    Truncate,
+    Append,
+}
+
+/// What the user submitted, after the command merged command line, `SBATCH_*` variables and
+/// `#SBATCH` lines. Fields that Slurm distinguishes as "given or not" are `Option`s, because
+/// the job's environment differs (e.g. `SLURM_NTASKS` only when `-n` was given).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub name: String,
+    /// The whole batch script, starting with `#!`.
+    pub script: String,
+    /// Arguments after the script file (`$1...`).
+    #[serde(default)]
+    pub argv: Vec<String>,
+    /// Absolute working directory of the batch script.
+    pub work_dir: String,
+    /// `-o` pattern, unexpanded; `None` means `slurm-%j.out`.
+    pub stdout: Option<String>,
+    /// `-e` pattern, unexpanded; `None` means the same file as stdout.
+    pub stderr: Option<String>,
+    /// `-i` pattern; `None` means `/dev/null`.
+    pub stdin: Option<String>,
+    #[serde(default)]
+    pub open_mode: Option<OpenMode>,
+    /// The environment the job starts with (already filtered per `--export`).
+    #[serde(default)]
+    pub environment: Vec<(String, String)>,
+    /// The `--export` value as given (`SLURM_EXPORT_ENV`), if any.
+    pub export: Option<String>,
+    /// Requested partitions, in order; empty means the default partition.
+    #[serde(default)]
+    pub partitions: Vec<String>,
+    /// Minutes; `None` = partition default.
+    pub time_limit: Option<u32>,
+    /// `-t` given as UNLIMITED/0/INFINITE.
+    #[serde(default)]
+    pub time_unlimited: bool,
+    /// `-N`; `None` = computed (1 unless tasks need more).
+    pub nodes: Option<u32>,
+    /// `-n`.
+    pub ntasks: Option<u32>,
+    /// `-c`.
+    pub cpus_per_task: Option<u32>,
+    /// `--ntasks-per-node`.
+    pub ntasks_per_node: Option<u32>,
+    pub mem: Option<MemRequest>,
+    /// `-H`.
+    #[serde(default)]
+    pub hold: bool,
+    pub submit_host: String,
+    /// The command line, for `SubmitLine=`.
+    #[serde(default)]
+    pub submit_line: String,
+    /// The path of the script as the user named it (`Command=`).
+    #[serde(default)]
+    pub command: String,
+}
+
+impl JobSpec {
+    /// Total tasks: `-n`, else `--ntasks-per-node` × nodes, else one per node.
+    pub fn total_tasks(&self) -> u32 {
+        if let Some(n) = self.ntasks {
+            return n.max(1);
+        }
+        let nodes = self.nodes.unwrap_or(1).max(1);
+        match self.ntasks_per_node {
+            Some(t) => t.max(1).saturating_mul(nodes),
+            None => nodes,
+        }
+    }
+
+    pub fn cpus_per_task(&self) -> u32 {
+        self.cpus_per_task.unwrap_or(1).max(1)
+    }
+}
+
+/// The job record the API returns (`gsqueue`, `gscontrol show job`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobInfo {
+    pub job_id: JobId,
+    pub name: String,
+    pub user_id: u32,
+    pub group_id: u32,
+    pub user_name: String,
+    pub group_name: String,
+    pub state: JobState,
+    pub reason: Reason,
+    /// The partition the job runs or will run in.
+    pub partition: String,
+    pub priority: u32,
+    /// Resolved limit in minutes; `None` = UNLIMITED.
+    pub time_limit: Option<u32>,
+    pub submit_time: i64,
+    pub eligible_time: Option<i64>,
+    pub start_time: Option<i64>,
+    pub end_time: Option<i64>,
+    /// Number of nodes requested (pending) or allocated (running/finished).
+    pub num_nodes: u32,
+    /// CPUs requested (pending) or allocated.
+    pub num_cpus: u32,
+    pub num_tasks: u32,
+    /// Memory per node in MiB (requested, or resolved from `--mem-per-cpu`).
+    pub mem_per_node_mb: u64,
+    /// Allocated nodes in order; empty while pending.
+    pub nodes: Vec<String>,
+    /// CPUs allocated on each node of `nodes`.
+    pub cpus_per_node: Vec<u32>,
+    /// Exit code of the batch script (0..=255).
+    pub exit_code: i32,
+    /// Signal that ended the batch script, 0 if none.
+    pub exit_signal: i32,
+    /// Uid that cancelled the job (`CANCELLED by N`).
+    pub cancelled_by: Option<u32>,
+    pub held: bool,
+    pub spec: JobSpec,
+}
+
+impl JobInfo {
+    /// `ExitCode=code:signal` as scontrol and sacct print it.
+    pub fn exit_code_string(&self) -> String {
+        format!("{}:{}", self.exit_code, self.exit_signal)
+    }
+
+    /// Elapsed run time in seconds at `now`.
+    pub fn run_time(&self, now: i64) -> i64 {
+        match (self.start_time, self.end_time) {
+            (Some(s), Some(e)) => (e - s).max(0),
+            (Some(s), None) => (now - s).max(0),
+            _ => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_parse_both_spellings() {
+        for st in JobState::ALL {
+            assert_eq!(JobState::parse(st.long()), Some(st));
+            assert_eq!(JobState::parse(&st.compact().to_lowercase()), Some(st));
+        }
+        assert_eq!(JobState::parse("bogus"), None);
+    }
+
+    #[test]
+    fn total_tasks_follows_sbatch() {
+        let mut s = JobSpec::default();
+        assert_eq!(s.total_tasks(), 1);
+        s.nodes = Some(3);
+        assert_eq!(s.total_tasks(), 3);
+        s.ntasks_per_node = Some(2);
+        assert_eq!(s.total_tasks(), 6);
+        s.ntasks = Some(4);
+        assert_eq!(s.total_tasks(), 4);
+    }
+}

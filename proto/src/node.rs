@@ -1,0 +1,146 @@
+//! Nodes and partitions as the API reports them. A node's state is a base state plus flags,
+//! as in Slurm (`IDLE+DRAIN`, `ALLOCATED*` for not responding), so that `gsinfo` can print
+//! Slurm's compact and long spellings.
+
+use serde::{Deserialize, Serialize};
+
+/// Base state of a node, derived from its allocations and health.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum NodeBaseState {
+    /// Never registered since the controller started.
+    Unknown,
+    Idle,
+    Mixed,
+    Allocated,
+    Down,
+}
+
+/// What the API returns for a node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub name: String,
+    pub addr: String,
+    pub port: u16,
+    pub cpus: u32,
+    pub real_memory_mb: u64,
+    pub alloc_cpus: u32,
+    pub alloc_mem_mb: u64,
+    pub features: Vec<String>,
+    pub gres: String,
+    pub base: NodeBaseState,
+    /// An admin asked for no new jobs (`State=DRAIN`).
+    pub drain: bool,
+    /// Registered, but heartbeats stopped arriving.
+    pub not_responding: bool,
+    pub reason: Option<String>,
+    pub reason_time: Option<i64>,
+    pub reason_uid: Option<u32>,
+    pub partitions: Vec<String>,
+    pub boot_time: Option<i64>,
+    pub slurmd_start_time: Option<i64>,
+    pub version: Option<String>,
+    pub weight: u32,
+}
+
+impl NodeInfo {
+    /// Slurm's long state (`scontrol show node State=`, `sinfo %T`).
+    pub fn state_long(&self) -> String {
+        let base = match self.base {
+            NodeBaseState::Unknown => "UNKNOWN",
+            NodeBaseState::Idle => "IDLE",
+            NodeBaseState::Mixed => "MIXED",
+            NodeBaseState::Allocated => "ALLOCATED",
+            NodeBaseState::Down => "DOWN",
+        };
+        let mut s = String::from(base);
+        if self.drain {
+            if self.base == NodeBaseState::Idle || self.base == NodeBaseState::Down {
+                s = if self.base == NodeBaseState::Idle {
+                    "DRAINED".into()
+                } else {
+                    "DOWN+DRAIN".into()
+                };
+            } else {
+                s = "DRAINING".into();
+            }
+        }
+        if self.not_responding {
+            s.push('*');
+        }
+        s
+    }
+
+    /// The long state as `scontrol show node` prints it (`IDLE+DRAIN`, `MIXED+DRAIN`).
+    pub fn state_scontrol(&self) -> String {
+        let base = match self.base {
+            NodeBaseState::Unknown => "UNKNOWN",
+            NodeBaseState::Idle => "IDLE",
+            NodeBaseState::Mixed => "MIXED",
+            NodeBaseState::Allocated => "ALLOCATED",
+            NodeBaseState::Down => "DOWN",
+        };
+        let mut s = String::from(base);
+        if self.drain {
+            s.push_str("+DRAIN");
+        }
+        if self.not_responding {
+            s.push_str("+NOT_RESPONDING");
+        }
+        s
+    }
+
+    /// Slurm's compact state (`sinfo %t`): `idle`, `mix`, `alloc`, `drain`, `drng`, `down`, `unk`,
+    /// with `*` when not responding.
+    pub fn state_compact(&self) -> String {
+        let mut s = String::from(match (self.base, self.drain) {
+            (NodeBaseState::Down, _) => "down",
+            (NodeBaseState::Idle, true) | (NodeBaseState::Unknown, true) => "drain",
+            (_, true) => "drng",
+            (NodeBaseState::Unknown, false) => "unk",
+            (NodeBaseState::Idle, false) => "idle",
+            (NodeBaseState::Mixed, false) => "mix",
+            (NodeBaseState::Allocated, false) => "alloc",
+        });
+        if self.not_responding {
+            s.push('*');
+        }
+        s
+    }
+}
+
+/// Partition availability (`State=` on a PartitionName line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PartitionStateInfo {
+    Up,
+    Down,
+    Drain,
+    Inactive,
+}
+
+impl PartitionStateInfo {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartitionStateInfo::Up => "UP",
+            PartitionStateInfo::Down => "DOWN",
+            PartitionStateInfo::Drain => "DRAIN",
+            PartitionStateInfo::Inactive => "INACTIVE",
+        }
+    }
+}
+
+/// What the API returns for a partition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartitionInfo {
+    pub name: String,
+    pub nodes: Vec<String>,
+    pub default: bool,
+    /// Minutes; `None` = UNLIMITED.
+    pub max_time: Option<u32>,
+    /// Minutes; `None` = NONE.
+    pub default_time: Option<u32>,
+    pub state: PartitionStateInfo,
+    pub total_cpus: u32,
+    pub total_nodes: u32,
+}

@@ -7,3 +7,4 @@ pub mod auth;
 pub mod client;
 pub mod job;
 pub mod node;
+pub mod users;

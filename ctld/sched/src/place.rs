@@ -30,16 +30,8 @@ fn capacity(n: &NodeView, req: &ResourceRequest) -> u32 {
     let cpt = req.cpus_per_task.max(1);
     let mut tasks = n.free_cpus() / cpt;
     match req.mem {
-        Some(MemRequest::PerNode(0)) => {
-            if n.alloc_mem_mb > 0 {
-                return 0;
-            }
-        }
-        Some(MemRequest::PerNode(m)) => {
-            if n.free_mem_mb() < m {
-                return 0;
-            }
-        }
+        Some(MemRequest::PerNode(0)) if n.alloc_mem_mb > 0 => return 0,
+        Some(MemRequest::PerNode(m)) if m > 0 && n.free_mem_mb() < m => return 0,
         Some(MemRequest::PerCpu(m)) if m > 0 => {
             let per_task = m.saturating_mul(cpt as u64);
             tasks = tasks.min((n.free_mem_mb() / per_task).min(u32::MAX as u64) as u32);

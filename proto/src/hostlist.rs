@@ -518,8 +518,14 @@ mod tests {
         assert_eq!(compress(&["n9", "n10", "n11"]), "n[9-11]");
         assert_eq!(compress(&["n08", "n09", "n10"]), "n[08-10]");
         assert_eq!(compress(&["n1", "n01"]), "n1,n01");
-        assert_eq!(compress(&["b1", "a1", "b2", "login", "a2", "login"]), "b[1-2],a[1-2],login");
-        assert_eq!(compress(&["rack1-n1", "rack1-n2", "rack2-n1"]), "rack1-n[1-2],rack2-n1");
+        assert_eq!(
+            compress(&["b1", "a1", "b2", "login", "a2", "login"]),
+            "b[1-2],a[1-2],login"
+        );
+        assert_eq!(
+            compress(&["rack1-n1", "rack1-n2", "rack2-n1"]),
+            "rack1-n[1-2],rack2-n1"
+        );
         assert_eq!(compress::<&str>(&[]), "");
         assert_eq!(compress(&["", "n1"]), "n1");
         let owned: Vec<String> = vec!["x1".into(), "x2".into()];
@@ -528,7 +534,10 @@ mod tests {
 
     #[test]
     fn compress_sorted_orders_groups() {
-        assert_eq!(compress_sorted(&["b1", "a1", "b2", "login", "a2"]), "a[1-2],b[1-2],login");
+        assert_eq!(
+            compress_sorted(&["b1", "a1", "b2", "login", "a2"]),
+            "a[1-2],b[1-2],login"
+        );
         assert_eq!(compress_sorted(&["n10", "n2", "m1"]), "m1,n[2,10]");
     }
 
@@ -536,7 +545,10 @@ mod tests {
     fn compress_handles_huge_numbers_as_plain() {
         let long = "n1234567890123456789012";
         assert_eq!(compress(&[long, long]), long);
-        assert_eq!(compress(&["n18446744073709551615"]), "n18446744073709551615");
+        assert_eq!(
+            compress(&["n18446744073709551615"]),
+            "n18446744073709551615"
+        );
     }
 
     #[test]

@@ -1,1 +1,6 @@
-//! placeholder
+//! Shared types of gsched.
+
+pub mod config;
+pub mod hostlist;
+pub mod patterns;
+pub mod units;

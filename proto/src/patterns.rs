@@ -219,8 +219,14 @@ mod tests {
             expand_stdio("/logs/%A_%a_%t_log.out", &ctx),
             "/logs/128_23_7_log.out"
         );
-        assert_eq!(expand_stdio("/logs/%j_0_log.err", &batch()), "/logs/128_0_log.err");
-        assert_eq!(expand_stdio("logs/%x-%J.err", &batch()), "logs/train-128.err");
+        assert_eq!(
+            expand_stdio("/logs/%j_0_log.err", &batch()),
+            "/logs/128_0_log.err"
+        );
+        assert_eq!(
+            expand_stdio("logs/%x-%J.err", &batch()),
+            "logs/train-128.err"
+        );
     }
 
     #[test]
@@ -231,7 +237,10 @@ mod tests {
         assert_eq!(expand_stdio("%0j", &ctx), "128");
         assert_eq!(expand_stdio("%10j", &ctx), "0000000128");
         assert_eq!(expand_stdio("%12j", &ctx), "0000000128");
-        assert_eq!(expand_stdio("%99999999999999999999999j", &ctx), "0000000128");
+        assert_eq!(
+            expand_stdio("%99999999999999999999999j", &ctx),
+            "0000000128"
+        );
         assert_eq!(expand_stdio("%3t", &ctx), "000");
         assert_eq!(expand_stdio("%6J", &array_step()), "000131.2");
         assert_eq!(expand_stdio("%3s", &array_step()), "002");

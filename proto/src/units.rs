@@ -7,7 +7,7 @@
 //! each other.
 //!
 //! Timestamps are local time, like Slurm's. Converting needs the C library's time zone
-//! database; [`local_tm`] is the only `unsafe` code of this crate.
+//! database; the small `local_tm` wrapper is the only `unsafe` code of this crate.
 
 /// Why a time, memory or timestamp string was rejected. Every message quotes the input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -215,6 +215,8 @@ struct LocalTm {
 /// Converts epoch seconds to local time with the C library (honours `TZ`).
 #[allow(unsafe_code)]
 fn local_tm(epoch_secs: i64) -> Option<LocalTm> {
+    // `time_t` is 32 bits on some platforms.
+    #[allow(clippy::useless_conversion)]
     let t: libc::time_t = epoch_secs.try_into().ok()?;
     // SAFETY: `libc::tm` is a plain C struct for which all-zero bytes are a valid value
     // (integers and a nullable pointer). `localtime_r` only reads `t` and writes into
@@ -415,9 +417,31 @@ mod tests {
     #[test]
     fn time_limit_rejects_garbage() {
         for input in [
-            "", " ", "abc", "5m", "1h", "-5", "--1", "1-", "-", "1:2:3:4", "1-2:3:4:5", "1:", ":1",
-            "1::2", "1.5", "+5", "1 2", "1-2-3", "5x", "1-a", "4294967296", "99999999999",
-            "9999999999-0", "0x10", "١",
+            "",
+            " ",
+            "abc",
+            "5m",
+            "1h",
+            "-5",
+            "--1",
+            "1-",
+            "-",
+            "1:2:3:4",
+            "1-2:3:4:5",
+            "1:",
+            ":1",
+            "1::2",
+            "1.5",
+            "+5",
+            "1 2",
+            "1-2-3",
+            "5x",
+            "1-a",
+            "4294967296",
+            "99999999999",
+            "9999999999-0",
+            "0x10",
+            "١",
         ] {
             match parse_time_limit(input) {
                 Ok(v) => panic!("{input:?} should fail, got {v:?}"),
@@ -560,7 +584,14 @@ mod tests {
 
     #[test]
     fn timestamp_round_trip_in_the_current_zone() {
-        for t in [0i64, 86_399, 1_000_000_000, 1_700_000_000, 1_720_000_000, 2_000_000_000] {
+        for t in [
+            0i64,
+            86_399,
+            1_000_000_000,
+            1_700_000_000,
+            1_720_000_000,
+            2_000_000_000,
+        ] {
             let text = format_timestamp(t);
             assert_eq!(text.len(), 19, "{text}");
             assert_eq!(&text[10..11], "T");
@@ -670,7 +701,10 @@ mod tests {
             assert!(before < gap, "{gap}");
             assert_eq!(gap, after + 1800);
             // 01:30 on 2024-11-03 happens twice; either instant prints back the same.
-            assert_eq!(format_timestamp(ok("2024-11-03T01:30")), "2024-11-03T01:30:00");
+            assert_eq!(
+                format_timestamp(ok("2024-11-03T01:30")),
+                "2024-11-03T01:30:00"
+            );
         }
     }
 }

@@ -66,7 +66,9 @@ fn run(sh: &Arc<Shared>, e: Effect) {
                     sh.lock().terminate_result(job_id, false, now());
                     sh.wake.notify_one();
                 }
-                Err(e) => tracing::warn!("job {job_id}: terminate on {node} failed: {e}; will retry"),
+                Err(e) => {
+                    tracing::warn!("job {job_id}: terminate on {node} failed: {e}; will retry")
+                }
             }
         }
         Effect::Signal {

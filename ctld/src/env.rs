@@ -58,7 +58,11 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
     );
     let cpt = spec.cpus_per_task();
     let tasks_per_node: Vec<u32> = job.cpus_per_node.iter().map(|c| c / cpt).collect();
-    set(&mut env, "SLURM_TASKS_PER_NODE", run_length(&tasks_per_node));
+    set(
+        &mut env,
+        "SLURM_TASKS_PER_NODE",
+        run_length(&tasks_per_node),
+    );
     if spec.ntasks.is_some() || spec.ntasks_per_node.is_some() {
         let t = job.num_tasks.to_string();
         set(&mut env, "SLURM_NTASKS", &t);

@@ -307,16 +307,16 @@ async fn register(
     Body(req): Body<RegisterRequest>,
 ) -> Result<Json<RegisterResponse>, ApiErr> {
     require_admin(&sh, &who)?;
-    let kill = sh.lock().register(
-        &req.name,
-        req.cpus,
-        req.real_memory_mb,
-        &req.version,
-        req.boot_time,
-        req.start_time,
-        &req.running,
-        now(),
-    )?;
+    let report = crate::state::NodeReport {
+        name: &req.name,
+        cpus: req.cpus,
+        mem_mb: req.real_memory_mb,
+        version: &req.version,
+        boot_time: req.boot_time,
+        daemon_start: req.start_time,
+        running: &req.running,
+    };
+    let kill = sh.lock().register(&report, now())?;
     tracing::info!("node {} registered ({} jobs)", req.name, req.running.len());
     sh.wake.notify_one();
     Ok(Json(RegisterResponse {

@@ -5,8 +5,8 @@
 
 use crate::store::{Store, StoreError};
 use gsched_proto::api::{
-    ApiError, ErrorCode, JobCompleteRequest, JobFilter, LaunchRequest, NodeStateUpdate,
-    RunningJob, TerminateReason,
+    ApiError, ErrorCode, JobCompleteRequest, JobFilter, LaunchRequest, NodeStateUpdate, RunningJob,
+    TerminateReason,
 };
 use gsched_proto::auth::Identity;
 use gsched_proto::config::{Config, ConfiguredNodeState, PartitionState};
@@ -14,9 +14,7 @@ use gsched_proto::hostlist;
 use gsched_proto::job::{JobId, JobInfo, JobSpec, JobState, MemRequest, Reason};
 use gsched_proto::node::{NodeBaseState, NodeInfo, PartitionInfo, PartitionStateInfo};
 use gsched_proto::users;
-use gsched_sched::{
-    ClusterView, NodeView, PartitionView, QueuedJob, ResourceRequest, SchedConfig,
-};
+use gsched_sched::{ClusterView, NodeView, PartitionView, QueuedJob, ResourceRequest, SchedConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -360,12 +358,17 @@ impl State {
                         "Access/permission denied: only root or SlurmUser may submit with --uid",
                     ));
                 }
-                let g = spec.run_as_gid.unwrap_or_else(|| {
-                    users::user_by_uid(u).map(|e| e.gid).unwrap_or(u)
-                });
+                let g = spec
+                    .run_as_gid
+                    .unwrap_or_else(|| users::user_by_uid(u).map(|e| e.gid).unwrap_or(u));
                 (u, g)
             }
-            _ => (who.uid, spec.run_as_gid.filter(|_| self.is_admin(&who)).unwrap_or(who.gid)),
+            _ => (
+                who.uid,
+                spec.run_as_gid
+                    .filter(|_| self.is_admin(&who))
+                    .unwrap_or(who.gid),
+            ),
         };
         // Partitions, in the user's order.
         let mut part_idx = Vec::new();
@@ -439,7 +442,10 @@ impl State {
         let id = self.next_id;
         let user_name = users::user_name(uid);
         let group_name = users::group_name(gid);
-        spec.partitions = part_idx.iter().map(|&p| self.parts[p].name.clone()).collect();
+        spec.partitions = part_idx
+            .iter()
+            .map(|&p| self.parts[p].name.clone())
+            .collect();
         let held = spec.hold;
         let mem_per_node_mb = match spec.mem {
             Some(MemRequest::PerNode(m)) => m,
@@ -537,7 +543,7 @@ impl State {
         batch_only: bool,
         who: Identity,
         now: i64,
-    ) -> Result<(Vec<(JobId, Option<ApiError>)>, Vec<Effect>), ApiError> {
+    ) -> Result<(ActionResults, Vec<Effect>), ApiError> {
         let mut ids: Vec<JobId> = if filter.ids.is_empty() {
             self.jobs
                 .values()
@@ -641,7 +647,7 @@ impl State {
         names: &[String],
         release: bool,
         who: Identity,
-    ) -> Result<Vec<(JobId, Option<ApiError>)>, ApiError> {
+    ) -> Result<ActionResults, ApiError> {
         let mut targets: Vec<JobId> = ids.to_vec();
         for n in names {
             targets.extend(
@@ -921,11 +927,14 @@ impl State {
                     .iter()
                     .filter_map(|p| self.parts.iter().position(|x| &x.name == p))
                     .collect(),
-                held: j.info.held.then_some(if j.info.reason == Reason::JobHeldAdmin {
-                    Reason::JobHeldAdmin
-                } else {
-                    Reason::JobHeldUser
-                }),
+                held: j
+                    .info
+                    .held
+                    .then_some(if j.info.reason == Reason::JobHeldAdmin {
+                        Reason::JobHeldAdmin
+                    } else {
+                        Reason::JobHeldUser
+                    }),
                 begin_time: j.info.eligible_time,
                 time_limit: j.info.time_limit,
                 req: Self::request_of(&j.info.spec),
@@ -1111,27 +1120,22 @@ impl State {
     }
 
     /// A node registers (start-up, or after a controller restart): reconcile its jobs.
-    pub fn register(
-        &mut self,
-        name: &str,
-        cpus: u32,
-        mem_mb: u64,
-        version: &str,
-        boot_time: i64,
-        daemon_start: i64,
-        running: &[RunningJob],
-        now: i64,
-    ) -> Result<Vec<JobId>, ApiError> {
+    pub fn register(&mut self, r: &NodeReport<'_>, now: i64) -> Result<Vec<JobId>, ApiError> {
+        let name = r.name;
         let i = *self.node_index.get(name).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::InvalidNodeName,
-                format!("node {name} is not in the controller's config; add a NodeName line for it"),
+                format!(
+                    "node {name} is not in the controller's config; add a NodeName line for it"
+                ),
             )
         })?;
         let n = &mut self.nodes[i];
-        if cpus < n.cpus || mem_mb < n.mem_mb {
+        if r.cpus < n.cpus || r.mem_mb < n.mem_mb {
             tracing::warn!(
-                "node {name} reports CPUs={cpus} RealMemory={mem_mb}, below its configured CPUs={} RealMemory={}",
+                "node {name} reports CPUs={} RealMemory={}, below its configured CPUs={} RealMemory={}",
+                r.cpus,
+                r.mem_mb,
                 n.cpus,
                 n.mem_mb
             );
@@ -1139,10 +1143,10 @@ impl State {
         n.registered = true;
         n.not_responding = false;
         n.last_heard = Some(now);
-        n.boot_time = Some(boot_time);
-        n.daemon_start = Some(daemon_start);
-        n.version = Some(version.to_string());
-        Ok(self.reconcile(name, running, now))
+        n.boot_time = Some(r.boot_time);
+        n.daemon_start = Some(r.daemon_start);
+        n.version = Some(r.version.to_string());
+        Ok(self.reconcile(name, r.running, now))
     }
 
     /// A heartbeat; `None` when the node must register first.
@@ -1266,7 +1270,11 @@ impl State {
             .iter()
             .map(|p| PartitionInfo {
                 name: p.name.clone(),
-                nodes: p.nodes.iter().map(|&i| self.nodes[i].name.clone()).collect(),
+                nodes: p
+                    .nodes
+                    .iter()
+                    .map(|&i| self.nodes[i].name.clone())
+                    .collect(),
                 default: p.default,
                 max_time: p.max_time,
                 default_time: p.default_time,
@@ -1301,10 +1309,7 @@ impl State {
             ("SlurmdPort".into(), c.slurmd_port.to_string()),
             ("SlurmdSpoolDir".into(), c.slurmd_spool_dir.clone()),
             ("SlurmdTimeout".into(), format!("{} sec", c.slurmd_timeout)),
-            (
-                "SLURM_CONF".into(),
-                c.path.display().to_string(),
-            ),
+            ("SLURM_CONF".into(), c.path.display().to_string()),
             (
                 "SLURM_VERSION".into(),
                 gsched_proto::api::SLURM_COMPAT_VERSION.into(),
@@ -1326,6 +1331,21 @@ impl State {
     pub fn expand_nodes(expr: &str) -> Result<Vec<String>, ApiError> {
         hostlist::expand(expr).map_err(|e| ApiError::new(ErrorCode::InvalidNodeName, e.to_string()))
     }
+}
+
+/// Per-job outcome of an action on several jobs.
+pub type ActionResults = Vec<(JobId, Option<ApiError>)>;
+
+/// What a node says about itself when it registers.
+#[derive(Debug, Clone)]
+pub struct NodeReport<'a> {
+    pub name: &'a str,
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub version: &'a str,
+    pub boot_time: i64,
+    pub daemon_start: i64,
+    pub running: &'a [RunningJob],
 }
 
 /// How a launch failed.

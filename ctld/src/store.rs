@@ -269,8 +269,10 @@ mod tests {
         {
             let mut s = Store::open(dir.path()).unwrap();
             assert_eq!(s.next_job_id().unwrap(), 1);
-            s.insert_job(1, JobState::Pending, 1000, "{\"a\":1}").unwrap();
-            s.insert_job(2, JobState::Pending, 1000, "{\"a\":2}").unwrap();
+            s.insert_job(1, JobState::Pending, 1000, "{\"a\":1}")
+                .unwrap();
+            s.insert_job(2, JobState::Pending, 1000, "{\"a\":2}")
+                .unwrap();
             s.update_job(1, JobState::Completed, Some(100), "{\"a\":3}")
                 .unwrap();
         }

@@ -1374,3 +1374,189 @@ fn back_to_queue(job: &mut Job) {
 fn priority_for(id: JobId) -> u32 {
     (u32::MAX / 2).saturating_sub(id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gsched_proto::config::Config;
+
+    const ROOT: Identity = Identity { uid: 0, gid: 0 };
+
+    fn state(dir: &std::path::Path) -> State {
+        let text = format!(
+            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
+             NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\nPartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
+            d = dir.display()
+        );
+        let cfg = Arc::new(Config::parse(&text, &dir.join("gsched.conf")).unwrap());
+        let store = Store::open(&cfg.state_save_location).unwrap();
+        State::load(cfg, store, 1000).unwrap()
+    }
+
+    fn spec(tasks: u32) -> JobSpec {
+        JobSpec {
+            name: "j".into(),
+            script: "#!/bin/sh\ntrue\n".into(),
+            work_dir: "/tmp".into(),
+            ntasks: Some(tasks),
+            ..JobSpec::default()
+        }
+    }
+
+    fn register_all(st: &mut State, now: i64) {
+        for n in ["n1", "n2"] {
+            let r = NodeReport {
+                name: n,
+                cpus: 2,
+                mem_mb: 1000,
+                version: "x",
+                boot_time: 0,
+                daemon_start: 0,
+                running: &[],
+            };
+            st.register(&r, now).unwrap();
+        }
+    }
+
+    #[test]
+    fn submit_schedule_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        let a = st.submit(spec(2), ROOT, 1000).unwrap();
+        let b = st.submit(spec(2), ROOT, 1000).unwrap();
+        let c = st.submit(spec(1), ROOT, 1000).unwrap();
+        // No node registered yet: nothing starts.
+        assert!(st.schedule(1001).is_empty());
+        register_all(&mut st, 1001);
+        let eff = st.schedule(1002);
+        assert_eq!(eff.len(), 2);
+        assert_eq!(st.jobs[&a].info.nodes, vec!["n1"]);
+        assert_eq!(st.jobs[&b].info.nodes, vec!["n2"]);
+        assert_eq!(st.jobs[&c].info.reason, Reason::Resources);
+        st.launch_result(a, 1002, Ok(()), 1002);
+        let done = JobCompleteRequest {
+            job_id: a,
+            node: "n1".into(),
+            start_time: 1002,
+            exit_code: 3,
+            signal: 0,
+            end_time: 1010,
+            launch_error: None,
+            terminated_for: None,
+        };
+        st.complete(&done, 1010).unwrap();
+        assert_eq!(st.jobs[&a].info.state, JobState::Failed);
+        assert_eq!(st.jobs[&a].info.exit_code_string(), "3:0");
+        st.schedule(1011);
+        assert_eq!(st.jobs[&c].info.state, JobState::Running);
+    }
+
+    #[test]
+    fn impossible_jobs_are_refused_at_submit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        let e = st.submit(spec(5), ROOT, 1).unwrap_err();
+        assert_eq!(e.code, ErrorCode::TooManyProcessors);
+        let mut s = spec(1);
+        s.mem = Some(MemRequest::PerNode(5000));
+        assert_eq!(
+            st.submit(s, ROOT, 1).unwrap_err().code,
+            ErrorCode::MemoryUnavailable
+        );
+        let mut s = spec(1);
+        s.partitions = vec!["nope".into()];
+        assert_eq!(
+            st.submit(s, ROOT, 1).unwrap_err().to_string(),
+            "Invalid partition name specified"
+        );
+        let mut s = spec(1);
+        s.script = "echo hi".into();
+        assert!(st.submit(s, ROOT, 1).is_err());
+    }
+
+    #[test]
+    fn restart_keeps_jobs_and_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let a;
+        {
+            let mut st = state(dir.path());
+            a = st.submit(spec(1), ROOT, 1000).unwrap();
+            register_all(&mut st, 1000);
+            st.schedule(1000);
+            assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        }
+        let mut st = state(dir.path());
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        assert_eq!(st.submit(spec(1), ROOT, 1001).unwrap(), a + 1);
+        // The node comes back still running the job: nothing to kill, nothing lost.
+        let running = [RunningJob {
+            job_id: a,
+            start_time: 1000,
+        }];
+        let r = NodeReport {
+            name: "n1",
+            cpus: 2,
+            mem_mb: 1000,
+            version: "x",
+            boot_time: 0,
+            daemon_start: 0,
+            running: &running,
+        };
+        assert!(st.register(&r, 1100).unwrap().is_empty());
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+    }
+
+    #[test]
+    fn lost_jobs_are_requeued_and_strays_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        let a = st.submit(spec(1), ROOT, 1000).unwrap();
+        register_all(&mut st, 1000);
+        st.schedule(1000);
+        st.launch_result(a, 1000, Ok(()), 1000);
+        // Within the grace period a missing job is not judged.
+        assert_eq!(st.heartbeat("n1", &[], 1005), Some(vec![]));
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        let stray = [RunningJob {
+            job_id: 99,
+            start_time: 5,
+        }];
+        let kill = st
+            .heartbeat("n1", &stray, 1000 + LOST_JOB_GRACE_SECS)
+            .unwrap();
+        assert_eq!(kill, vec![99]);
+        assert_eq!(st.jobs[&a].info.state, JobState::Pending);
+    }
+
+    #[test]
+    fn cancel_pending_and_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        let a = st.submit(spec(2), ROOT, 1000).unwrap();
+        let b = st.submit(spec(2), ROOT, 1000).unwrap();
+        let c = st.submit(spec(2), ROOT, 1000).unwrap();
+        st.schedule(1000);
+        let f = JobFilter {
+            ids: vec![a, c],
+            ..JobFilter::default()
+        };
+        let (res, eff) = st.signal_jobs(&f, None, false, ROOT, 1001).unwrap();
+        assert!(res.iter().all(|r| r.1.is_none()));
+        assert_eq!(eff.len(), 1);
+        assert_eq!(st.jobs[&a].info.state, JobState::Completing);
+        assert_eq!(st.jobs[&c].info.state, JobState::Cancelled);
+        assert_eq!(st.jobs[&b].info.state, JobState::Running);
+        // Someone else may not cancel root's job.
+        let other = Identity {
+            uid: 4242,
+            gid: 4242,
+        };
+        let f = JobFilter {
+            ids: vec![b],
+            ..JobFilter::default()
+        };
+        let (res, _) = st.signal_jobs(&f, None, false, other, 1002).unwrap();
+        assert_eq!(res[0].1.as_ref().unwrap().code, ErrorCode::AccessDenied);
+    }
+}

@@ -1,0 +1,39 @@
+# gsched: the two commands that matter are `make cluster` and `make test`.
+CARGO ?= cargo
+
+.PHONY: all build release test cluster cluster-down cluster-status bench lint fmt
+
+all: build
+
+build:
+	$(CARGO) build --workspace --bins
+
+release:
+	$(CARGO) build --release --bins
+
+# `cargo test` does not build other packages' binaries, and the integration tests run the
+# real daemons and commands: build them first.
+test:
+	$(CARGO) build --workspace --bins
+	$(CARGO) test --workspace
+
+# A local cluster (controller + two node daemons on loopback) running a first job.
+cluster:
+	scripts/local-cluster.sh up
+
+cluster-down:
+	scripts/local-cluster.sh down
+
+cluster-status:
+	scripts/local-cluster.sh status
+
+# Submission rate and latency against the local cluster (`make bench ARGS=--with-slurm`).
+bench:
+	bench/submit.sh $(ARGS)
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all

@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# A gsched cluster on this machine in one command: a controller (gsctld) and two node daemons
+# (gsnoded -N n1, -N n2) on loopback, with AuthType=auth/none, everything under
+# .local-cluster/ in the repository (config, state, spool, logs, pids, job outputs).
+#
+#   scripts/local-cluster.sh up       build, configure, start (if not running), run examples/hello.sh
+#   scripts/local-cluster.sh status   what runs, gsinfo, gsqueue
+#   scripts/local-cluster.sh down     stop the daemons and the jobs still running
+#
+# Idempotent: `up` on a running cluster keeps it and runs the example again. Works as root
+# (jobs run as root) and as an ordinary user (jobs run as that user).
+#
+# Environment:
+#   GSCHED_LOCAL_PORT   first port to try (default 16817): controller, then n1 and n2; if
+#                       those are taken, the next free three are used
+#   CARGO_TARGET_DIR    honoured: the binaries are taken from $CARGO_TARGET_DIR/release
+#   GSCHED_NO_BUILD=1   skip `cargo build --release --bins`
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DIR="$ROOT/.local-cluster"
+CONF="$DIR/gsched.conf"
+LOG="$DIR/log"
+RUN="$DIR/run"
+JOBS="$DIR/jobs"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
+BIN="$TARGET/release"
+BASE_PORT="${GSCHED_LOCAL_PORT:-16817}"
+NODES=(n1 n2)
+
+say() { printf '\033[1m==>\033[0m %s\n' "$*"; }
+warn() { printf 'local-cluster: %s\n' "$*" >&2; }
+die() { warn "$*"; exit 1; }
+
+# alive NAME COMM: the pid file run/NAME.pid names a live process called COMM
+alive() {
+  local f="$RUN/$1.pid" pid
+  [[ -s $f ]] || return 1
+  pid=$(<"$f")
+  [[ -d /proc/$pid ]] && [[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == "$2" ]]
+}
+
+any_alive() {
+  local n
+  alive gsctld gsctld && return 0
+  for n in "${NODES[@]}"; do alive "gsnoded-$n" gsnoded && return 0; done
+  return 1
+}
+
+# port_busy PORT: something listens on 127.0.0.1:PORT
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# conf_port KEY [NODE]: a port from the existing config
+conf_ctld_port() { sed -n 's/^SlurmctldPort=\([0-9]*\).*/\1/p' "$CONF" | head -n1; }
+conf_node_port() { sed -n "s/^NodeName=$1 .*Port=\\([0-9]*\\).*/\\1/p" "$CONF" | head -n1; }
+
+env_for_commands() {
+  export GSCHED_CONF="$CONF"
+  export PATH="$BIN:$PATH"
+}
+
+build() {
+  if [[ "${GSCHED_NO_BUILD:-0}" == 1 ]]; then
+    say "skipping the build (GSCHED_NO_BUILD=1)"
+  else
+    command -v cargo >/dev/null || die "cargo not found: install Rust (https://rustup.rs) and try again"
+    say "building (cargo build --release --bins; the first build takes a few minutes)"
+    (cd "$ROOT" && cargo build --release --bins)
+  fi
+  local b
+  for b in gsctld gsnoded gsstepd gsbatch gsqueue gsinfo gscontrol gscancel; do
+    [[ -x "$BIN/$b" ]] || die "$BIN/$b is missing after the build"
+  done
+}
+
+# Picks three ports: the config's own when it exists and they are free (or ours), else
+# GSCHED_LOCAL_PORT.. upwards.
+choose_ports() {
+  local p i ok
+  if [[ -s $CONF ]] && [[ -z "${GSCHED_LOCAL_PORT:-}" ]]; then
+    CTLD_PORT=$(conf_ctld_port)
+    N1_PORT=$(conf_node_port n1)
+    N2_PORT=$(conf_node_port n2)
+    if [[ -n $CTLD_PORT && -n $N1_PORT && -n $N2_PORT ]]; then
+      ok=1
+      for p in "$CTLD_PORT" "$N1_PORT" "$N2_PORT"; do port_busy "$p" && ok=0; done
+      ((ok)) && return 0
+    fi
+  fi
+  for ((i = 0; i < 100; i++)); do
+    p=$((BASE_PORT + 3 * i))
+    ((p + 2 < 65536)) || break
+    if ! port_busy "$p" && ! port_busy $((p + 1)) && ! port_busy $((p + 2)); then
+      CTLD_PORT=$p; N1_PORT=$((p + 1)); N2_PORT=$((p + 2))
+      ((i == 0)) || warn "ports $BASE_PORT-$((BASE_PORT + 2)) are taken; using $p-$((p + 2))"
+      return 0
+    fi
+  done
+  die "no three free ports found from $BASE_PORT upwards; set GSCHED_LOCAL_PORT"
+}
+
+write_config() {
+  local cpus mem_mb c1 c2 m user
+  cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || echo 2)
+  mem_mb=$(awk '/^MemTotal:/ { print int($2 / 1024) }' /proc/meminfo 2>/dev/null || echo 2048)
+  # Two nodes share the machine: CPUs split (at least one each), three quarters of the
+  # memory split (at least 256 MiB each).
+  c1=$(((cpus + 1) / 2)); c2=$((cpus / 2)); ((c2 >= 1)) || c2=1
+  m=$((mem_mb * 3 / 4 / 2)); ((m >= 256)) || m=256
+  user=$(id -un)
+  mkdir -p "$DIR/state" "$DIR/spool" "$LOG" "$RUN" "$JOBS"
+  cat >"$CONF.new" <<EOF
+# gsched local cluster, written by scripts/local-cluster.sh (rewritten by every \`up\`
+# while the cluster is down). Syntax: slurm.conf; see man/gsched.conf.5.
+ClusterName=local
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=$CTLD_PORT
+AuthType=auth/none
+SlurmUser=$user
+StateSaveLocation=$DIR/state
+SlurmdSpoolDir=$DIR/spool/%n
+KillWait=10
+MinJobAge=300
+NodeName=n1 NodeAddr=127.0.0.1 Port=$N1_PORT CPUs=$c1 RealMemory=$m
+NodeName=n2 NodeAddr=127.0.0.1 Port=$N2_PORT CPUs=$c2 RealMemory=$m
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
+  mv "$CONF.new" "$CONF"
+}
+
+# start NAME BINARY ARGS...: in its own session, so that a Ctrl-C in this terminal spares it
+start_daemon() {
+  local name=$1 bin=$2; shift 2
+  echo "=== local-cluster: starting $bin $* at $(date -Is) ===" >>"$LOG/$name.log"
+  setsid "$BIN/$bin" "$@" </dev/null >>"$LOG/$name.log" 2>&1 &
+  echo $! >"$RUN/$name.pid"
+}
+
+show_logs() {
+  local f
+  for f in "$LOG"/*.log; do
+    [[ -e $f ]] || continue
+    echo "----- last lines of $f -----" >&2
+    tail -n 20 "$f" >&2
+  done
+}
+
+# The controller answers and every node is registered: every row of gsinfo's default
+# layout (PARTITION AVAIL TIMELIMIT NODES STATE NODELIST) is idle, mix or alloc.
+ready() {
+  local out
+  out=$(gsinfo 2>/dev/null) || return 1
+  awk 'NR > 1 { rows++; if ($5 !~ /^(idle|mix|alloc)$/) bad = 1 } END { exit (bad || !rows) }' <<<"$out"
+}
+
+wait_ready() {
+  local i
+  for ((i = 0; i < 300; i++)); do
+    ready && return 0
+    if ! alive gsctld gsctld; then
+      show_logs; die "gsctld exited; see $LOG/gsctld.log"
+    fi
+    for n in "${NODES[@]}"; do
+      if ! alive "gsnoded-$n" gsnoded; then
+        show_logs; die "gsnoded $n exited; see $LOG/gsnoded-$n.log"
+      fi
+    done
+    sleep 0.1
+  done
+  show_logs
+  die "the cluster did not come up within 30 s; logs are in $LOG"
+}
+
+cmd_up() {
+  build
+  env_for_commands
+  mkdir -p "$DIR/state" "$DIR/spool" "$LOG" "$RUN" "$JOBS"
+  if alive gsctld gsctld && alive gsnoded-n1 gsnoded && alive gsnoded-n2 gsnoded; then
+    say "the local cluster is already running (config $CONF)"
+  else
+    if any_alive; then
+      say "part of the cluster is running; restarting it"
+      cmd_down >/dev/null
+    fi
+    choose_ports
+    write_config
+    say "starting gsctld on 127.0.0.1:$CTLD_PORT and gsnoded n1, n2 on :$N1_PORT, :$N2_PORT"
+    start_daemon gsctld gsctld -D -f "$CONF"
+    # The node daemons register with the controller once it answers.
+    start_daemon gsnoded-n1 gsnoded -D -f "$CONF" -N n1
+    start_daemon gsnoded-n2 gsnoded -D -f "$CONF" -N n2
+  fi
+  wait_ready
+  gsinfo
+  echo
+
+  say "submitting examples/hello.sh (from $JOBS)"
+  local id state out
+  id=$(cd "$JOBS" && gsbatch --parsable "$ROOT/examples/hello.sh")
+  id=${id%%;*}
+  echo "Submitted batch job $id"
+  gsqueue
+  echo
+  say "waiting for job $id to finish"
+  for ((i = 0; i < 600; i++)); do
+    [[ -z "$(gsqueue -h -j "$id" 2>/dev/null)" ]] && break
+    sleep 0.1
+  done
+  state=$(gscontrol show job "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | head -n1 || true)
+  echo "job $id: ${state:-state unknown}"
+  out="$JOBS/slurm-$id.out"
+  if [[ -s $out ]]; then
+    say "output of job $id ($out):"
+    sed 's/^/    /' "$out"
+  else
+    warn "no output file $out yet; see $LOG"
+  fi
+  echo
+  cat <<EOF
+The local cluster is up. To use it from this shell:
+
+    export GSCHED_CONF=$CONF
+    export PATH=$BIN:\$PATH
+    gsbatch --wrap 'hostname'
+    gsqueue; gsinfo; gscontrol show job <id>; gscancel <id>
+
+Job outputs go to slurm-<jobid>.out in the directory you submit from.
+Daemon logs: $LOG/. Stop it with: make cluster-down
+EOF
+}
+
+# Pids of the processes whose command line contains $1, and all their descendants.
+tree_of_cmdline() {
+  local needle=$1 d pid ppid rest cmd
+  declare -A parent=()
+  local -a roots=()
+  for d in /proc/[0-9]*; do
+    pid=${d#/proc/}
+    rest=$(cat "$d/stat" 2>/dev/null) || continue
+    rest=${rest##*) }
+    read -r _ ppid _ <<<"$rest"
+    parent[$pid]=$ppid
+    cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
+    [[ $pid != "$$" && $cmd == *"$needle"* ]] && roots+=("$pid")
+  done
+  local -a out=("${roots[@]}")
+  local changed=1 p q
+  while ((changed)); do
+    changed=0
+    for p in "${!parent[@]}"; do
+      [[ " ${out[*]} " == *" $p "* ]] && continue
+      q=${parent[$p]}
+      if [[ " ${out[*]} " == *" $q "* ]]; then out+=("$p"); changed=1; fi
+    done
+  done
+  ((${#out[@]})) && printf '%s\n' "${out[@]}"
+  return 0
+}
+
+stop_one() {  # stop_one NAME COMM
+  local f="$RUN/$1.pid" pid i
+  if ! alive "$1" "$2"; then rm -f "$f"; return 0; fi
+  pid=$(<"$f")
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do [[ -d /proc/$pid ]] || break; sleep 0.1; done
+  if [[ -d /proc/$pid ]]; then kill -KILL "$pid" 2>/dev/null || true; fi
+  echo "stopped $1 (pid $pid)"
+  rm -f "$f"
+}
+
+cmd_down() {
+  local n pids
+  for n in "${NODES[@]}"; do stop_one "gsnoded-$n" gsnoded; done
+  stop_one gsctld gsctld
+  # Jobs still running: their gsstepd was started with its job folder under our spool dir.
+  pids=$(tree_of_cmdline "$DIR/spool/")
+  if [[ -n $pids ]]; then
+    echo "killing the jobs left running: $(echo "$pids" | tr '\n' ' ')"
+    # shellcheck disable=SC2086
+    kill -STOP $pids 2>/dev/null || true
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null || true
+  fi
+  echo "the local cluster is stopped (state kept in $DIR; rm -rf $DIR to start afresh)"
+}
+
+cmd_status() {
+  local n st=0
+  for n in gsctld gsnoded-n1 gsnoded-n2; do
+    if alive "$n" "${n%%-*}"; then echo "$n: running (pid $(<"$RUN/$n.pid"))"
+    else echo "$n: not running"; st=1; fi
+  done
+  [[ -s $CONF ]] && echo "config: $CONF"
+  if ((st == 0)); then
+    env_for_commands
+    echo; gsinfo; echo; gsqueue
+  else
+    echo "start it with: make cluster"
+  fi
+  return $st
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+esac

@@ -90,6 +90,7 @@ pub fn run(folder: &Path) -> Result<StatusFile, StepdError> {
         ));
     }
     block_daemon_signals();
+    sys::reset_ignored_signals();
     let me = std::process::id() as i32;
     let ticks = procfs::read_stat(me).map_err(StepdError::Proc)?.start_ticks;
     let mut pids = PidsFile {

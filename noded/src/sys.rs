@@ -1,7 +1,8 @@
 //! The few raw system calls the node side needs and that have no safe wrapper, kept in one
 //! module so that `unsafe` stays reviewable: `pidfd_open` (watching a gsstepd that may not be
 //! our child), `kill` with any signal number (users may send real-time signals, which nix's
-//! `Signal` enum cannot name), and the child set-up that runs between `fork` and `exec` in
+//! `Signal` enum cannot name), resetting ignored signals (`sigaction`), the tokio
+//! registration of a pidfd, and the child set-up that runs between `fork` and `exec` in
 //! gsstepd (`setgroups`/`setgid`/`setuid`, umask, output files, `chdir`).
 //!
 //! Everything else uses nix's safe wrappers. The crate denies `unsafe_code`; this module is the
@@ -64,6 +65,33 @@ pub fn send_signal(pid: i32, sig: i32) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+/// Resets every signal this process ignores to its default action. Ignored signals survive
+/// `exec`, so without this a job would inherit whatever its parents ignored (std ignores
+/// SIGPIPE in every Rust program; service managers and shells add more).
+pub fn reset_ignored_signals() {
+    for sig in 1..=MAX_SIGNAL {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: an all-zero `sigaction` is a valid value; sigaction(2) only reads `new`
+        // and writes `old`, both valid for the call. Querying first means handlers that
+        // are installed (not ignored) are left alone. Signals the C library reserves for
+        // itself answer EINVAL and are skipped.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
+                continue;
+            }
+            if old.sa_sigaction == libc::SIG_IGN {
+                let mut new: libc::sigaction = std::mem::zeroed();
+                new.sa_sigaction = libc::SIG_DFL;
+                libc::sigemptyset(&mut new.sa_mask);
+                libc::sigaction(sig, &new, std::ptr::null_mut());
+            }
+        }
     }
 }
 

@@ -99,6 +99,10 @@ pub struct PidsFile {
     pub stepd_start_ticks: u64,
     /// The batch shell, once started.
     pub shell_pid: Option<i32>,
+    /// The shell's start ticks, so that gsnoded can still kill it (and what it started) if
+    /// gsstepd vanishes.
+    #[serde(default)]
+    pub shell_start_ticks: Option<u64>,
 }
 
 /// `status.json`: how the job ended.
@@ -285,6 +289,7 @@ mod tests {
             stepd_pid: 7,
             stepd_start_ticks: 99,
             shell_pid: Some(8),
+            shell_start_ticks: Some(100),
         };
         d.write_pids(&pids).unwrap();
         assert_eq!(d.read_pids().unwrap(), Some(pids));

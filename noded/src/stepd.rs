@@ -97,6 +97,7 @@ pub fn run(folder: &Path) -> Result<StatusFile, StepdError> {
         stepd_pid: me,
         stepd_start_ticks: ticks,
         shell_pid: None,
+        shell_start_ticks: None,
     };
     dir.write_pids(&pids)?;
 
@@ -203,6 +204,7 @@ fn run_job(dir: &JobDir, launch: &LaunchFile, pids: &mut PidsFile, start_time: i
     drop(report);
     let shell = child.id() as i32;
     pids.shell_pid = Some(shell);
+    pids.shell_start_ticks = procfs::start_ticks(shell);
     if let Err(e) = dir.write_pids(pids) {
         log(&format!(
             "warning: {e} (batch-only signals will not reach the shell)"

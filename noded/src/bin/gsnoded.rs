@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use gsched_noded::daemon::{self, Node, NodeSettings};
 use gsched_proto::config::{AuthType, Config};
+use std::io::IsTerminal;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -72,6 +73,7 @@ fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 

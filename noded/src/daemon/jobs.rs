@@ -94,18 +94,36 @@ fn report_from(
     }
 }
 
-/// The status of a job whose gsstepd is gone: `status.json`, or else a synthesised failure
-/// with `message`, which is written to the folder so that a later restart reports the same.
-fn final_status(dir: &JobDir, start_time: i64, message: &str, signal: i32) -> StatusFile {
+/// How a gsstepd ended without a `status.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Missing {
+    /// It exited while gsnoded watched it (a gsstepd bug or crash: its log says why).
+    Exited,
+    /// It was gone when a restarted gsnoded looked (killed, or the node rebooted).
+    Disappeared,
+}
+
+/// The status of a job whose gsstepd is gone: `status.json`, or else a synthesised failure,
+/// which is written to the folder so that a later restart reports the same.
+fn final_status(dir: &JobDir, start_time: i64, missing: Missing) -> StatusFile {
     match dir.read_status() {
         Ok(Some(s)) => return s,
         Ok(None) => {}
         Err(e) => tracing::error!("{e}; reporting the job as failed"),
     }
-    let mut launch_error = message.to_string();
-    if let Some(line) = dir.last_log_line() {
-        launch_error.push_str(&format!(" (last words in {STEPD_LOG}: {line})"));
-    }
+    let (launch_error, signal) = match missing {
+        Missing::Exited => {
+            let mut m = "gsstepd ended without writing a status".to_string();
+            if let Some(line) = dir.last_log_line() {
+                m.push_str(&format!(" (last words in {STEPD_LOG}: {line})"));
+            }
+            (m, 0)
+        }
+        Missing::Disappeared => (
+            "job's gsstepd disappeared (node daemon restart)".to_string(),
+            libc::SIGKILL,
+        ),
+    };
     let status = StatusFile {
         exit_code: if signal == 0 { 1 } else { 0 },
         signal,
@@ -251,12 +269,16 @@ fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
             });
         }
     }
-    let status = final_status(
-        &dir,
-        start_time,
-        "job's gsstepd disappeared (node daemon restart)",
-        libc::SIGKILL,
-    );
+    // Its batch shell may have outlived it (re-parented to init): end what is still found.
+    if let Some((shell, ticks)) = pids.and_then(|p| Some((p.shell_pid?, p.shell_start_ticks?))) {
+        if procfs::is_same_live_process(shell, ticks) {
+            let mut procs = procfs::descendants(shell);
+            procs.push(shell);
+            let n = signal_all(&procs, libc::SIGKILL);
+            tracing::warn!("job {id}: its gsstepd is gone; killed {n} process(es) it left");
+        }
+    }
+    let status = final_status(&dir, start_time, Missing::Disappeared);
     Some(ended(status))
 }
 
@@ -467,12 +489,7 @@ impl Node {
         };
         let node = self.settings.node.clone();
         let report = blocking(move || {
-            let status = final_status(
-                &dir,
-                start_time,
-                "gsstepd ended without writing a status",
-                0,
-            );
+            let status = final_status(&dir, start_time, Missing::Exited);
             let terminated_for =
                 terminate.or_else(|| dir.read_terminate().ok().flatten().map(|t| t.reason));
             report_from(&node, id, start_time, &status, terminated_for)

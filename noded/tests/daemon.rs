@@ -522,6 +522,18 @@ fn requests_are_checked() {
         .post::<_, Ack>(paths::NODE_SIGNAL, &serde_json::json!({"job_id": "x"}))
         .unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::BadRequest), "{e}");
+    if !nix::unistd::geteuid().is_root() {
+        // Without root, only the daemon's own user's jobs can run.
+        let mut req = c.request(2, "#!/bin/sh\n");
+        req.uid = 0;
+        let e = c.launch(&req).unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::AccessDenied));
+        assert!(
+            e.to_string()
+                .contains("without root and can only run jobs of its own user"),
+            "{e}"
+        );
+    }
     let e = c.client.get::<Ack>("/v1/node/nothing").unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::NotFound), "{e}");
 }

@@ -415,7 +415,10 @@ impl Node {
         .await
         .map_err(|e| e.message)??;
         let mut cmd = tokio::process::Command::new(&self.settings.stepd);
+        // From `/`, so that gsstepd (and a job whose chdir fails) keeps no directory of
+        // gsnoded's busy.
         cmd.arg(dir.path())
+            .current_dir("/")
             .env_clear()
             .env(
                 "PATH",

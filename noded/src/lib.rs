@@ -8,7 +8,7 @@
 //!
 //! * [`daemon`] — gsnoded's API server, job table, watching, reporting and registration.
 //! * [`stepd`] — gsstepd.
-//! * [`env`] — the job environment and stdio paths gsnoded computes for gsstepd.
+//! * [`env`](mod@env) — the job environment and stdio paths gsnoded computes for gsstepd.
 //! * [`jobdir`] — the files of a job folder.
 //! * [`procfs`] — process parents and start times from `/proc`.
 //! * [`sys`] — the only module with `unsafe` code (raw system calls).

@@ -8,9 +8,9 @@
 //! start and whenever the controller asks the node to register again, so gsnoded can be
 //! killed at any moment (even with SIGKILL) without losing a job or a report.
 //!
-//! * [`server`] — routes, the one place that checks protocol version and credentials.
-//! * [`jobs`] — the job table, launch, signal, terminate, watching, reports, re-adoption.
-//! * [`controller`] — registration and heartbeats.
+//! * `server` — routes, the one place that checks protocol version and credentials.
+//! * `jobs` — the job table, launch, signal, terminate, watching, reports, re-adoption.
+//! * `controller` — registration and heartbeats.
 
 mod controller;
 mod jobs;

@@ -170,9 +170,9 @@ pub struct ChildSetup {
 /// stage is reported through `setup.report` and aborts the spawn (std then makes `spawn`
 /// return the errno).
 ///
-/// The caller must be single-threaded or otherwise not rely on state that `fork` leaves
-/// inconsistent; the closure itself allocates nothing and only calls async-signal-safe
-/// functions.
+/// The closure allocates nothing and only makes async-signal-safe system calls, so it is
+/// sound even in a multi-threaded parent; by design only the single-threaded gsstepd uses it
+/// (ARCHITECTURE.md: no fork in the daemon).
 pub fn install_child_setup(cmd: &mut Command, setup: ChildSetup) {
     let mut setup = setup;
     let child = move || -> io::Result<()> { child_setup(&mut setup) };

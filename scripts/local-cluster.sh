@@ -112,7 +112,7 @@ write_config() {
   mkdir -p "$DIR/state" "$DIR/spool" "$LOG" "$RUN" "$JOBS"
   cat >"$CONF.new" <<EOF
 # gsched local cluster, written by scripts/local-cluster.sh (rewritten by every \`up\`
-# while the cluster is down). Syntax: slurm.conf; see man/gsched.conf.5.
+# while the cluster is down). Syntax: slurm.conf; see man/man5/gsched.conf.5.
 ClusterName=local
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=$CTLD_PORT

@@ -484,9 +484,13 @@ impl TestCluster {
     }
 
     /// A command binary (`gsbatch`, ...) ready to run: clean environment with
-    /// `GSCHED_CONF` and `PATH` set, working directory [`TestCluster::workdir`].
+    /// `GSCHED_CONF` and `PATH` set (the binaries under test first), working directory
+    /// [`TestCluster::workdir`].
     pub fn command(&self, name: &str) -> Command {
-        let mut c = Command::new(bins::bin(name));
+        // Checked here for a clear message; run by name through PATH (the binary directory
+        // comes first), so that argv[0] is what a user types and messages say `gsbatch: `.
+        bins::bin(name);
+        let mut c = Command::new(name);
         c.env_clear()
             .envs(self.base_env())
             .current_dir(self.workdir())

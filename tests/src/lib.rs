@@ -65,24 +65,21 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// The lines of a command's stderr with the program-name prefix (`gsbatch: ` or Slurm's own
-/// `sbatch: `) removed, so tests can compare Slurm's exact wording whichever name the command
-/// was invoked by. Lines without the prefix are kept as they are.
+/// The lines of a command's stderr with the program-name prefix (`gsbatch: `, Slurm's own
+/// `sbatch: `, or either with a directory in front, as getopt prints argv[0]) removed, so
+/// tests can compare Slurm's exact wording whichever name the command was invoked by. Lines
+/// without such a prefix are kept as they are.
 pub fn stderr_lines(o: &Output, prog: &str) -> Vec<String> {
     let slurm_name = prog.strip_prefix("gs").map(|s| format!("s{s}"));
+    let is_prog = |p: &str| {
+        let base = p.rsplit('/').next().unwrap_or(p);
+        !p.contains(' ') && (base == prog || slurm_name.as_deref() == Some(base))
+    };
     stderr(o)
         .lines()
-        .map(|l| {
-            let own = format!("{prog}: ");
-            if let Some(rest) = l.strip_prefix(&own) {
-                return rest.to_string();
-            }
-            if let Some(s) = &slurm_name {
-                if let Some(rest) = l.strip_prefix(&format!("{s}: ")) {
-                    return rest.to_string();
-                }
-            }
-            l.to_string()
+        .map(|l| match l.split_once(": ") {
+            Some((p, rest)) if is_prog(p) => rest.to_string(),
+            _ => l.to_string(),
         })
         .collect()
 }
@@ -107,10 +104,19 @@ mod tests {
 
     #[test]
     fn stderr_prefixes_are_stripped() {
-        let o = output("gsbatch: error: a\nsbatch: error: b\nTry \"gsbatch --help\"\n");
+        let o = output(
+            "gsbatch: error: a\nsbatch: error: b\n/x/y/gsbatch: unrecognized option '--q'\n\
+             Try \"gsbatch --help\"\nother prog: x\n",
+        );
         assert_eq!(
             stderr_lines(&o, "gsbatch"),
-            vec!["error: a", "error: b", "Try \"gsbatch --help\""]
+            vec![
+                "error: a",
+                "error: b",
+                "unrecognized option '--q'",
+                "Try \"gsbatch --help\"",
+                "other prog: x"
+            ]
         );
     }
 

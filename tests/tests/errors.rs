@@ -1,6 +1,9 @@
-//! Bad input gets Slurm's exact messages: a script without `#!`, an unknown option, a bad time
-//! or memory format, an unknown partition; and config errors stop the daemons with the file,
-//! line and key named.
+//! Bad input gets Slurm's exact messages and exit codes: a script without `#!`, an unknown
+//! option, a bad time or memory format, an unknown partition; and config errors stop the
+//! daemons with the file, line and key named.
+//!
+//! The expected texts and codes of the command's own checks are those of Slurm 22.05.8's
+//! sbatch (Debian 12 slurm-client), run with the same arguments.
 
 use gsched_tests::{bins, secs, stderr, stderr_lines, stdout, ClusterOpts, JobState, TestCluster};
 use std::fs::File;
@@ -37,8 +40,9 @@ fn gsbatch_rejects_bad_scripts_and_options() {
         ],
     );
 
+    // getopt's wording, and sbatch's exit code for it (255).
     let out = c.cmd("gsbatch", ["--bogus-option", "--wrap", "true"]);
-    assert!(!out.status.success(), "{out:?}");
+    assert_eq!(out.status.code(), Some(255), "{out:?}");
     assert_eq!(stdout(&out), "");
     let lines = stderr_lines(&out, "gsbatch");
     assert_eq!(lines.len(), 2, "stderr was:\n{}", stderr(&out));
@@ -50,11 +54,20 @@ fn gsbatch_rejects_bad_scripts_and_options() {
         stderr(&out)
     );
 
+    let out = c.cmd("gsbatch", ["-Z", "--wrap", "true"]);
+    assert_eq!(out.status.code(), Some(255), "{out:?}");
+    let lines = stderr_lines(&out, "gsbatch");
+    assert_eq!(
+        lines.first().map(String::as_str),
+        Some("invalid option -- 'Z'"),
+        "{lines:?}"
+    );
+
     let out = c.cmd("gsbatch", ["-t", "abc", "--wrap", "true"]);
-    assert_fails_with(&out, None, &["error: Invalid --time specification"]);
+    assert_fails_with(&out, Some(255), &["error: Invalid --time specification"]);
 
     let out = c.cmd("gsbatch", ["--mem=1.5G", "--wrap", "true"]);
-    assert_fails_with(&out, None, &["error: Invalid --mem specification"]);
+    assert_fails_with(&out, Some(255), &["error: Invalid --mem specification"]);
 }
 
 #[test]

@@ -68,6 +68,23 @@ fn gsbatch_rejects_bad_scripts_and_options() {
 
     let out = c.cmd("gsbatch", ["--mem=1.5G", "--wrap", "true"]);
     assert_fails_with(&out, Some(255), &["error: Invalid --mem specification"]);
+
+    let out = c.cmd("gsbatch", ["-N", "abc", "--wrap", "true"]);
+    assert_fails_with(
+        &out,
+        Some(255),
+        &["error: \"abc\" is not a valid node count"],
+    );
+
+    let out = c.cmd("gsbatch", ["--uid=no-such-user-gs", "--wrap", "true"]);
+    assert_fails_with(&out, Some(255), &["error: Invalid --uid specification"]);
+
+    let out = c.cmd("gsbatch", ["--wrap", "true", "extra-arg"]);
+    assert_fails_with(
+        &out,
+        Some(1),
+        &["error: Script arguments not permitted with --wrap option"],
+    );
 }
 
 #[test]

@@ -59,15 +59,3 @@ fn job_runs_as_submitting_user() {
         assert_eq!(meta.uid(), uid, "{f} must belong to {TEST_USER}");
     }
 }
-
-#[test]
-fn uid_option_is_refused_for_unknown_users() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
-        return;
-    }
-    let c = TestCluster::config_only(ClusterOpts::named("setuid-unknown"));
-    let out = c.cmd("gsbatch", ["--uid=no-such-user-gs", "--wrap", "true"]);
-    assert!(!out.status.success(), "{out:?}");
-    assert_eq!(gsched_tests::stdout(&out), "");
-}

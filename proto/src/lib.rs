@@ -5,5 +5,9 @@
 pub mod api;
 pub mod auth;
 pub mod client;
+pub mod config;
+pub mod hostlist;
 pub mod job;
 pub mod node;
+pub mod patterns;
+pub mod units;

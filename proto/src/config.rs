@@ -1,0 +1,2442 @@
+//! `gsched.conf`: the cluster configuration, in `slurm.conf` syntax.
+//!
+//! gsched is a drop-in for Slurm, so sites should be able to point it at the
+//! `slurm.conf` they already have. This module reads that syntax (`Key=Value` pairs,
+//! `NodeName=`/`PartitionName=` lines with `DEFAULT` entries, comments, `\` line
+//! continuation, `Include`), turns it into typed settings shared by the controller, the
+//! node daemon and the commands, and explains every mistake with `file:line: Key: ...`.
+//!
+//! Slurm settings that gsched does not implement yet are accepted with one warning each
+//! (see [`IGNORED_KEYS`]), so real configs load; anything else unknown is an error, so
+//! typos are caught.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::hostlist;
+use crate::units;
+
+/// Where the config is read from when neither `-f/--config` nor `$GSCHED_CONF` is given.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/gsched/gsched.conf";
+
+/// Environment variable naming the config file.
+pub const CONFIG_ENV: &str = "GSCHED_CONF";
+
+/// How deep `Include` lines may nest.
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// Chooses the config file: `-f/--config` wins, then `$GSCHED_CONF` (if not empty),
+/// then [`DEFAULT_CONFIG_PATH`].
+pub fn resolve_config_path(cli: Option<&Path>) -> PathBuf {
+    resolve_config_path_from(cli, std::env::var_os(CONFIG_ENV))
+}
+
+fn resolve_config_path_from(cli: Option<&Path>, env: Option<OsString>) -> PathBuf {
+    match (cli, env) {
+        (Some(p), _) => p.to_path_buf(),
+        (None, Some(e)) if !e.is_empty() => PathBuf::from(e),
+        _ => PathBuf::from(DEFAULT_CONFIG_PATH),
+    }
+}
+
+/// Slurm `slurm.conf` settings that gsched accepts but does not use yet. Each one found
+/// adds a single warning to [`Config::warnings`].
+pub const IGNORED_KEYS: &[&str] = &[
+    "AccountingStorageBackupHost",
+    "AccountingStorageEnforce",
+    "AccountingStorageExternalHost",
+    "AccountingStorageHost",
+    "AccountingStorageLoc",
+    "AccountingStorageParameters",
+    "AccountingStoragePass",
+    "AccountingStoragePort",
+    "AccountingStorageTRES",
+    "AccountingStorageType",
+    "AccountingStorageUser",
+    "AccountingStoreFlags",
+    "AcctGatherEnergyType",
+    "AcctGatherFilesystemType",
+    "AcctGatherInterconnectType",
+    "AcctGatherNodeFreq",
+    "AcctGatherProfileType",
+    "AllowSpecResourcesUsage",
+    "AuthAltParameters",
+    "AuthAltTypes",
+    "BackupAddr",
+    "BackupController",
+    "BatchStartTimeout",
+    "BurstBufferType",
+    "CliFilterPlugins",
+    "CommunicationParameters",
+    "CompleteWait",
+    "CoreSpecPlugin",
+    "CpuFreqDef",
+    "CpuFreqGovernors",
+    "CredType",
+    "CryptoType",
+    "DebugFlags",
+    "DefCpuPerGPU",
+    "DefMemPerCPU",
+    "DefMemPerGPU",
+    "DefMemPerNode",
+    "DependencyParameters",
+    "DisableRootJobs",
+    "EioTimeout",
+    "EnforcePartLimits",
+    "Epilog",
+    "EpilogMsgTime",
+    "EpilogSlurmctld",
+    "FairShareDampeningFactor",
+    "FastSchedule",
+    "FederationParameters",
+    "FirstJobId",
+    "GetEnvTimeout",
+    "GpuFreqDef",
+    "GresTypes",
+    "GroupUpdateForce",
+    "GroupUpdateTime",
+    "HashPlugin",
+    "HealthCheckInterval",
+    "HealthCheckNodeState",
+    "HealthCheckProgram",
+    "InactiveLimit",
+    "InteractiveStepOptions",
+    "JobAcctGatherFrequency",
+    "JobAcctGatherParams",
+    "JobAcctGatherType",
+    "JobCompHost",
+    "JobCompLoc",
+    "JobCompParams",
+    "JobCompPass",
+    "JobCompPort",
+    "JobCompType",
+    "JobCompUser",
+    "JobContainerType",
+    "JobFileAppend",
+    "JobRequeue",
+    "JobSubmitPlugins",
+    "KeepAliveTime",
+    "KillOnBadExit",
+    "LaunchParameters",
+    "Licenses",
+    "LogTimeFormat",
+    "MailDomain",
+    "MailProg",
+    "MaxArraySize",
+    "MaxBatchRequeue",
+    "MaxDBDMsgs",
+    "MaxJobCount",
+    "MaxJobId",
+    "MaxMemPerCPU",
+    "MaxMemPerNode",
+    "MaxNodeCount",
+    "MaxStepCount",
+    "MaxTasksPerNode",
+    "MCSParameters",
+    "MCSPlugin",
+    "MessageTimeout",
+    "MpiDefault",
+    "MpiParams",
+    "NodeFeaturesPlugins",
+    "OverTimeLimit",
+    "PlugStackConfig",
+    "PluginDir",
+    "PowerParameters",
+    "PowerPlugin",
+    "PreemptExemptTime",
+    "PreemptMode",
+    "PreemptParameters",
+    "PreemptType",
+    "PrEpParameters",
+    "PrEpPlugins",
+    "PriorityCalcPeriod",
+    "PriorityDecayHalfLife",
+    "PriorityFavorSmall",
+    "PriorityFlags",
+    "PriorityMaxAge",
+    "PriorityParameters",
+    "PrioritySiteFactorParameters",
+    "PrioritySiteFactorPlugin",
+    "PriorityType",
+    "PriorityUsageResetPeriod",
+    "PriorityWeightAge",
+    "PriorityWeightAssoc",
+    "PriorityWeightFairshare",
+    "PriorityWeightJobSize",
+    "PriorityWeightPartition",
+    "PriorityWeightQOS",
+    "PriorityWeightTRES",
+    "PrivateData",
+    "ProctrackType",
+    "Prolog",
+    "PrologEpilogTimeout",
+    "PrologFlags",
+    "PrologSlurmctld",
+    "PropagatePrioProcess",
+    "PropagateResourceLimits",
+    "PropagateResourceLimitsExcept",
+    "RebootProgram",
+    "ReconfigFlags",
+    "RequeueExit",
+    "RequeueExitHold",
+    "ResumeFailProgram",
+    "ResumeProgram",
+    "ResumeRate",
+    "ResumeTimeout",
+    "ResvEpilog",
+    "ResvOverRun",
+    "ResvProlog",
+    "ReturnToService",
+    "SchedulerParameters",
+    "SchedulerTimeSlice",
+    "SchedulerType",
+    "ScronParameters",
+    "SelectType",
+    "SelectTypeParameters",
+    "SlurmctldAddr",
+    "SlurmctldDebug",
+    "SlurmctldLogFile",
+    "SlurmctldParameters",
+    "SlurmctldPidFile",
+    "SlurmctldPrimaryOffProg",
+    "SlurmctldPrimaryOnProg",
+    "SlurmctldSyslogDebug",
+    "SlurmctldTimeout",
+    "SlurmdDebug",
+    "SlurmdLogFile",
+    "SlurmdParameters",
+    "SlurmdPidFile",
+    "SlurmdSyslogDebug",
+    "SlurmdUser",
+    "SlurmSchedLogFile",
+    "SlurmSchedLogLevel",
+    "SrunEpilog",
+    "SrunPortRange",
+    "SrunProlog",
+    "SuspendExcNodes",
+    "SuspendExcParts",
+    "SuspendProgram",
+    "SuspendRate",
+    "SuspendTime",
+    "SuspendTimeout",
+    "SwitchParameters",
+    "SwitchType",
+    "TaskEpilog",
+    "TaskPlugin",
+    "TaskPluginParam",
+    "TaskProlog",
+    "TCPTimeout",
+    "TmpFS",
+    "TopologyParam",
+    "TopologyPlugin",
+    "TrackWCKey",
+    "TreeWidth",
+    "UnkillableStepProgram",
+    "UnkillableStepTimeout",
+    "UsePAM",
+    "VSizeFactor",
+    "Waittime",
+    "X11Parameters",
+];
+
+/// Slurm line types (first key of the line) that gsched skips as a whole, with a warning.
+const IGNORED_LINE_KEYS: &[&str] = &["DownNodes", "FrontendName", "NodeSet"];
+
+/// Slurm `NodeName=` attributes gsched accepts but does not use yet.
+const IGNORED_NODE_KEYS: &[&str] = &[
+    "Bcast",
+    "CoreSpecCount",
+    "CpuBind",
+    "CpuSpecList",
+    "MemSpecLimit",
+    "NodeHostname",
+    "Reason",
+    "ResumeAfter",
+    "TmpDisk",
+    "TRESWeights",
+];
+
+/// Slurm `PartitionName=` attributes gsched accepts but does not use yet.
+const IGNORED_PARTITION_KEYS: &[&str] = &[
+    "AllocNodes",
+    "AllowAccounts",
+    "AllowGroups",
+    "AllowQos",
+    "Alternate",
+    "CpuBind",
+    "DefCpuPerGPU",
+    "DefMemPerCPU",
+    "DefMemPerGPU",
+    "DefMemPerNode",
+    "DenyAccounts",
+    "DenyQos",
+    "DisableRootJobs",
+    "ExclusiveTopo",
+    "ExclusiveUser",
+    "GraceTime",
+    "Hidden",
+    "LLN",
+    "MaxCPUsPerNode",
+    "MaxCPUsPerSocket",
+    "MaxMemPerCPU",
+    "MaxMemPerNode",
+    "MaxNodes",
+    "MinNodes",
+    "OverSubscribe",
+    "OverTimeLimit",
+    "PowerDownOnIdle",
+    "PreemptMode",
+    "PriorityJobFactor",
+    "PriorityTier",
+    "QOS",
+    "ReqResv",
+    "ResumeTimeout",
+    "RootOnly",
+    "SelectTypeParameters",
+    "Shared",
+    "SuspendTime",
+    "SuspendTimeout",
+    "TRESBillingWeights",
+];
+
+/// Global keys gsched implements.
+const GLOBAL_KEYS: &[&str] = &[
+    "AuthInfo",
+    "AuthType",
+    "ClusterName",
+    "ControlAddr",
+    "ControlMachine",
+    "KillWait",
+    "MinJobAge",
+    "SlurmctldHost",
+    "SlurmctldPort",
+    "SlurmdPort",
+    "SlurmdSpoolDir",
+    "SlurmdTimeout",
+    "SlurmUser",
+    "StateSaveLocation",
+];
+
+/// `NodeName=` attributes gsched implements (`Procs` and `Feature` are Slurm's old
+/// spellings of `CPUs` and `Features`).
+const NODE_KEYS: &[&str] = &[
+    "NodeName",
+    "NodeAddr",
+    "Port",
+    "CPUs",
+    "Procs",
+    "Boards",
+    "SocketsPerBoard",
+    "Sockets",
+    "CoresPerSocket",
+    "ThreadsPerCore",
+    "RealMemory",
+    "Gres",
+    "Features",
+    "Feature",
+    "State",
+    "Weight",
+];
+
+/// `PartitionName=` attributes gsched implements.
+const PARTITION_KEYS: &[&str] = &[
+    "PartitionName",
+    "Nodes",
+    "Default",
+    "MaxTime",
+    "DefaultTime",
+    "State",
+];
+
+/// A config problem. The message always says where and what is accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The main config file cannot be read.
+    #[error("cannot read {}: {reason} (set GSCHED_CONF or pass -f/--config)", path.display())]
+    Read {
+        path: PathBuf,
+        reason: String,
+        source: std::io::Error,
+    },
+    /// A bad value of a known key.
+    #[error("{}:{line}: {key}: {message}", file.display())]
+    Value {
+        file: PathBuf,
+        line: usize,
+        key: String,
+        message: String,
+    },
+    /// A line that cannot be parsed, or an unknown key.
+    #[error("{}:{line}: {message}", file.display())]
+    Syntax {
+        file: PathBuf,
+        line: usize,
+        message: String,
+    },
+    /// A required key is absent.
+    #[error("{}: {key}: {message}", file.display())]
+    Missing {
+        file: PathBuf,
+        key: String,
+        message: String,
+    },
+}
+
+/// The controller's host (`SlurmctldHost=name` or `SlurmctldHost=name(addr)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CtldHost {
+    pub name: String,
+    pub addr: Option<String>,
+}
+
+impl CtldHost {
+    /// Where to connect: the address if one was given, else the name.
+    pub fn connect_addr(&self) -> &str {
+        self.addr.as_deref().unwrap_or(&self.name)
+    }
+}
+
+impl fmt::Display for CtldHost {
+    /// As `scontrol show config` prints it: `name` or `name(addr)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.addr {
+            Some(addr) => write!(f, "{}({addr})", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// `AuthType=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthType {
+    Munge,
+    None,
+}
+
+impl AuthType {
+    /// The Slurm plugin name (`auth/munge`, `auth/none`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthType::Munge => "auth/munge",
+            AuthType::None => "auth/none",
+        }
+    }
+}
+
+impl fmt::Display for AuthType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One generic resource of a node (`gpu:a100:4`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GresConfig {
+    pub name: String,
+    pub gtype: Option<String>,
+    pub count: u64,
+}
+
+impl fmt::Display for GresConfig {
+    /// `name[:type]:count`, as `scontrol show node` prints `Gres=`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.gtype {
+            Some(t) => write!(f, "{}:{t}:{}", self.name, self.count),
+            None => write!(f, "{}:{}", self.name, self.count),
+        }
+    }
+}
+
+/// A node's `State=` in the config (its state when the controller starts fresh).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfiguredNodeState {
+    Unknown,
+    Idle,
+    Down,
+    Drain,
+    Future,
+    Cloud,
+}
+
+impl ConfiguredNodeState {
+    /// The upper-case Slurm name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfiguredNodeState::Unknown => "UNKNOWN",
+            ConfiguredNodeState::Idle => "IDLE",
+            ConfiguredNodeState::Down => "DOWN",
+            ConfiguredNodeState::Drain => "DRAIN",
+            ConfiguredNodeState::Future => "FUTURE",
+            ConfiguredNodeState::Cloud => "CLOUD",
+        }
+    }
+}
+
+impl fmt::Display for ConfiguredNodeState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One compute node (a `NodeName=` expression is expanded into one entry per node).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeConfig {
+    pub name: String,
+    /// `NodeAddr=`; `None` means connect to the name.
+    pub addr: Option<String>,
+    /// `Port=`; `None` means [`Config::slurmd_port`].
+    pub port: Option<u16>,
+    /// `CPUs=`, else Sockets × CoresPerSocket × ThreadsPerCore, else 1.
+    pub cpus: u32,
+    /// `RealMemory=` in MiB, default 1.
+    pub real_memory_mb: u64,
+    pub gres: Vec<GresConfig>,
+    pub features: Vec<String>,
+    pub state: ConfiguredNodeState,
+    /// `Weight=`, default 1 (lower weights are allocated first).
+    pub weight: u32,
+}
+
+/// A partition's `State=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionState {
+    Up,
+    Down,
+    Drain,
+    Inactive,
+}
+
+impl PartitionState {
+    /// The upper-case Slurm name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartitionState::Up => "UP",
+            PartitionState::Down => "DOWN",
+            PartitionState::Drain => "DRAIN",
+            PartitionState::Inactive => "INACTIVE",
+        }
+    }
+}
+
+impl fmt::Display for PartitionState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One `PartitionName=` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionConfig {
+    pub name: String,
+    /// Expanded node names, in config order (`Nodes=ALL` lists every node).
+    pub nodes: Vec<String>,
+    /// `Default=YES`. At most one partition has it.
+    pub default: bool,
+    /// `MaxTime=` in minutes; `None` is UNLIMITED.
+    pub max_time: Option<u32>,
+    /// `DefaultTime=` in minutes; `None` is NONE (jobs get `max_time`).
+    pub default_time: Option<u32>,
+    pub state: PartitionState,
+}
+
+/// The parsed configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// `ClusterName=`, converted to lower case like Slurm does; default `cluster`.
+    pub cluster_name: String,
+    /// The first `SlurmctldHost=` (or legacy `ControlMachine=`/`ControlAddr=`).
+    pub ctld_host: CtldHost,
+    /// `SlurmctldPort=`, default 6817.
+    pub ctld_port: u16,
+    /// `SlurmdPort=`, default 6818.
+    pub slurmd_port: u16,
+    /// `StateSaveLocation=`, default `/var/spool/gsched/ctld`.
+    pub state_save_location: PathBuf,
+    /// `SlurmdSpoolDir=` as written (may hold `%n`/`%h`); see [`Config::spool_dir_for`].
+    pub slurmd_spool_dir: String,
+    /// `KillWait=` seconds, default 30.
+    pub kill_wait: u32,
+    /// `MinJobAge=` seconds, default 300.
+    pub min_job_age: u32,
+    /// `SlurmdTimeout=` seconds, default 300.
+    pub slurmd_timeout: u32,
+    /// `AuthType=`, default `auth/munge`.
+    pub auth_type: AuthType,
+    /// `AuthInfo=` as written.
+    pub auth_info: Option<String>,
+    /// `SlurmUser=`, default `root`.
+    pub slurm_user: String,
+    pub nodes: Vec<NodeConfig>,
+    pub partitions: Vec<PartitionConfig>,
+    /// Human-readable warnings (ignored Slurm settings and the like), one per setting.
+    pub warnings: Vec<String>,
+}
+
+impl Config {
+    /// Reads and parses a config file (and the files it includes).
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.to_path_buf(),
+            reason: io_reason(&e),
+            source: e,
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// Parses config text; `path` names it in messages and anchors relative `Include`s.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let mut parser = Parser::new(path);
+        parser.parse_text(text, path, 0)?;
+        parser.finish()
+    }
+
+    /// The node called `name`.
+    pub fn node(&self, name: &str) -> Option<&NodeConfig> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// The partition called `name`.
+    pub fn partition(&self, name: &str) -> Option<&PartitionConfig> {
+        self.partitions.iter().find(|p| p.name == name)
+    }
+
+    /// The partition with `Default=YES`, else the first one.
+    pub fn default_partition(&self) -> Option<&PartitionConfig> {
+        self.partitions
+            .iter()
+            .find(|p| p.default)
+            .or_else(|| self.partitions.first())
+    }
+
+    /// Where to reach a node's daemon: its `NodeAddr=`, else its name; `None` for an
+    /// unknown node.
+    pub fn node_addr(&self, name: &str) -> Option<&str> {
+        self.node(name)
+            .map(|n| n.addr.as_deref().unwrap_or(&n.name))
+    }
+
+    /// A node's daemon port: its `Port=`, else `SlurmdPort`.
+    pub fn node_port(&self, name: &str) -> u16 {
+        self.node(name)
+            .and_then(|n| n.port)
+            .unwrap_or(self.slurmd_port)
+    }
+
+    /// `SlurmdSpoolDir` for one node, with `%n` and `%h` replaced by the node name.
+    pub fn spool_dir_for(&self, node: &str) -> PathBuf {
+        PathBuf::from(
+            self.slurmd_spool_dir
+                .replace("%n", node)
+                .replace("%h", node),
+        )
+    }
+}
+
+/// `io::Error` text without the ` (os error N)` tail.
+fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Where a value came from.
+#[derive(Debug, Clone)]
+struct Loc {
+    file: PathBuf,
+    line: usize,
+}
+
+impl fmt::Display for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)
+    }
+}
+
+fn value_err(loc: &Loc, key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Value {
+        file: loc.file.clone(),
+        line: loc.line,
+        key: key.to_string(),
+        message: message.into(),
+    }
+}
+
+fn syntax_err(loc: &Loc, message: impl Into<String>) -> ConfigError {
+    ConfigError::Syntax {
+        file: loc.file.clone(),
+        line: loc.line,
+        message: message.into(),
+    }
+}
+
+/// The canonical spelling of `key` in `table`, ignoring case.
+fn canonical(table: &[&'static str], key: &str) -> Option<&'static str> {
+    table.iter().copied().find(|k| k.eq_ignore_ascii_case(key))
+}
+
+/// Joins physical lines into logical ones: strips `#` comments (`\#` is a literal
+/// `#`) and joins lines ending in `\`. Yields (first line number, text).
+fn logical_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    for (idx, raw) in text.split('\n').enumerate() {
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        let mut line = String::with_capacity(raw.len());
+        let mut chars = raw.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if chars.peek() == Some(&'#') => {
+                    line.push('#');
+                    chars.next();
+                }
+                '#' => break,
+                _ => line.push(c),
+            }
+        }
+        let (start, mut acc) = current.take().unwrap_or((idx + 1, String::new()));
+        let trimmed = line.trim_end();
+        if let Some(body) = trimmed.strip_suffix('\\') {
+            acc.push_str(body);
+            acc.push(' ');
+            current = Some((start, acc));
+        } else {
+            acc.push_str(&line);
+            out.push((start, acc));
+        }
+    }
+    if let Some(last) = current {
+        out.push(last);
+    }
+    out
+}
+
+/// One logical line, tokenized.
+enum Line {
+    Include(String),
+    Pairs(Vec<(String, String)>),
+}
+
+/// Splits a logical line into `Key=Value` pairs (values may be double-quoted; spaces
+/// around `=` are allowed when there is one before it), or an `Include path` line.
+fn tokenize(text: &str) -> Result<Line, String> {
+    let trimmed = text.trim();
+    if trimmed.eq_ignore_ascii_case("include") {
+        return Ok(Line::Include(String::new()));
+    }
+    if let Some((word, rest)) = trimmed.split_once(char::is_whitespace) {
+        if word.eq_ignore_ascii_case("include") && !rest.trim_start().starts_with('=') {
+            let path = rest.trim();
+            let path = path
+                .strip_prefix('"')
+                .and_then(|p| p.strip_suffix('"'))
+                .unwrap_or(path);
+            return Ok(Line::Include(path.to_string()));
+        }
+    }
+    let chars: Vec<char> = trimmed.chars().collect();
+    let mut pairs = Vec::new();
+    let mut i = 0;
+    let skip_ws = |i: &mut usize| {
+        let start = *i;
+        while *i < chars.len() && chars[*i].is_whitespace() {
+            *i += 1;
+        }
+        *i > start
+    };
+    loop {
+        skip_ws(&mut i);
+        if i >= chars.len() {
+            break;
+        }
+        let key_start = i;
+        while i < chars.len() && !chars[i].is_whitespace() && chars[i] != '=' {
+            i += 1;
+        }
+        let key: String = chars[key_start..i].iter().collect();
+        let spaced = skip_ws(&mut i);
+        if key.is_empty() || chars.get(i) != Some(&'=') {
+            let mut end = i;
+            while end < chars.len() && !chars[end].is_whitespace() {
+                end += 1;
+            }
+            let token: String = chars[key_start..end.max(key_start)].iter().collect();
+            let token = if token.is_empty() { key } else { token };
+            return Err(format!(
+                "expected Key=Value, found \"{token}\" (keys and values are separated by '=')"
+            ));
+        }
+        i += 1;
+        if spaced {
+            skip_ws(&mut i);
+        }
+        let mut value = String::new();
+        let mut quoted = false;
+        while i < chars.len() && (quoted || !chars[i].is_whitespace()) {
+            if chars[i] == '"' {
+                quoted = !quoted;
+            } else {
+                value.push(chars[i]);
+            }
+            i += 1;
+        }
+        if quoted {
+            return Err(format!("{key}: unterminated double quote in the value"));
+        }
+        pairs.push((key, value));
+    }
+    Ok(Line::Pairs(pairs))
+}
+
+const WHOLE: &str = "expected a whole number";
+const TIME_FORMS: &str = "expected minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S, UNLIMITED or INFINITE";
+
+fn parse_u32(v: &str) -> Result<u32, String> {
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        v.parse::<u32>()
+            .map_err(|_| format!("invalid value \"{v}\" ({WHOLE} up to {})", u32::MAX))
+    } else {
+        Err(format!("invalid value \"{v}\" ({WHOLE})"))
+    }
+}
+
+fn parse_u64(v: &str) -> Result<u64, String> {
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        v.parse::<u64>()
+            .map_err(|_| format!("invalid value \"{v}\" ({WHOLE} up to {})", u64::MAX))
+    } else {
+        Err(format!("invalid value \"{v}\" ({WHOLE})"))
+    }
+}
+
+fn parse_port(v: &str) -> Result<u16, String> {
+    if v.contains('-') {
+        return Err(format!(
+            "invalid value \"{v}\": port ranges are not supported (give one port number)"
+        ));
+    }
+    match v.parse::<u16>() {
+        Ok(p) if p > 0 && v.bytes().all(|b| b.is_ascii_digit()) => Ok(p),
+        _ => Err(format!(
+            "invalid value \"{v}\" (expected a port number from 1 to 65535)"
+        )),
+    }
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.to_ascii_uppercase().as_str() {
+        "YES" | "TRUE" | "1" => Ok(true),
+        "NO" | "FALSE" | "0" => Ok(false),
+        _ => Err(format!("invalid value \"{v}\" (expected YES or NO)")),
+    }
+}
+
+fn parse_nonempty(v: &str) -> Result<String, String> {
+    if v.is_empty() {
+        Err("the value is empty".to_string())
+    } else {
+        Ok(v.to_string())
+    }
+}
+
+fn parse_max_time(v: &str) -> Result<Option<u32>, String> {
+    units::parse_time_minutes(v).map_err(|_| format!("invalid value \"{v}\" ({TIME_FORMS})"))
+}
+
+fn parse_default_time(v: &str) -> Result<Option<u32>, String> {
+    if v.eq_ignore_ascii_case("NONE") {
+        return Ok(None);
+    }
+    units::parse_time_minutes(v)
+        .map_err(|_| format!("invalid value \"{v}\" ({TIME_FORMS} or NONE)"))
+}
+
+fn parse_ctld_host(v: &str) -> Result<CtldHost, String> {
+    let bad = || {
+        format!(
+            "invalid value \"{v}\" (expected a host name, or name(address) as in head(10.0.0.1))"
+        )
+    };
+    let (name, addr) = match v.split_once('(') {
+        None => (v, None),
+        Some((name, rest)) => {
+            let addr = rest.strip_suffix(')').ok_or_else(bad)?;
+            if addr.is_empty() || addr.contains(['(', ')']) {
+                return Err(bad());
+            }
+            (name, Some(addr.to_string()))
+        }
+    };
+    if name.is_empty() || name.contains(')') {
+        return Err(bad());
+    }
+    Ok(CtldHost {
+        name: name.to_string(),
+        addr,
+    })
+}
+
+/// A GRES count: a whole number with an optional K, M, G or T (powers of 1024) suffix.
+fn parse_gres_count(s: &str) -> Option<u64> {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let n: u64 = s[..digits].parse().ok()?;
+    let shift = match &s[digits..] {
+        "" => 0,
+        "k" | "K" => 10,
+        "m" | "M" => 20,
+        "g" | "G" => 30,
+        "t" | "T" => 40,
+        _ => return None,
+    };
+    n.checked_mul(1u64 << shift)
+}
+
+fn parse_gres(v: &str) -> Result<Vec<GresConfig>, String> {
+    let forms = "expected name[:type][:count] items separated by commas, e.g. gpu:a100:4,mps:400";
+    if v.is_empty() || v.eq_ignore_ascii_case("(null)") || v.eq_ignore_ascii_case("NONE") {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for item in v.split(',') {
+        let bad = || format!("invalid value \"{v}\": bad item \"{item}\" ({forms})");
+        let parts: Vec<&str> = item.split(':').collect();
+        let word_ok = |w: &str| {
+            !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        };
+        let count_like = |w: &str| w.bytes().next().is_some_and(|b| b.is_ascii_digit());
+        let (name, gtype, count) = match parts.as_slice() {
+            [name] => (*name, None, 1),
+            [name, x] if count_like(x) => (*name, None, parse_gres_count(x).ok_or_else(bad)?),
+            [name, t] => (*name, Some(*t), 1),
+            [name, t, c] => (*name, Some(*t), parse_gres_count(c).ok_or_else(bad)?),
+            _ => return Err(bad()),
+        };
+        if !word_ok(name) || !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            return Err(bad());
+        }
+        if gtype.is_some_and(|t| !word_ok(t)) {
+            return Err(bad());
+        }
+        out.push(GresConfig {
+            name: name.to_string(),
+            gtype: gtype.map(str::to_string),
+            count,
+        });
+    }
+    Ok(out)
+}
+
+fn parse_features(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn parse_node_state(v: &str) -> Result<ConfiguredNodeState, String> {
+    Ok(match v.to_ascii_uppercase().as_str() {
+        "UNKNOWN" => ConfiguredNodeState::Unknown,
+        "IDLE" => ConfiguredNodeState::Idle,
+        "DOWN" => ConfiguredNodeState::Down,
+        "DRAIN" => ConfiguredNodeState::Drain,
+        "FUTURE" => ConfiguredNodeState::Future,
+        "CLOUD" => ConfiguredNodeState::Cloud,
+        _ => {
+            return Err(format!(
+                "invalid value \"{v}\" (expected UNKNOWN, IDLE, DOWN, DRAIN, FUTURE or CLOUD)"
+            ))
+        }
+    })
+}
+
+fn parse_partition_state(v: &str) -> Result<PartitionState, String> {
+    Ok(match v.to_ascii_uppercase().as_str() {
+        "UP" => PartitionState::Up,
+        "DOWN" => PartitionState::Down,
+        "DRAIN" => PartitionState::Drain,
+        "INACTIVE" => PartitionState::Inactive,
+        _ => {
+            return Err(format!(
+                "invalid value \"{v}\" (expected UP, DOWN, DRAIN or INACTIVE)"
+            ))
+        }
+    })
+}
+
+/// Ports of a `Port=` value: `N`, `N-M` or `[N-M,...]`, expanded like a hostlist.
+fn parse_port_list(v: &str) -> Result<Vec<u16>, String> {
+    let bad = || {
+        format!("invalid value \"{v}\" (expected a port number from 1 to 65535, or a range such as 17001-17004)")
+    };
+    let expr = if v.contains('[') {
+        v.to_string()
+    } else if v.contains('-') {
+        format!("[{v}]")
+    } else {
+        v.to_string()
+    };
+    let items = hostlist::expand(&expr).map_err(|_| bad())?;
+    if items.len() > usize::from(u16::MAX) {
+        return Err(bad());
+    }
+    items
+        .iter()
+        .map(|p| match p.parse::<u16>() {
+            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
+/// Attributes of one `NodeName=` line (or the accumulated `NodeName=DEFAULT` lines).
+#[derive(Debug, Clone, Default)]
+struct NodeAttrs {
+    addr: Option<(Vec<String>, Loc)>,
+    port: Option<(Vec<u16>, Loc)>,
+    cpus: Option<u32>,
+    boards: Option<u32>,
+    sockets_per_board: Option<u32>,
+    sockets: Option<u32>,
+    cores_per_socket: Option<u32>,
+    threads_per_core: Option<u32>,
+    real_memory: Option<u64>,
+    gres: Option<Vec<GresConfig>>,
+    features: Option<Vec<String>>,
+    state: Option<ConfiguredNodeState>,
+    weight: Option<u32>,
+}
+
+impl NodeAttrs {
+    /// These attributes, with unset ones taken from `defaults`.
+    fn over(self, defaults: &NodeAttrs) -> NodeAttrs {
+        let d = defaults.clone();
+        NodeAttrs {
+            addr: self.addr.or(d.addr),
+            port: self.port.or(d.port),
+            cpus: self.cpus.or(d.cpus),
+            boards: self.boards.or(d.boards),
+            sockets_per_board: self.sockets_per_board.or(d.sockets_per_board),
+            sockets: self.sockets.or(d.sockets),
+            cores_per_socket: self.cores_per_socket.or(d.cores_per_socket),
+            threads_per_core: self.threads_per_core.or(d.threads_per_core),
+            real_memory: self.real_memory.or(d.real_memory),
+            gres: self.gres.or(d.gres),
+            features: self.features.or(d.features),
+            state: self.state.or(d.state),
+            weight: self.weight.or(d.weight),
+        }
+    }
+
+    /// CPUs= if given, else the product of the topology attributes, else 1.
+    fn cpu_count(&self) -> Option<u32> {
+        if let Some(c) = self.cpus {
+            return Some(c);
+        }
+        let sockets = match (self.sockets, self.boards, self.sockets_per_board) {
+            (Some(s), _, _) => s,
+            (None, b, Some(spb)) => b.unwrap_or(1).checked_mul(spb)?,
+            (None, _, None) => 1,
+        };
+        sockets
+            .checked_mul(self.cores_per_socket.unwrap_or(1))?
+            .checked_mul(self.threads_per_core.unwrap_or(1))
+    }
+}
+
+/// Attributes of one `PartitionName=` line (or the accumulated DEFAULT lines).
+#[derive(Debug, Clone, Default)]
+struct PartAttrs {
+    nodes: Option<(String, Loc)>,
+    default: Option<bool>,
+    max_time: Option<Option<u32>>,
+    default_time: Option<Option<u32>>,
+    state: Option<PartitionState>,
+}
+
+impl PartAttrs {
+    fn over(self, defaults: &PartAttrs) -> PartAttrs {
+        let d = defaults.clone();
+        PartAttrs {
+            nodes: self.nodes.or(d.nodes),
+            default: self.default.or(d.default),
+            max_time: self.max_time.or(d.max_time),
+            default_time: self.default_time.or(d.default_time),
+            state: self.state.or(d.state),
+        }
+    }
+}
+
+/// Global settings as read, each with where it was set.
+#[derive(Debug, Default)]
+struct Globals {
+    cluster_name: Option<String>,
+    ctld_host: Option<(CtldHost, Loc)>,
+    control_machine: Option<(String, Loc)>,
+    control_addr: Option<(String, Loc)>,
+    ctld_port: Option<u16>,
+    slurmd_port: Option<u16>,
+    state_save_location: Option<String>,
+    slurmd_spool_dir: Option<String>,
+    kill_wait: Option<u32>,
+    min_job_age: Option<u32>,
+    slurmd_timeout: Option<u32>,
+    auth_type: Option<AuthType>,
+    auth_info: Option<String>,
+    slurm_user: Option<String>,
+}
+
+struct Parser {
+    root: PathBuf,
+    globals: Globals,
+    /// Where each global key was first set (for "set twice" warnings).
+    set_at: HashMap<&'static str, Loc>,
+    node_defaults: NodeAttrs,
+    part_defaults: PartAttrs,
+    nodes: Vec<NodeConfig>,
+    node_loc: HashMap<String, Loc>,
+    partitions: Vec<(String, PartAttrs, Loc)>,
+    warnings: Vec<String>,
+    warned: HashSet<String>,
+}
+
+impl Parser {
+    fn new(root: &Path) -> Parser {
+        Parser {
+            root: root.to_path_buf(),
+            globals: Globals::default(),
+            set_at: HashMap::new(),
+            node_defaults: NodeAttrs::default(),
+            part_defaults: PartAttrs::default(),
+            nodes: Vec::new(),
+            node_loc: HashMap::new(),
+            partitions: Vec::new(),
+            warnings: Vec::new(),
+            warned: HashSet::new(),
+        }
+    }
+
+    /// Adds a warning unless one with the same `dedup` key was already given.
+    fn warn(&mut self, dedup: String, message: String) {
+        if self.warned.insert(dedup) {
+            self.warnings.push(message);
+        }
+    }
+
+    fn warn_ignored(&mut self, loc: &Loc, context: &str, key: &str) {
+        let what = if context.is_empty() {
+            key.to_string()
+        } else {
+            format!("{key} on {context} lines")
+        };
+        self.warn(
+            format!("{context}/{key}"),
+            format!("{loc}: {what} is a Slurm setting gsched does not use yet; ignored"),
+        );
+    }
+
+    fn parse_text(&mut self, text: &str, file: &Path, depth: usize) -> Result<(), ConfigError> {
+        for (line, content) in logical_lines(text) {
+            let loc = Loc {
+                file: file.to_path_buf(),
+                line,
+            };
+            if content.trim().is_empty() {
+                continue;
+            }
+            match tokenize(&content).map_err(|m| syntax_err(&loc, m))? {
+                Line::Include(target) => self.include(&target, &loc, depth)?,
+                Line::Pairs(pairs) => self.pairs(&pairs, &loc)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn include(&mut self, target: &str, loc: &Loc, depth: usize) -> Result<(), ConfigError> {
+        if target.is_empty() {
+            return Err(value_err(loc, "Include", "no file name given"));
+        }
+        if depth >= MAX_INCLUDE_DEPTH {
+            return Err(value_err(
+                loc,
+                "Include",
+                format!(
+                    "includes are nested more than {MAX_INCLUDE_DEPTH} deep (does a file include itself?)"
+                ),
+            ));
+        }
+        let base = loc.file.parent().unwrap_or(Path::new(""));
+        let path = base.join(target);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            value_err(
+                loc,
+                "Include",
+                format!("cannot read {}: {}", path.display(), io_reason(&e)),
+            )
+        })?;
+        self.parse_text(&text, &path, depth + 1)
+    }
+
+    fn pairs(&mut self, pairs: &[(String, String)], loc: &Loc) -> Result<(), ConfigError> {
+        let Some((first, _)) = pairs.first() else {
+            return Ok(());
+        };
+        if first.eq_ignore_ascii_case("NodeName") {
+            return self.node_line(pairs, loc);
+        }
+        if first.eq_ignore_ascii_case("PartitionName") {
+            return self.partition_line(pairs, loc);
+        }
+        if let Some(key) = canonical(IGNORED_LINE_KEYS, first) {
+            self.warn_ignored(loc, "", key);
+            return Ok(());
+        }
+        for (key, value) in pairs {
+            self.global(key, value, loc)?;
+        }
+        Ok(())
+    }
+
+    fn global(&mut self, key: &str, value: &str, loc: &Loc) -> Result<(), ConfigError> {
+        let Some(canon) = canonical(GLOBAL_KEYS, key) else {
+            if let Some(k) = canonical(IGNORED_KEYS, key) {
+                self.warn_ignored(loc, "", k);
+                return Ok(());
+            }
+            let line_start = ["NodeName", "PartitionName"]
+                .into_iter()
+                .chain(IGNORED_LINE_KEYS.iter().copied())
+                .find(|k| k.eq_ignore_ascii_case(key));
+            if let Some(k) = line_start {
+                return Err(value_err(
+                    loc,
+                    k,
+                    format!("{k}= must be the first key on its line"),
+                ));
+            }
+            return Err(syntax_err(
+                loc,
+                format!(
+                    "unknown key \"{key}\" (not a Slurm or gsched setting; check the spelling)"
+                ),
+            ));
+        };
+        let err = |m: String| value_err(loc, canon, m);
+        if canon != "SlurmctldHost" {
+            if let Some(first) = self.set_at.get(canon) {
+                let message = format!(
+                    "{loc}: {canon} is set more than once (first at {first}); the last value wins"
+                );
+                self.warn(format!("twice/{canon}"), message);
+            } else {
+                self.set_at.insert(canon, loc.clone());
+            }
+        }
+        if canon == "SlurmctldHost" {
+            let host = parse_ctld_host(value).map_err(err)?;
+            if self.globals.ctld_host.is_none() {
+                self.globals.ctld_host = Some((host, loc.clone()));
+            } else {
+                let message = format!(
+                    "{loc}: SlurmctldHost: backup controllers are not supported yet; \"{value}\" is ignored"
+                );
+                self.warn(format!("backup/{value}"), message);
+            }
+            return Ok(());
+        }
+        let g = &mut self.globals;
+        match canon {
+            "ClusterName" => {
+                g.cluster_name = Some(parse_nonempty(value).map_err(err)?.to_lowercase());
+            }
+            "ControlMachine" => {
+                g.control_machine = Some((parse_nonempty(value).map_err(err)?, loc.clone()));
+            }
+            "ControlAddr" => {
+                g.control_addr = Some((parse_nonempty(value).map_err(err)?, loc.clone()));
+            }
+            "SlurmctldPort" => g.ctld_port = Some(parse_port(value).map_err(err)?),
+            "SlurmdPort" => g.slurmd_port = Some(parse_port(value).map_err(err)?),
+            "StateSaveLocation" => {
+                g.state_save_location = Some(parse_nonempty(value).map_err(err)?);
+            }
+            "SlurmdSpoolDir" => g.slurmd_spool_dir = Some(parse_nonempty(value).map_err(err)?),
+            "KillWait" => g.kill_wait = Some(parse_u32(value).map_err(err)?),
+            "MinJobAge" => g.min_job_age = Some(parse_u32(value).map_err(err)?),
+            "SlurmdTimeout" => g.slurmd_timeout = Some(parse_u32(value).map_err(err)?),
+            "AuthType" => {
+                g.auth_type = Some(match value.to_ascii_lowercase().as_str() {
+                    "auth/munge" => AuthType::Munge,
+                    "auth/none" => AuthType::None,
+                    _ => {
+                        return Err(err(format!(
+                            "invalid value \"{value}\" (expected auth/munge or auth/none)"
+                        )))
+                    }
+                });
+            }
+            "AuthInfo" => g.auth_info = Some(value.to_string()),
+            "SlurmUser" => g.slurm_user = Some(parse_nonempty(value).map_err(err)?),
+            _ => {
+                return Err(syntax_err(
+                    loc,
+                    format!(
+                        "unknown key \"{key}\" (not a Slurm or gsched setting; check the spelling)"
+                    ),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    fn node_line(&mut self, pairs: &[(String, String)], loc: &Loc) -> Result<(), ConfigError> {
+        let mut attrs = NodeAttrs::default();
+        let mut names_expr = "";
+        for (i, (key, value)) in pairs.iter().enumerate() {
+            let Some(canon) = canonical(NODE_KEYS, key) else {
+                if let Some(k) = canonical(IGNORED_NODE_KEYS, key) {
+                    self.warn_ignored(loc, "NodeName", k);
+                    continue;
+                }
+                return Err(syntax_err(
+                    loc,
+                    format!(
+                        "unknown key \"{key}\" on a NodeName line (not a Slurm or gsched node setting; check the spelling)"
+                    ),
+                ));
+            };
+            let err = |m: String| value_err(loc, canon, m);
+            match canon {
+                "NodeName" if i == 0 => names_expr = value,
+                "NodeName" => {
+                    return Err(err("NodeName= must be the first key on its line".into()))
+                }
+                "NodeAddr" => {
+                    let addrs = hostlist::expand(value).map_err(|e| err(e.to_string()))?;
+                    attrs.addr = Some((addrs, loc.clone()));
+                }
+                "Port" => attrs.port = Some((parse_port_list(value).map_err(err)?, loc.clone())),
+                "CPUs" | "Procs" => attrs.cpus = Some(parse_u32(value).map_err(err)?),
+                "Boards" => attrs.boards = Some(parse_u32(value).map_err(err)?),
+                "SocketsPerBoard" => attrs.sockets_per_board = Some(parse_u32(value).map_err(err)?),
+                "Sockets" => attrs.sockets = Some(parse_u32(value).map_err(err)?),
+                "CoresPerSocket" => attrs.cores_per_socket = Some(parse_u32(value).map_err(err)?),
+                "ThreadsPerCore" => attrs.threads_per_core = Some(parse_u32(value).map_err(err)?),
+                "RealMemory" => attrs.real_memory = Some(parse_u64(value).map_err(err)?),
+                "Gres" => attrs.gres = Some(parse_gres(value).map_err(err)?),
+                "Features" | "Feature" => attrs.features = Some(parse_features(value)),
+                "State" => attrs.state = Some(parse_node_state(value).map_err(err)?),
+                "Weight" => attrs.weight = Some(parse_u32(value).map_err(err)?),
+                _ => return Err(err(format!("invalid key \"{key}\""))),
+            }
+        }
+        if names_expr.eq_ignore_ascii_case("DEFAULT") {
+            self.node_defaults = attrs.over(&self.node_defaults);
+            return Ok(());
+        }
+        let names =
+            hostlist::expand(names_expr).map_err(|e| value_err(loc, "NodeName", e.to_string()))?;
+        let attrs = attrs.over(&self.node_defaults);
+        let cpus = attrs.cpu_count().ok_or_else(|| {
+            value_err(
+                loc,
+                "CPUs",
+                "Sockets x CoresPerSocket x ThreadsPerCore is too large",
+            )
+        })?;
+        let count = names.len();
+        let per_node = |what: &str, have: usize, at: &Loc| -> Result<(), ConfigError> {
+            if have == 1 || have == count {
+                Ok(())
+            } else {
+                Err(value_err(
+                    at,
+                    what,
+                    format!(
+                        "{have} values for {count} nodes in \"{names_expr}\" (give one per node, or one for all)"
+                    ),
+                ))
+            }
+        };
+        if let Some((addrs, at)) = &attrs.addr {
+            per_node("NodeAddr", addrs.len(), at)?;
+        }
+        if let Some((ports, at)) = &attrs.port {
+            per_node("Port", ports.len(), at)?;
+        }
+        for (i, name) in names.into_iter().enumerate() {
+            if name.eq_ignore_ascii_case("DEFAULT") {
+                return Err(value_err(
+                    loc,
+                    "NodeName",
+                    "DEFAULT cannot be part of a node list",
+                ));
+            }
+            if let Some(first) = self.node_loc.get(&name) {
+                return Err(value_err(
+                    loc,
+                    "NodeName",
+                    format!("node \"{name}\" is already defined at {first}"),
+                ));
+            }
+            let pick = |list: &[String]| list.get(i).or(list.first()).cloned();
+            let addr = attrs.addr.as_ref().and_then(|(a, _)| pick(a));
+            let port = attrs
+                .port
+                .as_ref()
+                .and_then(|(p, _)| p.get(i).or(p.first()).copied());
+            self.node_loc.insert(name.clone(), loc.clone());
+            self.nodes.push(NodeConfig {
+                name,
+                addr,
+                port,
+                cpus,
+                real_memory_mb: attrs.real_memory.unwrap_or(1),
+                gres: attrs.gres.clone().unwrap_or_default(),
+                features: attrs.features.clone().unwrap_or_default(),
+                state: attrs.state.unwrap_or(ConfiguredNodeState::Unknown),
+                weight: attrs.weight.unwrap_or(1),
+            });
+        }
+        Ok(())
+    }
+
+    fn partition_line(&mut self, pairs: &[(String, String)], loc: &Loc) -> Result<(), ConfigError> {
+        let mut attrs = PartAttrs::default();
+        let mut name = "";
+        for (i, (key, value)) in pairs.iter().enumerate() {
+            let Some(canon) = canonical(PARTITION_KEYS, key) else {
+                if let Some(k) = canonical(IGNORED_PARTITION_KEYS, key) {
+                    self.warn_ignored(loc, "PartitionName", k);
+                    continue;
+                }
+                return Err(syntax_err(
+                    loc,
+                    format!(
+                        "unknown key \"{key}\" on a PartitionName line (not a Slurm or gsched partition setting; check the spelling)"
+                    ),
+                ));
+            };
+            let err = |m: String| value_err(loc, canon, m);
+            match canon {
+                "PartitionName" if i == 0 => name = value,
+                "PartitionName" => {
+                    return Err(err(
+                        "PartitionName= must be the first key on its line".into()
+                    ))
+                }
+                "Nodes" => attrs.nodes = Some((value.to_string(), loc.clone())),
+                "Default" => attrs.default = Some(parse_bool(value).map_err(err)?),
+                "MaxTime" => attrs.max_time = Some(parse_max_time(value).map_err(err)?),
+                "DefaultTime" => attrs.default_time = Some(parse_default_time(value).map_err(err)?),
+                "State" => attrs.state = Some(parse_partition_state(value).map_err(err)?),
+                _ => return Err(err(format!("invalid key \"{key}\""))),
+            }
+        }
+        if name.eq_ignore_ascii_case("DEFAULT") {
+            self.part_defaults = attrs.over(&self.part_defaults);
+            return Ok(());
+        }
+        if name.is_empty()
+            || name
+                .chars()
+                .any(|c| c.is_whitespace() || matches!(c, ',' | '[' | ']' | '=' | '"'))
+        {
+            return Err(value_err(
+                loc,
+                "PartitionName",
+                format!(
+                    "invalid value \"{name}\" (expected a name without spaces, commas or brackets)"
+                ),
+            ));
+        }
+        if let Some((_, _, first)) = self.partitions.iter().find(|(n, _, _)| n == name) {
+            return Err(value_err(
+                loc,
+                "PartitionName",
+                format!("partition \"{name}\" is already defined at {first}"),
+            ));
+        }
+        let attrs = attrs.over(&self.part_defaults);
+        self.partitions.push((name.to_string(), attrs, loc.clone()));
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Config, ConfigError> {
+        let root = self.root.clone();
+        let g = std::mem::take(&mut self.globals);
+        let ctld_host = match (g.ctld_host, g.control_machine, g.control_addr) {
+            (Some(_), Some((_, at)), _) => {
+                return Err(value_err(
+                    &at,
+                    "ControlMachine",
+                    "cannot be combined with SlurmctldHost (ControlMachine is the old name; keep only SlurmctldHost)",
+                ))
+            }
+            (Some(_), None, Some((_, at))) => {
+                return Err(value_err(
+                    &at,
+                    "ControlAddr",
+                    "cannot be combined with SlurmctldHost (write SlurmctldHost=name(address) instead)",
+                ))
+            }
+            (Some((host, _)), None, None) => host,
+            (None, Some((name, _)), addr) => CtldHost {
+                name,
+                addr: addr.map(|(a, _)| a),
+            },
+            (None, None, Some((_, at))) => {
+                return Err(value_err(
+                    &at,
+                    "ControlAddr",
+                    "needs ControlMachine (better: write SlurmctldHost=name(address))",
+                ))
+            }
+            (None, None, None) => {
+                return Err(ConfigError::Missing {
+                    file: root,
+                    key: "SlurmctldHost".to_string(),
+                    message: "missing (set SlurmctldHost=<host name> or SlurmctldHost=<host name>(<address>))".to_string(),
+                })
+            }
+        };
+
+        let all_nodes: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
+        let mut partitions = Vec::with_capacity(self.partitions.len());
+        let mut default_locs = Vec::new();
+        for (name, attrs, loc) in std::mem::take(&mut self.partitions) {
+            let nodes = match &attrs.nodes {
+                None => Vec::new(),
+                Some((expr, _)) if expr.is_empty() => Vec::new(),
+                Some((expr, _)) if expr.eq_ignore_ascii_case("ALL") => all_nodes.clone(),
+                Some((expr, at)) => {
+                    let listed = hostlist::expand(expr)
+                        .map_err(|e| value_err(at, "Nodes", e.to_string()))?;
+                    let mut seen = HashSet::new();
+                    let mut nodes = Vec::with_capacity(listed.len());
+                    for n in listed {
+                        if !self.node_loc.contains_key(&n) {
+                            return Err(value_err(
+                                at,
+                                "Nodes",
+                                format!("node \"{n}\" of partition {name} is not defined by any NodeName line"),
+                            ));
+                        }
+                        if seen.insert(n.clone()) {
+                            nodes.push(n);
+                        }
+                    }
+                    nodes
+                }
+            };
+            let default = attrs.default.unwrap_or(false);
+            if default {
+                default_locs.push((partitions.len(), loc.clone()));
+            }
+            partitions.push(PartitionConfig {
+                name,
+                nodes,
+                default,
+                max_time: attrs.max_time.unwrap_or(None),
+                default_time: attrs.default_time.unwrap_or(None),
+                state: attrs.state.unwrap_or(PartitionState::Up),
+            });
+        }
+        if let Some(((last, last_loc), earlier)) = default_locs.split_last() {
+            for (i, _) in earlier {
+                if let Some(p) = partitions.get_mut(*i) {
+                    p.default = false;
+                }
+            }
+            if !earlier.is_empty() {
+                let name = partitions.get(*last).map_or("", |p| p.name.as_str());
+                let message = format!(
+                    "{last_loc}: Default: several partitions have Default=YES; the last one ({name}) is the default"
+                );
+                self.warn("several-defaults".to_string(), message);
+            }
+        }
+
+        Ok(Config {
+            path: root,
+            cluster_name: g.cluster_name.unwrap_or_else(|| "cluster".to_string()),
+            ctld_host,
+            ctld_port: g.ctld_port.unwrap_or(6817),
+            slurmd_port: g.slurmd_port.unwrap_or(6818),
+            state_save_location: PathBuf::from(
+                g.state_save_location
+                    .unwrap_or_else(|| "/var/spool/gsched/ctld".to_string()),
+            ),
+            slurmd_spool_dir: g
+                .slurmd_spool_dir
+                .unwrap_or_else(|| "/var/spool/gsched/d".to_string()),
+            kill_wait: g.kill_wait.unwrap_or(30),
+            min_job_age: g.min_job_age.unwrap_or(300),
+            slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
+            auth_type: g.auth_type.unwrap_or(AuthType::Munge),
+            auth_info: g.auth_info,
+            slurm_user: g.slurm_user.unwrap_or_else(|| "root".to_string()),
+            nodes: self.nodes,
+            partitions,
+            warnings: self.warnings,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PATH: &str = "/etc/gsched/gsched.conf";
+
+    fn parse(text: &str) -> Config {
+        match Config::parse(text, Path::new(PATH)) {
+            Ok(c) => c,
+            Err(e) => panic!("parse failed: {e}\n{text}"),
+        }
+    }
+
+    fn parse_err(text: &str) -> String {
+        match Config::parse(text, Path::new(PATH)) {
+            Ok(c) => panic!("should fail:\n{text}\ngot {c:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    const MIN: &str = "SlurmctldHost=head\n";
+
+    const REALISTIC: &str = r#"# slurm.conf file generated by configurator.html.
+# Put this file on all nodes of your cluster.
+ClusterName=GSCluster
+SlurmctldHost=head(10.0.0.1)
+#SlurmctldHost=
+MpiDefault=none
+ProctrackType=proctrack/cgroup
+ReturnToService=1
+SlurmctldPidFile=/var/run/slurmctld.pid
+SlurmctldPort=6817
+SlurmdPidFile=/var/run/slurmd.pid
+SlurmdPort=6818
+SlurmdSpoolDir=/var/spool/slurmd/%n
+SlurmUser=slurm
+StateSaveLocation=/var/spool/slurmctld
+SwitchType=switch/none
+TaskPlugin=task/affinity,task/cgroup
+AuthType=auth/munge
+#
+# TIMERS
+InactiveLimit=0
+KillWait=45
+MinJobAge=600
+SlurmctldTimeout=120
+SlurmdTimeout=200
+Waittime=0
+#
+# SCHEDULING
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+GresTypes=gpu
+#
+# LOGGING AND ACCOUNTING
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+JobAcctGatherFrequency=30
+JobAcctGatherType=jobacct_gather/none
+SlurmctldDebug=info
+SlurmctldLogFile=/var/log/slurmctld.log
+SlurmdDebug=info
+SlurmdLogFile=/var/log/slurmd.log
+#
+# COMPUTE NODES
+NodeName=n[01-04] CPUs=8 RealMemory=16000 State=UNKNOWN
+NodeName=gpu[1-2] NodeAddr=10.0.1.[1-2] Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 \
+    RealMemory=512000 Gres=gpu:a100:4,mps:400 Features=a100,nvlink Weight=10
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
+"#;
+
+    #[test]
+    fn realistic_config() {
+        let c = parse(REALISTIC);
+        assert_eq!(c.cluster_name, "gscluster");
+        assert_eq!(
+            c.ctld_host,
+            CtldHost {
+                name: "head".into(),
+                addr: Some("10.0.0.1".into())
+            }
+        );
+        assert_eq!(c.ctld_host.connect_addr(), "10.0.0.1");
+        assert_eq!(c.ctld_host.to_string(), "head(10.0.0.1)");
+        assert_eq!((c.ctld_port, c.slurmd_port), (6817, 6818));
+        assert_eq!(c.state_save_location, PathBuf::from("/var/spool/slurmctld"));
+        assert_eq!(
+            c.spool_dir_for("n01"),
+            PathBuf::from("/var/spool/slurmd/n01")
+        );
+        assert_eq!(
+            (c.kill_wait, c.min_job_age, c.slurmd_timeout),
+            (45, 600, 200)
+        );
+        assert_eq!(c.auth_type, AuthType::Munge);
+        assert_eq!(c.slurm_user, "slurm");
+        let names: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["n01", "n02", "n03", "n04", "gpu1", "gpu2"]);
+        let n1 = c.node("n01").cloned();
+        assert_eq!(
+            n1,
+            Some(NodeConfig {
+                name: "n01".into(),
+                addr: None,
+                port: None,
+                cpus: 8,
+                real_memory_mb: 16000,
+                gres: vec![],
+                features: vec![],
+                state: ConfiguredNodeState::Unknown,
+                weight: 1,
+            })
+        );
+        let g2 = c.node("gpu2").cloned();
+        assert_eq!(
+            g2,
+            Some(NodeConfig {
+                name: "gpu2".into(),
+                addr: Some("10.0.1.2".into()),
+                port: None,
+                cpus: 64,
+                real_memory_mb: 512000,
+                gres: vec![
+                    GresConfig {
+                        name: "gpu".into(),
+                        gtype: Some("a100".into()),
+                        count: 4
+                    },
+                    GresConfig {
+                        name: "mps".into(),
+                        gtype: None,
+                        count: 400
+                    },
+                ],
+                features: vec!["a100".into(), "nvlink".into()],
+                state: ConfiguredNodeState::Unknown,
+                weight: 10,
+            })
+        );
+        assert_eq!(c.node_addr("gpu1"), Some("10.0.1.1"));
+        assert_eq!(c.node_addr("n03"), Some("n03"));
+        assert_eq!(c.node_addr("nope"), None);
+        assert_eq!(c.node_port("n03"), 6818);
+        assert_eq!(c.partitions.len(), 2);
+        let debug = &c.partitions[0];
+        assert_eq!(debug.nodes.len(), 6);
+        assert!(debug.default);
+        assert_eq!(debug.max_time, None);
+        assert_eq!(debug.default_time, None);
+        assert_eq!(debug.state, PartitionState::Up);
+        let gpu = c.partition("gpu").cloned();
+        assert_eq!(
+            gpu,
+            Some(PartitionConfig {
+                name: "gpu".into(),
+                nodes: vec!["gpu1".into(), "gpu2".into()],
+                default: false,
+                max_time: Some(2880),
+                default_time: Some(60),
+                state: PartitionState::Up,
+            })
+        );
+        assert_eq!(
+            c.default_partition().map(|p| p.name.as_str()),
+            Some("debug")
+        );
+        // One warning per ignored key, with file and line.
+        assert!(c.warnings.contains(&format!(
+            "{PATH}:29: SchedulerType is a Slurm setting gsched does not use yet; ignored"
+        )));
+        assert_eq!(
+            c.warnings
+                .iter()
+                .filter(|w| w.contains("SlurmctldDebug"))
+                .count(),
+            1
+        );
+        assert_eq!(c.warnings.len(), 22, "{:#?}", c.warnings);
+    }
+
+    #[test]
+    fn defaults() {
+        let c = parse(MIN);
+        assert_eq!(c.cluster_name, "cluster");
+        assert_eq!(c.ctld_host.connect_addr(), "head");
+        assert_eq!(c.ctld_host.to_string(), "head");
+        assert_eq!((c.ctld_port, c.slurmd_port), (6817, 6818));
+        assert_eq!(
+            c.state_save_location,
+            PathBuf::from("/var/spool/gsched/ctld")
+        );
+        assert_eq!(c.slurmd_spool_dir, "/var/spool/gsched/d");
+        assert_eq!(c.spool_dir_for("x"), PathBuf::from("/var/spool/gsched/d"));
+        assert_eq!(
+            (c.kill_wait, c.min_job_age, c.slurmd_timeout),
+            (30, 300, 300)
+        );
+        assert_eq!(c.auth_type, AuthType::Munge);
+        assert_eq!(c.auth_info, None);
+        assert_eq!(c.slurm_user, "root");
+        assert!(c.nodes.is_empty());
+        assert!(c.partitions.is_empty());
+        assert!(c.warnings.is_empty());
+        assert_eq!(c.default_partition(), None);
+        assert_eq!(c.path, PathBuf::from(PATH));
+    }
+
+    #[test]
+    fn node_defaults() {
+        let c = parse(&format!(
+            "{MIN}NodeName=DEFAULT CPUs=4 RealMemory=1000 State=IDLE\n\
+             NodeName=a[1-2]\n\
+             NodeName=DEFAULT RealMemory=2000 Gres=gpu:2\n\
+             NodeName=b1 CPUs=16\n\
+             NodeName=b2 Gres= State=DOWN\n"
+        ));
+        let summary: Vec<(&str, u32, u64, usize, ConfiguredNodeState)> = c
+            .nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.name.as_str(),
+                    n.cpus,
+                    n.real_memory_mb,
+                    n.gres.len(),
+                    n.state,
+                )
+            })
+            .collect();
+        use ConfiguredNodeState::*;
+        assert_eq!(
+            summary,
+            [
+                ("a1", 4, 1000, 0, Idle),
+                ("a2", 4, 1000, 0, Idle),
+                ("b1", 16, 2000, 1, Idle),
+                ("b2", 4, 2000, 0, Down),
+            ]
+        );
+        let plain = parse(&format!("{MIN}NodeName=x\n"));
+        let x = &plain.nodes[0];
+        assert_eq!(
+            (x.cpus, x.real_memory_mb, x.weight, x.state),
+            (1, 1, 1, Unknown)
+        );
+    }
+
+    #[test]
+    fn partition_defaults() {
+        let c = parse(&format!(
+            "{MIN}NodeName=n[1-3]\n\
+             PartitionName=DEFAULT Nodes=n[1-2] MaxTime=60 State=DOWN\n\
+             PartitionName=a\n\
+             PartitionName=b Nodes=n3 State=UP DefaultTime=NONE\n\
+             PartitionName=c Nodes= MaxTime=UNLIMITED DefaultTime=30 Default=yes\n"
+        ));
+        type Row<'a> = (
+            &'a str,
+            Vec<&'a str>,
+            Option<u32>,
+            Option<u32>,
+            PartitionState,
+            bool,
+        );
+        let p: Vec<Row<'_>> = c
+            .partitions
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.nodes.iter().map(String::as_str).collect(),
+                    p.max_time,
+                    p.default_time,
+                    p.state,
+                    p.default,
+                )
+            })
+            .collect();
+        use PartitionState::*;
+        assert_eq!(
+            p,
+            [
+                ("a", vec!["n1", "n2"], Some(60), None, Down, false),
+                ("b", vec!["n3"], Some(60), None, Up, false),
+                ("c", vec![], None, Some(30), Down, true),
+            ]
+        );
+        assert_eq!(c.default_partition().map(|p| p.name.as_str()), Some("c"));
+    }
+
+    #[test]
+    fn first_partition_is_default_without_default_yes() {
+        let c = parse(&format!("{MIN}PartitionName=x\nPartitionName=y\n"));
+        assert_eq!(c.default_partition().map(|p| p.name.as_str()), Some("x"));
+    }
+
+    #[test]
+    fn last_default_yes_wins() {
+        let c = parse(&format!(
+            "{MIN}PartitionName=x Default=YES\nPartitionName=y Default=YES\n"
+        ));
+        assert_eq!(c.default_partition().map(|p| p.name.as_str()), Some("y"));
+        assert_eq!(c.partitions.iter().filter(|p| p.default).count(), 1);
+        assert_eq!(
+            c.warnings,
+            [format!("{PATH}:3: Default: several partitions have Default=YES; the last one (y) is the default")]
+        );
+    }
+
+    #[test]
+    fn partition_node_list_is_deduplicated_and_checked() {
+        let c = parse(&format!(
+            "{MIN}NodeName=n[1-3]\nPartitionName=p Nodes=n[1-2],n1,n3\n"
+        ));
+        assert_eq!(c.partitions[0].nodes, ["n1", "n2", "n3"]);
+        // Partitions may come before the nodes they use.
+        let c = parse(&format!(
+            "{MIN}PartitionName=p Nodes=n[1-2]\nNodeName=n[1-2]\n"
+        ));
+        assert_eq!(c.partitions[0].nodes, ["n1", "n2"]);
+    }
+
+    #[test]
+    fn node_addr_and_port_expand_pairwise() {
+        let c = parse(&format!(
+            "{MIN}NodeName=n[1-3] NodeAddr=127.0.0.1 Port=17001-17003\n\
+             NodeName=m[1-2] NodeAddr=10.0.0.[1-2] Port=[18001-18002]\n\
+             NodeName=k[1-2] Port=19000\n"
+        ));
+        let got: Vec<(&str, Option<&str>, Option<u16>)> = c
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.addr.as_deref(), n.port))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("n1", Some("127.0.0.1"), Some(17001)),
+                ("n2", Some("127.0.0.1"), Some(17002)),
+                ("n3", Some("127.0.0.1"), Some(17003)),
+                ("m1", Some("10.0.0.1"), Some(18001)),
+                ("m2", Some("10.0.0.2"), Some(18002)),
+                ("k1", None, Some(19000)),
+                ("k2", None, Some(19000)),
+            ]
+        );
+        assert_eq!(c.node_port("n2"), 17002);
+        assert_eq!(c.node_addr("n2"), Some("127.0.0.1"));
+        assert_eq!(c.node_port("unknown"), 6818);
+    }
+
+    #[test]
+    fn cpus_from_topology() {
+        let c = parse(&format!(
+            "{MIN}NodeName=a Sockets=2 CoresPerSocket=8 ThreadsPerCore=2\n\
+             NodeName=b CoresPerSocket=4\n\
+             NodeName=c Boards=2 SocketsPerBoard=2 CoresPerSocket=3\n\
+             NodeName=d CPUs=6 Sockets=2 CoresPerSocket=8\n\
+             NodeName=e Procs=12\n"
+        ));
+        let cpus: Vec<u32> = c.nodes.iter().map(|n| n.cpus).collect();
+        assert_eq!(cpus, [32, 4, 12, 6, 12]);
+        assert!(parse_err(&format!(
+            "{MIN}NodeName=a Sockets=65536 CoresPerSocket=65536 ThreadsPerCore=2\n"
+        ))
+        .contains(":2: CPUs: "));
+    }
+
+    #[test]
+    fn gres_forms() {
+        let g =
+            |s: &str| parse_gres(s).map(|v| v.iter().map(ToString::to_string).collect::<Vec<_>>());
+        assert_eq!(g("gpu"), Ok(vec!["gpu:1".to_string()]));
+        assert_eq!(g("gpu:2"), Ok(vec!["gpu:2".to_string()]));
+        assert_eq!(g("gpu:a100"), Ok(vec!["gpu:a100:1".to_string()]));
+        assert_eq!(
+            g("gpu:a100:4,mps:400"),
+            Ok(vec!["gpu:a100:4".to_string(), "mps:400".to_string()])
+        );
+        assert_eq!(g("mps:1K"), Ok(vec!["mps:1024".to_string()]));
+        assert_eq!(g("gpu:0"), Ok(vec!["gpu:0".to_string()]));
+        assert_eq!(g(""), Ok(vec![]));
+        assert_eq!(g("(null)"), Ok(vec![]));
+        for bad in [
+            "gpu:a:1:2",
+            "gpu:2x",
+            ":2",
+            "gpu,",
+            "gpu::2",
+            "1gpu",
+            "gpu:2(S:0-1)",
+            "gpu:a100:x",
+            "gpu:99999999999999999999",
+            "gpu:17179869184T",
+        ] {
+            match g(bad) {
+                Ok(v) => panic!("{bad:?} should fail, got {v:?}"),
+                Err(e) => assert!(e.contains(&format!("\"{bad}\"")), "{e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn syntax_features() {
+        let c = parse(
+            "# comment line\n\
+             \n\
+             slurmctldhost=head   # trailing comment\n\
+             CLUSTERNAME = \"My Cluster\"\n\
+             AuthInfo=\"socket=/run/munge/munge.socket.2\"\n\
+             SlurmUser=gs\\#user\n\
+             NodeName=n1 \\\n\
+             \x20 CPUs=4 \\\n\
+             \x20 RealMemory=100\n\
+             nodename=n2 cpus=2 features=\"a,b\"\r\n\
+             partitionname=p nodes=n[1-2] default=YES\n\
+             SlurmdPort=7000 SlurmctldPort=7001 KillWait=5\n",
+        );
+        assert_eq!(c.ctld_host.name, "head");
+        assert_eq!(c.cluster_name, "my cluster");
+        assert_eq!(
+            c.auth_info.as_deref(),
+            Some("socket=/run/munge/munge.socket.2")
+        );
+        assert_eq!(c.slurm_user, "gs#user");
+        assert_eq!(c.nodes[0].cpus, 4);
+        assert_eq!(c.nodes[0].real_memory_mb, 100);
+        assert_eq!(c.nodes[1].features, ["a", "b"]);
+        assert_eq!(c.partitions[0].nodes, ["n1", "n2"]);
+        assert_eq!((c.slurmd_port, c.ctld_port, c.kill_wait), (7000, 7001, 5));
+    }
+
+    #[test]
+    fn errors_after_a_continuation_report_the_first_line() {
+        let e = parse_err(&format!("{MIN}NodeName=n1 \\\n CPUs=eight\n"));
+        assert_eq!(
+            e,
+            format!("{PATH}:2: CPUs: invalid value \"eight\" (expected a whole number)")
+        );
+    }
+
+    #[test]
+    fn legacy_control_machine() {
+        let c = parse("ControlMachine=head\nControlAddr=10.1.1.1\n");
+        assert_eq!(
+            c.ctld_host,
+            CtldHost {
+                name: "head".into(),
+                addr: Some("10.1.1.1".into())
+            }
+        );
+        let c = parse("ControlMachine=head\n");
+        assert_eq!(c.ctld_host.connect_addr(), "head");
+    }
+
+    #[test]
+    fn backup_controllers_warn() {
+        let c = parse("SlurmctldHost=a\nSlurmctldHost=b(10.0.0.2)\n");
+        assert_eq!(c.ctld_host.name, "a");
+        assert_eq!(
+            c.warnings,
+            [format!(
+                "{PATH}:2: SlurmctldHost: backup controllers are not supported yet; \"b(10.0.0.2)\" is ignored"
+            )]
+        );
+    }
+
+    #[test]
+    fn auth_types() {
+        let c = parse(&format!("{MIN}AuthType=auth/none\n"));
+        assert_eq!(c.auth_type, AuthType::None);
+        assert_eq!(c.auth_type.to_string(), "auth/none");
+        assert_eq!(AuthType::Munge.to_string(), "auth/munge");
+        assert_eq!(
+            parse_err(&format!("{MIN}AuthType=auth/jwt\n")),
+            format!(
+                "{PATH}:2: AuthType: invalid value \"auth/jwt\" (expected auth/munge or auth/none)"
+            )
+        );
+    }
+
+    #[test]
+    fn warnings_are_deduplicated() {
+        let c = parse(&format!(
+            "{MIN}SchedulerType=sched/backfill\nschedulertype=sched/builtin\n\
+             NodeName=a Sockets=1 TmpDisk=10\nNodeName=b TmpDisk=20\n\
+             PartitionName=p MaxNodes=1 OverSubscribe=NO\nPartitionName=q MaxNodes=2\n\
+             DownNodes=a State=DOWN Reason=x\nDownNodes=b\n\
+             KillWait=1\nKillWait=2\nKillWait=3\n"
+        ));
+        assert_eq!(
+            c.warnings,
+            [
+                format!("{PATH}:2: SchedulerType is a Slurm setting gsched does not use yet; ignored"),
+                format!("{PATH}:4: TmpDisk on NodeName lines is a Slurm setting gsched does not use yet; ignored"),
+                format!("{PATH}:6: MaxNodes on PartitionName lines is a Slurm setting gsched does not use yet; ignored"),
+                format!("{PATH}:6: OverSubscribe on PartitionName lines is a Slurm setting gsched does not use yet; ignored"),
+                format!("{PATH}:8: DownNodes is a Slurm setting gsched does not use yet; ignored"),
+                format!("{PATH}:11: KillWait is set more than once (first at {PATH}:10); the last value wins"),
+            ]
+        );
+        assert_eq!(c.kill_wait, 3);
+    }
+
+    #[test]
+    fn error_messages() {
+        let cases: Vec<(String, String)> = vec![
+            (format!("{MIN}NodeName=n1 CPUs=eight\n"), "2: CPUs: invalid value \"eight\" (expected a whole number)".into()),
+            (format!("{MIN}NodeName=n1 CPUs=-1\n"), "2: CPUs: invalid value \"-1\" (expected a whole number)".into()),
+            (format!("{MIN}NodeName=n1 CPUs=99999999999\n"), "2: CPUs: invalid value \"99999999999\" (expected a whole number up to 4294967295)".into()),
+            (format!("{MIN}Foo=1\n"), "2: unknown key \"Foo\" (not a Slurm or gsched setting; check the spelling)".into()),
+            (format!("{MIN}NodeName=n1 Foo=1\n"), "2: unknown key \"Foo\" on a NodeName line (not a Slurm or gsched node setting; check the spelling)".into()),
+            (format!("{MIN}PartitionName=p Foo=1\n"), "2: unknown key \"Foo\" on a PartitionName line (not a Slurm or gsched partition setting; check the spelling)".into()),
+            (format!("{MIN}CPUs=4\n"), "2: unknown key \"CPUs\"".into()),
+            (format!("{MIN}ClusterName=x NodeName=n1\n"), "2: NodeName: NodeName= must be the first key on its line".into()),
+            (format!("{MIN}NodeName=n1 NodeName=n2\n"), "2: NodeName: NodeName= must be the first key on its line".into()),
+            (format!("{MIN}PartitionName=p PartitionName=q\n"), "2: PartitionName: PartitionName= must be the first key on its line".into()),
+            (format!("{MIN}SlurmctldPort=6817-6818\n"), "2: SlurmctldPort: invalid value \"6817-6818\": port ranges are not supported (give one port number)".into()),
+            (format!("{MIN}SlurmdPort=0\n"), "2: SlurmdPort: invalid value \"0\" (expected a port number from 1 to 65535)".into()),
+            (format!("{MIN}SlurmdPort=70000\n"), "2: SlurmdPort: invalid value \"70000\"".into()),
+            (format!("{MIN}SlurmdPort=+80\n"), "2: SlurmdPort: invalid value \"+80\"".into()),
+            (format!("{MIN}KillWait=\n"), "2: KillWait: invalid value \"\" (expected a whole number)".into()),
+            (format!("{MIN}MinJobAge=5m\n"), "2: MinJobAge: invalid value \"5m\"".into()),
+            (format!("{MIN}SlurmdTimeout=x\n"), "2: SlurmdTimeout: invalid value \"x\"".into()),
+            (format!("{MIN}SlurmUser=\n"), "2: SlurmUser: the value is empty".into()),
+            (format!("{MIN}ClusterName=\n"), "2: ClusterName: the value is empty".into()),
+            (format!("{MIN}StateSaveLocation=\n"), "2: StateSaveLocation: the value is empty".into()),
+            (format!("{MIN}SlurmdSpoolDir=\n"), "2: SlurmdSpoolDir: the value is empty".into()),
+            ("SlurmctldHost=\n".into(), "1: SlurmctldHost: invalid value \"\"".into()),
+            ("SlurmctldHost=a(b\n".into(), "1: SlurmctldHost: invalid value \"a(b\" (expected a host name, or name(address) as in head(10.0.0.1))".into()),
+            ("SlurmctldHost=(b)\n".into(), "1: SlurmctldHost: invalid value \"(b)\"".into()),
+            ("SlurmctldHost=a()\n".into(), "1: SlurmctldHost: invalid value \"a()\"".into()),
+            ("SlurmctldHost=a\nControlMachine=b\n".into(), "2: ControlMachine: cannot be combined with SlurmctldHost".into()),
+            ("SlurmctldHost=a\nControlAddr=b\n".into(), "2: ControlAddr: cannot be combined with SlurmctldHost".into()),
+            ("ControlAddr=b\n".into(), "1: ControlAddr: needs ControlMachine".into()),
+            (format!("{MIN}NodeName=n[1-\n"), "2: NodeName: invalid hostlist \"n[1-\": unbalanced or nested brackets".into()),
+            (format!("{MIN}NodeName=\n"), "2: NodeName: invalid hostlist \"\": the expression is empty".into()),
+            (format!("{MIN}NodeName=n[5-3]\n"), "2: NodeName: invalid hostlist \"n[5-3]\": range \"5-3\" is reversed".into()),
+            (format!("{MIN}NodeName=n1\nNodeName=n[0-2]\n"), format!("3: NodeName: node \"n1\" is already defined at {PATH}:2")),
+            (format!("{MIN}NodeName=n[1-3] NodeAddr=10.0.0.[1-2]\n"), "2: NodeAddr: 2 values for 3 nodes in \"n[1-3]\" (give one per node, or one for all)".into()),
+            (format!("{MIN}NodeName=n[1-3] Port=1-2\n"), "2: Port: 2 values for 3 nodes".into()),
+            (format!("{MIN}NodeName=n1 Port=x\n"), "2: Port: invalid value \"x\" (expected a port number from 1 to 65535, or a range such as 17001-17004)".into()),
+            (format!("{MIN}NodeName=n1 Port=0\n"), "2: Port: invalid value \"0\"".into()),
+            (format!("{MIN}NodeName=n1 Port=65530-65540\n"), "2: Port: invalid value \"65530-65540\"".into()),
+            (format!("{MIN}NodeName=n1 Port=1-99999999\n"), "2: Port: invalid value \"1-99999999\"".into()),
+            (format!("{MIN}NodeName=n1 RealMemory=16G\n"), "2: RealMemory: invalid value \"16G\" (expected a whole number)".into()),
+            (format!("{MIN}NodeName=n1 State=BROKEN\n"), "2: State: invalid value \"BROKEN\" (expected UNKNOWN, IDLE, DOWN, DRAIN, FUTURE or CLOUD)".into()),
+            (format!("{MIN}NodeName=n1 Gres=gpu:x:y\n"), "2: Gres: invalid value \"gpu:x:y\": bad item \"gpu:x:y\"".into()),
+            (format!("{MIN}NodeName=n1 Weight=heavy\n"), "2: Weight: invalid value \"heavy\"".into()),
+            (format!("{MIN}NodeName=DEFAULT CPUs=x\n"), "2: CPUs: invalid value \"x\"".into()),
+            (format!("{MIN}NodeName=DEFAULT,n1\n"), "2: NodeName: DEFAULT cannot be part of a node list".into()),
+            (format!("{MIN}PartitionName=p State=OPEN\n"), "2: State: invalid value \"OPEN\" (expected UP, DOWN, DRAIN or INACTIVE)".into()),
+            (format!("{MIN}PartitionName=p Default=maybe\n"), "2: Default: invalid value \"maybe\" (expected YES or NO)".into()),
+            (format!("{MIN}PartitionName=p MaxTime=1h\n"), "2: MaxTime: invalid value \"1h\" (expected minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S, UNLIMITED or INFINITE)".into()),
+            (format!("{MIN}PartitionName=p DefaultTime=x\n"), "2: DefaultTime: invalid value \"x\" (expected minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S, UNLIMITED or INFINITE or NONE)".into()),
+            (format!("{MIN}PartitionName=p\nPartitionName=p\n"), format!("3: PartitionName: partition \"p\" is already defined at {PATH}:2")),
+            (format!("{MIN}PartitionName=\n"), "2: PartitionName: invalid value \"\"".into()),
+            (format!("{MIN}PartitionName=a,b\n"), "2: PartitionName: invalid value \"a,b\"".into()),
+            (format!("{MIN}NodeName=n1\nPartitionName=p Nodes=n[1-2]\n"), "3: Nodes: node \"n2\" of partition p is not defined by any NodeName line".into()),
+            (format!("{MIN}PartitionName=p Nodes=n[\n"), "2: Nodes: invalid hostlist \"n[\"".into()),
+            (format!("{MIN}ClusterName=\"x\n"), "2: ClusterName: unterminated double quote in the value".into()),
+            (format!("{MIN}justaword\n"), "2: expected Key=Value, found \"justaword\" (keys and values are separated by '=')".into()),
+            (format!("{MIN}=value\n"), "2: expected Key=Value, found \"=value\"".into()),
+            (format!("{MIN}KillWait=1 stray\n"), "2: expected Key=Value, found \"stray\"".into()),
+            (format!("{MIN}Include\n"), "2: Include: no file name given".into()),
+        ];
+        for (text, want) in cases {
+            let got = parse_err(&text);
+            let want = format!("{PATH}:{want}");
+            assert!(
+                got.starts_with(&want),
+                "\n got: {got}\nwant: {want}\ntext: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_controller() {
+        assert_eq!(
+            parse_err("ClusterName=x\n"),
+            format!("{PATH}: SlurmctldHost: missing (set SlurmctldHost=<host name> or SlurmctldHost=<host name>(<address>))")
+        );
+    }
+
+    #[test]
+    fn ignored_lists_exclude_implemented_keys() {
+        for k in IGNORED_KEYS.iter().chain(IGNORED_LINE_KEYS) {
+            assert!(canonical(GLOBAL_KEYS, k).is_none(), "{k}");
+            assert!(
+                !k.eq_ignore_ascii_case("NodeName") && !k.eq_ignore_ascii_case("PartitionName")
+            );
+        }
+        for k in IGNORED_NODE_KEYS {
+            assert!(canonical(NODE_KEYS, k).is_none(), "{k}");
+        }
+        for k in IGNORED_PARTITION_KEYS {
+            assert!(canonical(PARTITION_KEYS, k).is_none(), "{k}");
+        }
+        for list in [
+            IGNORED_KEYS,
+            IGNORED_NODE_KEYS,
+            IGNORED_PARTITION_KEYS,
+            GLOBAL_KEYS,
+        ] {
+            let mut seen = HashSet::new();
+            for k in list {
+                assert!(seen.insert(k.to_ascii_lowercase()), "duplicate {k}");
+            }
+        }
+        for required in [
+            "AccountingStorageType",
+            "AccountingStorageHost",
+            "AccountingStoragePort",
+            "AccountingStorageEnforce",
+            "JobAcctGatherType",
+            "JobAcctGatherFrequency",
+            "JobCompType",
+            "SchedulerType",
+            "SchedulerParameters",
+            "SelectType",
+            "SelectTypeParameters",
+            "ProctrackType",
+            "TaskPlugin",
+            "TaskPluginParam",
+            "MpiDefault",
+            "ReturnToService",
+            "SlurmctldPidFile",
+            "SlurmdPidFile",
+            "SlurmctldLogFile",
+            "SlurmdLogFile",
+            "SlurmctldDebug",
+            "SlurmdDebug",
+            "SwitchType",
+            "PriorityType",
+            "PriorityWeightAge",
+            "PriorityWeightFairshare",
+            "PriorityWeightJobSize",
+            "PriorityWeightPartition",
+            "PriorityWeightQOS",
+            "PriorityMaxAge",
+            "PriorityDecayHalfLife",
+            "PriorityFavorSmall",
+            "GresTypes",
+            "MaxJobCount",
+            "MaxArraySize",
+            "DefMemPerCPU",
+            "DefMemPerNode",
+            "MaxMemPerCPU",
+            "MaxMemPerNode",
+            "InactiveLimit",
+            "Waittime",
+            "JobRequeue",
+            "SlurmctldTimeout",
+            "MessageTimeout",
+            "FirstJobId",
+            "MailProg",
+            "PluginDir",
+            "Prolog",
+            "Epilog",
+            "PrologFlags",
+            "TmpFS",
+            "UsePAM",
+            "CryptoType",
+            "CredType",
+            "LaunchParameters",
+            "SlurmdParameters",
+            "SlurmdUser",
+            "CoreSpecPlugin",
+            "TopologyPlugin",
+            "PropagateResourceLimits",
+            "PropagateResourceLimitsExcept",
+            "HealthCheckProgram",
+            "HealthCheckInterval",
+            "FastSchedule",
+            "OverTimeLimit",
+            "KillOnBadExit",
+            "SlurmctldParameters",
+            "DebugFlags",
+            "EnforcePartLimits",
+            "JobSubmitPlugins",
+            "PreemptType",
+            "PreemptMode",
+        ] {
+            assert!(canonical(IGNORED_KEYS, required).is_some(), "{required}");
+        }
+    }
+
+    #[test]
+    fn includes() {
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("tempdir: {e}"),
+        };
+        let write = |name: &str, text: &str| {
+            if let Err(e) =
+                std::fs::create_dir_all(dir.path().join(name).parent().unwrap_or(dir.path()))
+            {
+                panic!("mkdir: {e}");
+            }
+            if let Err(e) = std::fs::write(dir.path().join(name), text) {
+                panic!("write {name}: {e}");
+            }
+        };
+        write(
+            "gsched.conf",
+            "SlurmctldHost=head\nInclude nodes.conf\ninclude \"sub/parts.conf\"\n",
+        );
+        write("nodes.conf", "NodeName=n[1-2] CPUs=2\nSchedulerType=x\n");
+        write(
+            "sub/parts.conf",
+            "PartitionName=p Nodes=ALL\nInclude more.conf\n",
+        );
+        write("sub/more.conf", "KillWait=7\n");
+        let main = dir.path().join("gsched.conf");
+        let c = match Config::load(&main) {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(c.nodes.len(), 2);
+        assert_eq!(c.partitions[0].nodes, ["n1", "n2"]);
+        assert_eq!(c.kill_wait, 7);
+        assert_eq!(c.path, main);
+        assert_eq!(
+            c.warnings,
+            [format!(
+                "{}:2: SchedulerType is a Slurm setting gsched does not use yet; ignored",
+                dir.path().join("nodes.conf").display()
+            )]
+        );
+
+        // Errors in an included file name that file.
+        write("bad.conf", "SlurmctldHost=head\n\nInclude broken.conf\n");
+        write("broken.conf", "# nothing\nNodeName=n1 CPUs=x\n");
+        let err = Config::load(&dir.path().join("bad.conf"))
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        assert_eq!(
+            err,
+            Err(format!(
+                "{}:2: CPUs: invalid value \"x\" (expected a whole number)",
+                dir.path().join("broken.conf").display()
+            ))
+        );
+
+        // A missing include.
+        write("missing.conf", "SlurmctldHost=head\nInclude nope.conf\n");
+        let err = Config::load(&dir.path().join("missing.conf"))
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        assert_eq!(
+            err,
+            Err(format!(
+                "{}:2: Include: cannot read {}: No such file or directory",
+                dir.path().join("missing.conf").display(),
+                dir.path().join("nope.conf").display()
+            ))
+        );
+
+        // A file including itself.
+        write("loop.conf", "SlurmctldHost=head\nInclude loop.conf\n");
+        let err = Config::load(&dir.path().join("loop.conf"))
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        assert!(
+            err.as_ref()
+                .is_err_and(|e| e.contains("Include: includes are nested more than 16 deep")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn missing_file() {
+        let err = Config::load(Path::new("/nonexistent/x/gsched.conf"))
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        assert_eq!(
+            err,
+            Err("cannot read /nonexistent/x/gsched.conf: No such file or directory (set GSCHED_CONF or pass -f/--config)".to_string())
+        );
+    }
+
+    #[test]
+    fn config_path_resolution() {
+        let cli = Path::new("/cli.conf");
+        assert_eq!(
+            resolve_config_path_from(Some(cli), Some("/env.conf".into())),
+            PathBuf::from("/cli.conf")
+        );
+        assert_eq!(
+            resolve_config_path_from(None, Some("/env.conf".into())),
+            PathBuf::from("/env.conf")
+        );
+        assert_eq!(
+            resolve_config_path_from(None, Some("".into())),
+            PathBuf::from(DEFAULT_CONFIG_PATH)
+        );
+        assert_eq!(
+            resolve_config_path_from(None, None),
+            PathBuf::from(DEFAULT_CONFIG_PATH)
+        );
+        assert_eq!(resolve_config_path(Some(cli)), PathBuf::from("/cli.conf"));
+    }
+
+    #[test]
+    fn logical_line_numbers() {
+        let lines = logical_lines("a=1\n# c\nb=2 \\\n  c=3\nd=\\#4 # x\n\\\n");
+        assert_eq!(
+            lines,
+            [
+                (1, "a=1".to_string()),
+                (2, String::new()),
+                (3, "b=2    c=3".to_string()),
+                (5, "d=#4 ".to_string()),
+                (6, " ".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn display_names() {
+        assert_eq!(ConfiguredNodeState::Drain.to_string(), "DRAIN");
+        assert_eq!(PartitionState::Inactive.to_string(), "INACTIVE");
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn parse_never_panics(text in "[A-Za-z=\\[\\]0-9 #\\\\\"\n,:()-]{0,120}") {
+                let _ = Config::parse(&text, Path::new("x.conf"));
+            }
+
+            #[test]
+            fn node_lines_never_panic(
+                key in prop::sample::select(NODE_KEYS.to_vec()),
+                value in "[a-z0-9\\[\\]\\-,:()]{0,20}",
+            ) {
+                let text = format!("SlurmctldHost=h\nNodeName=n[1-2] {key}={value}\n");
+                let _ = Config::parse(&text, Path::new("x.conf"));
+            }
+        }
+    }
+}

@@ -1,1 +1,125 @@
-fn main() {}
+//! `gsctld`: the gsched controller daemon.
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use gsched_ctld::server::{self, Shared};
+use gsched_ctld::state::State;
+use gsched_ctld::store::Store;
+use gsched_proto::config::{AuthType, Config};
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The gsched controller: keeps the queue, schedules jobs, and drives the node daemons.
+#[derive(Parser, Debug)]
+#[command(name = "gsctld", version = concat!(env!("CARGO_PKG_VERSION"), " (slurm 22.05.8 compatible)"))]
+struct Args {
+    /// Configuration file (default: $GSCHED_CONF, else /etc/gsched/gsched.conf).
+    #[arg(short = 'f', long = "config")]
+    config: Option<PathBuf>,
+    /// Run in the foreground (the only mode; accepted for Slurm compatibility).
+    #[arg(short = 'D')]
+    foreground: bool,
+    /// More logging (-v, -vv).
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(e) = run(args) {
+        eprintln!("gsctld: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let level = match args.verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("GSCHED_DEBUG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+
+    let path = gsched_proto::config::resolve_config_path(args.config.as_deref());
+    let cfg = Config::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for w in &cfg.warnings {
+        eprintln!("gsctld: warning: {w}");
+    }
+    let cfg = Arc::new(cfg);
+    let auth = gsched_auth::by_name(&cfg.auth_type.to_string())?;
+    let host = cfg.ctld_host.connect_addr().to_string();
+    let addrs: Vec<_> = (host.as_str(), cfg.ctld_port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve SlurmctldHost address {host}"))?
+        .collect();
+    let Some(addr) = addrs.first().copied() else {
+        bail!("SlurmctldHost address {host} resolves to nothing");
+    };
+    if cfg.auth_type == AuthType::None && !addr.ip().is_loopback() {
+        bail!(
+            "AuthType=auth/none is only allowed on loopback, but SlurmctldHost is {host} ({addr}); \
+             use AuthType=auth/munge or set SlurmctldHost=name(127.0.0.1)"
+        );
+    }
+    let store = Store::open(&cfg.state_save_location)?;
+    let state = State::load(cfg.clone(), store, server::now())?;
+    let recovered = state.jobs.len();
+    let shared = Arc::new(Shared {
+        state: Mutex::new(state),
+        wake: Notify::new(),
+        auth,
+        cfg: cfg.clone(),
+        host: cfg.ctld_host.name.clone(),
+    });
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .worker_threads(2)
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr} (SlurmctldPort in use?)"))?;
+        tracing::info!(
+            "gsctld {} for cluster {} listening on {addr}; {recovered} jobs recovered from {}",
+            env!("CARGO_PKG_VERSION"),
+            cfg.cluster_name,
+            cfg.state_save_location.display()
+        );
+        let sched = shared.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = sched.wake.notified() => {}
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+                let effects = sched.lock().schedule(server::now());
+                gsched_ctld::dispatch::send(sched.clone(), effects);
+            }
+        });
+        let app = server::router(shared.clone());
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                        .expect("signal handler");
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+                tracing::info!("gsctld shutting down");
+            })
+            .await
+            .context("API server failed")
+    })
+}

@@ -196,9 +196,9 @@ impl JobFilter {
     pub fn matches(&self, job: &JobInfo) -> bool {
         (self.ids.is_empty() || self.ids.contains(&job.job_id))
             && (self.user_ids.is_empty() || self.user_ids.contains(&job.user_id))
-            && (self.names.is_empty() || self.names.iter().any(|n| *n == job.name))
+            && (self.names.is_empty() || self.names.contains(&job.name))
             && (self.states.is_empty() || self.states.contains(&job.state))
-            && (self.partitions.is_empty() || self.partitions.iter().any(|p| *p == job.partition))
+            && (self.partitions.is_empty() || self.partitions.contains(&job.partition))
     }
 
     pub fn is_empty(&self) -> bool {

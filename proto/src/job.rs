@@ -211,6 +211,11 @@ pub struct JobSpec {
     /// The path of the script as the user named it (`Command=`).
     #[serde(default)]
     pub command: String,
+    /// `--uid`/`--gid` (root or SlurmUser only): submit on behalf of this user.
+    #[serde(default)]
+    pub run_as_uid: Option<u32>,
+    #[serde(default)]
+    pub run_as_gid: Option<u32>,
 }
 
 impl JobSpec {

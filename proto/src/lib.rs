@@ -11,3 +11,4 @@ pub mod job;
 pub mod node;
 pub mod patterns;
 pub mod units;
+pub mod users;

@@ -1,0 +1,143 @@
+//! Placement: which nodes, and how many CPUs and how much memory on each, satisfy one job's
+//! request given what is free. Used by [`crate::decide`] and by the controller to reject at
+//! submit time a job that could never run (placement on empty nodes fails).
+
+use crate::{NodeView, ResourceRequest};
+use gsched_proto::job::MemRequest;
+
+/// Resources given to a job on one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeAlloc {
+    /// Index into the cluster's nodes.
+    pub node: usize,
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub tasks: u32,
+}
+
+/// Where a job runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// In node order of the job (the first is the batch host).
+    pub nodes: Vec<NodeAlloc>,
+}
+
+/// How many tasks of `req` fit on `n` as it is now, and the memory they take.
+fn capacity(n: &NodeView, req: &ResourceRequest) -> u32 {
+    if !n.available {
+        return 0;
+    }
+    let cpt = req.cpus_per_task.max(1);
+    let mut tasks = n.free_cpus() / cpt;
+    match req.mem {
+        Some(MemRequest::PerNode(0)) if n.alloc_mem_mb > 0 => return 0,
+        Some(MemRequest::PerNode(m)) if m > 0 && n.free_mem_mb() < m => return 0,
+        Some(MemRequest::PerCpu(m)) if m > 0 => {
+            let per_task = m.saturating_mul(cpt as u64);
+            tasks = tasks.min((n.free_mem_mb() / per_task).min(u32::MAX as u64) as u32);
+        }
+        _ => {}
+    }
+    if let Some(tpn) = req.ntasks_per_node {
+        if tasks < tpn.max(1) {
+            return 0;
+        }
+        tasks = tpn.max(1);
+    }
+    tasks
+}
+
+fn mem_for(n: &NodeView, req: &ResourceRequest, cpus: u32) -> u64 {
+    match req.mem {
+        Some(MemRequest::PerNode(0)) => n.mem_mb,
+        Some(MemRequest::PerNode(m)) => m,
+        Some(MemRequest::PerCpu(m)) => m.saturating_mul(cpus as u64),
+        None => 0,
+    }
+}
+
+/// Finds a placement for `req` among `candidates` (indices into `nodes`), or `None`.
+///
+/// Nodes are preferred by weight, then by their order in the config. With an exact node count
+/// the job gets that many nodes, each with at least one task (or `--ntasks-per-node` tasks);
+/// otherwise it gets as few nodes as hold all its tasks.
+pub fn place(nodes: &[NodeView], candidates: &[usize], req: &ResourceRequest) -> Option<Placement> {
+    let mut cands: Vec<(usize, u32)> = candidates
+        .iter()
+        .copied()
+        .filter(|&i| i < nodes.len())
+        .map(|i| (i, capacity(&nodes[i], req)))
+        .filter(|&(_, c)| c > 0)
+        .collect();
+    cands.sort_by_key(|&(i, _)| (nodes[i].weight, i));
+    cands.dedup_by_key(|c| c.0);
+    let total_tasks = match (req.ntasks_per_node, req.nodes) {
+        (Some(tpn), Some(n)) => req.tasks.max(tpn.max(1).saturating_mul(n)),
+        _ => req.tasks.max(1),
+    };
+    let chosen: Vec<(usize, u32)> = match req.nodes {
+        Some(n) => {
+            let n = n.max(1) as usize;
+            if cands.len() < n || total_tasks < n as u32 {
+                return None;
+            }
+            // The n nodes holding the most tasks, kept in preference order.
+            let mut by_cap = cands.clone();
+            by_cap.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let mut pick: Vec<(usize, u32)> = by_cap.into_iter().take(n).collect();
+            pick.sort_by_key(|&(i, _)| (nodes[i].weight, i));
+            pick
+        }
+        None => {
+            // As few nodes as possible: the first node that holds every task, else the
+            // roomiest nodes until the tasks fit (kept in preference order).
+            if let Some(&one) = cands.iter().find(|c| c.1 >= total_tasks) {
+                vec![one]
+            } else {
+                let mut by_cap = cands.clone();
+                by_cap.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                let mut pick = Vec::new();
+                let mut cap = 0u32;
+                for c in by_cap {
+                    if cap >= total_tasks {
+                        break;
+                    }
+                    cap = cap.saturating_add(c.1);
+                    pick.push(c);
+                }
+                pick.sort_by_key(|&(i, _)| (nodes[i].weight, i));
+                pick
+            }
+        }
+    };
+    let cap: u32 = chosen.iter().map(|c| c.1).fold(0, u32::saturating_add);
+    if chosen.is_empty() || cap < total_tasks {
+        return None;
+    }
+    // One task on every node first, then fill in preference order.
+    let mut tasks: Vec<u32> = vec![1; chosen.len()];
+    let mut left = total_tasks - chosen.len() as u32;
+    for (k, &(_, c)) in chosen.iter().enumerate() {
+        let more = (c - 1).min(left);
+        tasks[k] += more;
+        left -= more;
+    }
+    if left > 0 {
+        return None;
+    }
+    let cpt = req.cpus_per_task.max(1);
+    let allocs = chosen
+        .iter()
+        .zip(tasks)
+        .map(|(&(i, _), t)| {
+            let cpus = t * cpt;
+            NodeAlloc {
+                node: i,
+                cpus,
+                mem_mb: mem_for(&nodes[i], req, cpus),
+                tasks: t,
+            }
+        })
+        .collect();
+    Some(Placement { nodes: allocs })
+}

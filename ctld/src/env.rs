@@ -1,0 +1,164 @@
+//! The job-wide part of a batch job's environment (Slurm's `SLURM_*` variables that depend on
+//! the whole allocation), computed where the allocation is known: in the controller. gsnoded
+//! adds the node-specific ones (`SLURMD_NODENAME`, `SLURM_CPUS_ON_NODE`, ...).
+
+use gsched_proto::api::LaunchRequest;
+use gsched_proto::config::Config;
+use gsched_proto::hostlist;
+use gsched_proto::job::{JobInfo, MemRequest};
+
+/// Slurm's run-length form of per-node counts: `4(x2),2`.
+pub fn run_length(values: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < values.len() {
+        let v = values[i];
+        let mut j = i;
+        while j < values.len() && values[j] == v {
+            j += 1;
+        }
+        let n = j - i;
+        out.push(if n > 1 {
+            format!("{v}(x{n})")
+        } else {
+            v.to_string()
+        });
+        i = j;
+    }
+    out.join(",")
+}
+
+fn set(env: &mut Vec<(String, String)>, key: &str, value: impl Into<String>) {
+    let value = value.into();
+    match env.iter_mut().find(|(k, _)| k == key) {
+        Some(e) => e.1 = value,
+        None => env.push((key.to_string(), value)),
+    }
+}
+
+/// The launch request for a job's batch host.
+pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> LaunchRequest {
+    let spec = &job.spec;
+    let mut env: Vec<(String, String)> = spec.environment.clone();
+    let nodelist = hostlist::compress(&job.nodes);
+    let id = job.job_id.to_string();
+    set(&mut env, "SLURM_JOB_ID", &id);
+    set(&mut env, "SLURM_JOBID", &id);
+    set(&mut env, "SLURM_JOB_NAME", &job.name);
+    set(&mut env, "SLURM_JOB_NODELIST", &nodelist);
+    set(&mut env, "SLURM_NODELIST", &nodelist);
+    let nn = job.nodes.len().to_string();
+    set(&mut env, "SLURM_JOB_NUM_NODES", &nn);
+    set(&mut env, "SLURM_NNODES", &nn);
+    set(&mut env, "SLURM_JOB_PARTITION", &job.partition);
+    set(
+        &mut env,
+        "SLURM_JOB_CPUS_PER_NODE",
+        run_length(&job.cpus_per_node),
+    );
+    let cpt = spec.cpus_per_task();
+    let tasks_per_node: Vec<u32> = job.cpus_per_node.iter().map(|c| c / cpt).collect();
+    set(
+        &mut env,
+        "SLURM_TASKS_PER_NODE",
+        run_length(&tasks_per_node),
+    );
+    if spec.ntasks.is_some() || spec.ntasks_per_node.is_some() {
+        let t = job.num_tasks.to_string();
+        set(&mut env, "SLURM_NTASKS", &t);
+        set(&mut env, "SLURM_NPROCS", &t);
+    }
+    if let Some(t) = spec.ntasks_per_node {
+        set(&mut env, "SLURM_NTASKS_PER_NODE", t.to_string());
+    }
+    if let Some(c) = spec.cpus_per_task {
+        set(&mut env, "SLURM_CPUS_PER_TASK", c.to_string());
+    }
+    match spec.mem {
+        Some(MemRequest::PerNode(0)) => set(&mut env, "SLURM_MEM_PER_NODE", mem_mb.to_string()),
+        Some(MemRequest::PerNode(m)) => set(&mut env, "SLURM_MEM_PER_NODE", m.to_string()),
+        Some(MemRequest::PerCpu(m)) => set(&mut env, "SLURM_MEM_PER_CPU", m.to_string()),
+        None => {}
+    }
+    set(&mut env, "SLURM_SUBMIT_DIR", &spec.work_dir);
+    set(&mut env, "SLURM_SUBMIT_HOST", &spec.submit_host);
+    set(&mut env, "SLURM_CLUSTER_NAME", &cfg.cluster_name);
+    set(&mut env, "SLURM_JOB_USER", &job.user_name);
+    set(&mut env, "SLURM_JOB_UID", job.user_id.to_string());
+    set(&mut env, "SLURM_JOB_GID", job.group_id.to_string());
+    set(&mut env, "SLURM_JOB_GROUP", &job.group_name);
+    let start = job.start_time.unwrap_or(0);
+    set(&mut env, "SLURM_JOB_START_TIME", start.to_string());
+    let end = match job.time_limit {
+        Some(m) => start + m as i64 * 60,
+        None => start + 365 * 86400,
+    };
+    set(&mut env, "SLURM_JOB_END_TIME", end.to_string());
+    set(&mut env, "SLURM_PRIO_PROCESS", "0");
+    set(&mut env, "SLURM_JOB_EXCLUSIVE", "NO");
+    set(&mut env, "SLURM_JOB_OVERSUBSCRIBE", "OK");
+    if let Some(m) = spec.open_mode {
+        let v = match m {
+            gsched_proto::job::OpenMode::Append => "a",
+            gsched_proto::job::OpenMode::Truncate => "t",
+        };
+        set(&mut env, "SLURM_OPEN_MODE", v);
+    }
+    if let Some(e) = &spec.export {
+        set(&mut env, "SLURM_EXPORT_ENV", e);
+    }
+    // With --export=NONE/NIL the job still needs a sane login environment.
+    let user = gsched_proto::users::user_by_uid(job.user_id);
+    for (k, v) in [
+        ("USER", job.user_name.clone()),
+        ("LOGNAME", job.user_name.clone()),
+        (
+            "HOME",
+            user.as_ref().map(|u| u.home.clone()).unwrap_or("/".into()),
+        ),
+        (
+            "SHELL",
+            user.as_ref()
+                .map(|u| u.shell.clone())
+                .unwrap_or("/bin/sh".into()),
+        ),
+        ("PATH", "/usr/local/bin:/usr/bin:/bin".to_string()),
+    ] {
+        if !env.iter().any(|(ek, _)| ek == k) {
+            env.push((k.to_string(), v));
+        }
+    }
+    LaunchRequest {
+        job_id: job.job_id,
+        start_time: start,
+        name: job.name.clone(),
+        uid: job.user_id,
+        gid: job.group_id,
+        user_name: job.user_name.clone(),
+        script: spec.script.clone(),
+        argv: spec.argv.clone(),
+        work_dir: spec.work_dir.clone(),
+        stdout: spec.stdout.clone(),
+        stderr: spec.stderr.clone(),
+        stdin: spec.stdin.clone(),
+        open_mode: spec.open_mode,
+        environment: env,
+        cpus,
+        mem_mb,
+        node_index: 0,
+        time_limit: job.time_limit,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_length_matches_slurm() {
+        assert_eq!(run_length(&[4, 4, 2]), "4(x2),2");
+        assert_eq!(run_length(&[8]), "8");
+        assert_eq!(run_length(&[1, 2, 2, 2]), "1,2(x3)");
+        assert_eq!(run_length(&[]), "");
+    }
+}

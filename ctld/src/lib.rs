@@ -1,0 +1,10 @@
+//! gsctld, the gsched controller: the API server ([`server`]), the durable store ([`store`]),
+//! the state machine ([`state`]) that applies every request and scheduling decision, the job
+//! environment ([`env`]) and the messages to node daemons ([`dispatch`]). The scheduling
+//! policy itself is the pure crate `gsched-sched`.
+
+pub mod dispatch;
+pub mod env;
+pub mod server;
+pub mod state;
+pub mod store;

@@ -1,0 +1,358 @@
+//! The controller's side of the API: routes, the one place where every request's protocol
+//! version and credential are checked, and the handlers, which lock the state briefly, apply
+//! one operation, and hand the resulting effects to [`crate::dispatch`].
+
+use crate::dispatch;
+use crate::state::State;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request, State as AxState};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use gsched_proto::api::{
+    self, paths, Ack, ApiError, ConfigResponse, ErrorCode, HeartbeatRequest, HeartbeatResponse,
+    HoldRequest, JobActionResponse, JobActionResult, JobCompleteRequest, JobQuery,
+    JobUpdateRequest, JobsResponse, NodeUpdateRequest, NodesResponse, PartitionsResponse,
+    PingResponse, RegisterRequest, RegisterResponse, SignalJobsRequest, SubmitRequest,
+    SubmitResponse,
+};
+use gsched_proto::auth::{Authenticator, Identity};
+use gsched_proto::config::Config;
+use serde::de::DeserializeOwned;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::Notify;
+
+/// What every handler and background task shares.
+pub struct Shared {
+    pub state: Mutex<State>,
+    /// Wakes the scheduling loop (submit, job end, node change).
+    pub wake: Notify,
+    pub auth: Arc<dyn Authenticator>,
+    pub cfg: Arc<Config>,
+    pub host: String,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock would be a bug; the state is still consistent with
+        // the store (every change is written through), so keep serving.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Seconds since the epoch.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// An [`ApiError`] as an HTTP answer.
+pub struct ApiErr(pub ApiError);
+
+impl From<ApiError> for ApiErr {
+    fn from(e: ApiError) -> Self {
+        ApiErr(e)
+    }
+}
+
+impl IntoResponse for ApiErr {
+    fn into_response(self) -> Response {
+        let status =
+            StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+        (status, Json(self.0)).into_response()
+    }
+}
+
+/// A JSON body whose decoding errors are API errors (not axum's plain-text rejections).
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiErr;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            ApiErr(ApiError::new(
+                ErrorCode::BadRequest,
+                format!("cannot read request body: {e}"),
+            ))
+        })?;
+        serde_json::from_slice(&bytes).map(Body).map_err(|e| {
+            ApiErr(ApiError::new(
+                ErrorCode::BadRequest,
+                format!("malformed request body: {e}"),
+            ))
+        })
+    }
+}
+
+/// Checks the protocol version and the credential of every request: the single place where
+/// authentication happens on the controller.
+pub async fn check_request(
+    auth: Arc<dyn Authenticator>,
+    headers: &HeaderMap,
+) -> Result<Identity, ApiError> {
+    let version = headers
+        .get(api::PROTOCOL_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u32>().ok());
+    match version {
+        Some(v) if (api::MIN_PROTOCOL_VERSION..=api::PROTOCOL_VERSION).contains(&v) => {}
+        Some(v) => {
+            return Err(ApiError::new(
+                ErrorCode::ProtocolVersion,
+                format!(
+                    "Incompatible versions of client and server code: request uses protocol {v}, this server speaks {}..={}; upgrade the older side",
+                    api::MIN_PROTOCOL_VERSION,
+                    api::PROTOCOL_VERSION
+                ),
+            ))
+        }
+        None => {
+            return Err(ApiError::new(
+                ErrorCode::ProtocolVersion,
+                format!(
+                    "missing or malformed {} header: every request must name the gsched protocol version it speaks ({})",
+                    api::PROTOCOL_HEADER,
+                    api::PROTOCOL_VERSION
+                ),
+            ))
+        }
+    }
+    let cred = headers
+        .get(api::AUTH_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Gsched "))
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::AuthenticationFailed,
+                "Protocol authentication error: the request carries no credential (authorization: Gsched <credential>)",
+            )
+        })?
+        .to_string();
+    // MUNGE decoding talks to munged over a socket: keep it off the async threads.
+    tokio::task::spawn_blocking(move || auth.verify(&cred))
+        .await
+        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
+        .map_err(|e| {
+            ApiError::new(
+                ErrorCode::AuthenticationFailed,
+                format!("Protocol authentication error: {e}"),
+            )
+        })
+}
+
+async fn auth_layer(
+    AxState(shared): AxState<Arc<Shared>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    match check_request(shared.auth.clone(), req.headers()).await {
+        Ok(id) => {
+            req.extensions_mut().insert(id);
+            next.run(req).await
+        }
+        Err(e) => ApiErr(e).into_response(),
+    }
+}
+
+/// The router with every controller path.
+pub fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route(paths::PING, get(ping))
+        .route(paths::JOBS, post(submit))
+        .route(paths::JOBS_QUERY, post(query))
+        .route(paths::JOBS_SIGNAL, post(signal))
+        .route(paths::JOBS_HOLD, post(hold))
+        .route(paths::JOBS_UPDATE, post(update_job))
+        .route(paths::JOBS_COMPLETE, post(complete))
+        .route(paths::NODES, get(nodes))
+        .route(paths::NODES_UPDATE, post(update_nodes))
+        .route(paths::NODES_REGISTER, post(register))
+        .route(paths::NODES_HEARTBEAT, post(heartbeat))
+        .route(paths::PARTITIONS, get(partitions))
+        .route(paths::CONFIG, get(config))
+        .fallback(|| async {
+            ApiErr(ApiError::new(
+                ErrorCode::NotFound,
+                "no such API path; see ARCHITECTURE.md for the /v1 paths",
+            ))
+        })
+        .layer(middleware::from_fn_with_state(shared.clone(), auth_layer))
+        .layer(axum::extract::DefaultBodyLimit::max(api::MAX_BODY_BYTES))
+        .with_state(shared)
+}
+
+type Sh = AxState<Arc<Shared>>;
+type Who = Extension<Identity>;
+
+async fn ping(AxState(sh): Sh) -> Json<PingResponse> {
+    let start = sh.lock().start_time;
+    Json(PingResponse {
+        cluster: sh.cfg.cluster_name.clone(),
+        host: sh.host.clone(),
+        version: api::GSCHED_VERSION.into(),
+        protocol: api::PROTOCOL_VERSION,
+        start_time: start,
+        now: now(),
+    })
+}
+
+async fn submit(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<SubmitRequest>,
+) -> Result<Json<SubmitResponse>, ApiErr> {
+    let id = sh.lock().submit(req.spec, who, now())?;
+    sh.wake.notify_one();
+    Ok(Json(SubmitResponse { job_id: id }))
+}
+
+async fn query(AxState(sh): Sh, Body(q): Body<JobQuery>) -> Json<JobsResponse> {
+    let jobs = sh.lock().query(&q.filter);
+    Json(JobsResponse { now: now(), jobs })
+}
+
+fn results(r: Vec<(u32, Option<ApiError>)>) -> Json<JobActionResponse> {
+    Json(JobActionResponse {
+        results: r
+            .into_iter()
+            .map(|(job_id, error)| JobActionResult { job_id, error })
+            .collect(),
+    })
+}
+
+async fn signal(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<SignalJobsRequest>,
+) -> Result<Json<JobActionResponse>, ApiErr> {
+    let (r, effects) =
+        sh.lock()
+            .signal_jobs(&req.filter, req.signal, req.batch_only, who, now())?;
+    dispatch::send(sh.clone(), effects);
+    sh.wake.notify_one();
+    Ok(results(r))
+}
+
+async fn hold(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<HoldRequest>,
+) -> Result<Json<JobActionResponse>, ApiErr> {
+    let r = sh.lock().hold(&req.ids, &req.names, req.release, who)?;
+    sh.wake.notify_one();
+    Ok(results(r))
+}
+
+async fn update_job(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<JobUpdateRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    if let Some(limit) = req.time_limit {
+        sh.lock().update_time_limit(req.job_id, limit, who)?;
+    }
+    sh.wake.notify_one();
+    Ok(Json(Ack { ok: true }))
+}
+
+fn require_admin(sh: &Shared, who: &Identity) -> Result<(), ApiErr> {
+    if sh.lock().is_admin(who) {
+        Ok(())
+    } else {
+        Err(ApiErr(ApiError::plain(ErrorCode::AccessDenied)))
+    }
+}
+
+async fn complete(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<JobCompleteRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    require_admin(&sh, &who)?;
+    sh.lock().complete(&req, now())?;
+    sh.wake.notify_one();
+    Ok(Json(Ack { ok: true }))
+}
+
+async fn nodes(AxState(sh): Sh) -> Json<NodesResponse> {
+    let nodes = sh.lock().node_infos();
+    Json(NodesResponse { now: now(), nodes })
+}
+
+async fn update_nodes(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<NodeUpdateRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    let mut names = Vec::new();
+    for n in &req.names {
+        names.extend(State::expand_nodes(n)?);
+    }
+    let effects = sh
+        .lock()
+        .update_nodes(&names, req.state, req.reason, who, now())?;
+    dispatch::send(sh.clone(), effects);
+    sh.wake.notify_one();
+    Ok(Json(Ack { ok: true }))
+}
+
+async fn register(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<RegisterRequest>,
+) -> Result<Json<RegisterResponse>, ApiErr> {
+    require_admin(&sh, &who)?;
+    let report = crate::state::NodeReport {
+        name: &req.name,
+        cpus: req.cpus,
+        mem_mb: req.real_memory_mb,
+        version: &req.version,
+        boot_time: req.boot_time,
+        daemon_start: req.start_time,
+        running: &req.running,
+    };
+    let kill = sh.lock().register(&report, now())?;
+    tracing::info!("node {} registered ({} jobs)", req.name, req.running.len());
+    sh.wake.notify_one();
+    Ok(Json(RegisterResponse {
+        kill,
+        heartbeat_interval_secs: crate::state::HEARTBEAT_SECS,
+    }))
+}
+
+async fn heartbeat(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<HeartbeatRequest>,
+) -> Result<Json<HeartbeatResponse>, ApiErr> {
+    require_admin(&sh, &who)?;
+    let r = sh.lock().heartbeat(&req.name, &req.running, now());
+    Ok(Json(match r {
+        Some(kill) => HeartbeatResponse {
+            registered: true,
+            kill,
+        },
+        None => HeartbeatResponse {
+            registered: false,
+            kill: Vec::new(),
+        },
+    }))
+}
+
+async fn partitions(AxState(sh): Sh) -> Json<PartitionsResponse> {
+    Json(PartitionsResponse {
+        partitions: sh.lock().partition_infos(),
+    })
+}
+
+async fn config(AxState(sh): Sh) -> Json<ConfigResponse> {
+    Json(ConfigResponse {
+        now: now(),
+        entries: sh.lock().config_entries(),
+    })
+}

@@ -1,0 +1,1562 @@
+//! The controller's state machine: jobs, nodes and partitions in memory, written through to the
+//! store on every change. Every operation takes `now` as an argument and returns the
+//! [`Effect`]s (messages to gsnoded) that the caller sends after releasing the lock, so this
+//! module does no network I/O and its rules can be unit-tested directly.
+
+use crate::store::{Store, StoreError};
+use gsched_proto::api::{
+    ApiError, ErrorCode, JobCompleteRequest, JobFilter, LaunchRequest, NodeStateUpdate, RunningJob,
+    TerminateReason,
+};
+use gsched_proto::auth::Identity;
+use gsched_proto::config::{Config, ConfiguredNodeState, PartitionState};
+use gsched_proto::hostlist;
+use gsched_proto::job::{JobId, JobInfo, JobSpec, JobState, MemRequest, Reason};
+use gsched_proto::node::{NodeBaseState, NodeInfo, PartitionInfo, PartitionStateInfo};
+use gsched_proto::users;
+use gsched_sched::{ClusterView, NodeView, PartitionView, QueuedJob, ResourceRequest, SchedConfig};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// How long a job may be missing from its node's job list after its launch was acknowledged
+/// before the controller concludes the node never got it (heartbeats can cross a launch).
+pub const LOST_JOB_GRACE_SECS: i64 = 20;
+/// Seconds between heartbeats that nodes are told to keep.
+pub const HEARTBEAT_SECS: u32 = 5;
+/// How often an unacknowledged terminate request is re-sent.
+const TERMINATE_RETRY_SECS: i64 = 5;
+
+/// A message for a node daemon, sent after the state lock is released.
+#[derive(Debug, Clone)]
+pub enum Effect {
+    Launch {
+        node: String,
+        req: Box<LaunchRequest>,
+    },
+    Terminate {
+        node: String,
+        job_id: JobId,
+        reason: TerminateReason,
+        kill_wait: u32,
+    },
+    Signal {
+        node: String,
+        job_id: JobId,
+        signal: i32,
+        batch_only: bool,
+    },
+}
+
+/// What the store keeps per job beyond the API record.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct JobExtra {
+    /// Why the controller is ending this run, once it decided to.
+    pub terminate: Option<TerminateReason>,
+    /// Memory (MiB) allocated on each node of `info.nodes`.
+    pub alloc_mem: Vec<u64>,
+}
+
+/// Launch progress, kept in memory only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchState {
+    /// Launch sent; no answer yet.
+    InFlight,
+    /// gsnoded has the job since this time (or the controller restarted at this time).
+    Acked(i64),
+}
+
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub info: JobInfo,
+    pub extra: JobExtra,
+    pub launch: Option<LaunchState>,
+    pub terminate_sent_at: Option<i64>,
+    pub terminate_acked: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct StoredRecord {
+    info: JobInfo,
+    #[serde(default)]
+    extra: JobExtra,
+}
+
+/// Admin-set node state, persisted.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct NodeAdmin {
+    pub drain: bool,
+    pub down: bool,
+    pub reason: Option<String>,
+    pub reason_time: Option<i64>,
+    pub reason_uid: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NodeRt {
+    pub name: String,
+    pub addr: String,
+    pub port: u16,
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub features: Vec<String>,
+    pub gres: String,
+    pub weight: u32,
+    pub partitions: Vec<String>,
+    pub admin: NodeAdmin,
+    pub registered: bool,
+    pub last_heard: Option<i64>,
+    pub not_responding: bool,
+    pub boot_time: Option<i64>,
+    pub daemon_start: Option<i64>,
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PartRt {
+    pub name: String,
+    pub nodes: Vec<usize>,
+    pub default: bool,
+    pub max_time: Option<u32>,
+    pub default_time: Option<u32>,
+    pub state: PartitionStateInfo,
+}
+
+/// The whole controller state.
+pub struct State {
+    pub cfg: Arc<Config>,
+    store: Store,
+    pub jobs: BTreeMap<JobId, Job>,
+    pub nodes: Vec<NodeRt>,
+    node_index: HashMap<String, usize>,
+    pub parts: Vec<PartRt>,
+    next_id: JobId,
+    pub start_time: i64,
+    slurm_uid: Option<u32>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("jobs", &self.jobs.len())
+            .finish()
+    }
+}
+
+fn internal(e: StoreError) -> ApiError {
+    ApiError::new(
+        ErrorCode::Internal,
+        format!("the controller could not write its state store: {e}"),
+    )
+}
+
+impl State {
+    /// Builds the state from the config and the store (restart recovery included).
+    pub fn load(cfg: Arc<Config>, store: Store, now: i64) -> Result<State, StoreError> {
+        let mut nodes = Vec::new();
+        let mut node_index = HashMap::new();
+        for n in &cfg.nodes {
+            node_index.insert(n.name.clone(), nodes.len());
+            let admin = NodeAdmin {
+                drain: matches!(n.state, ConfiguredNodeState::Drain),
+                down: matches!(n.state, ConfiguredNodeState::Down),
+                ..NodeAdmin::default()
+            };
+            nodes.push(NodeRt {
+                name: n.name.clone(),
+                addr: n.addr.clone().unwrap_or_else(|| n.name.clone()),
+                port: cfg.node_port(&n.name),
+                cpus: n.cpus,
+                mem_mb: n.real_memory_mb,
+                features: n.features.clone(),
+                gres: if n.gres.is_empty() {
+                    "(null)".into()
+                } else {
+                    n.gres
+                        .iter()
+                        .map(|g| match &g.gtype {
+                            Some(t) => format!("{}:{}:{}", g.name, t, g.count),
+                            None => format!("{}:{}", g.name, g.count),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(",")
+                },
+                weight: n.weight,
+                partitions: Vec::new(),
+                admin,
+                registered: false,
+                last_heard: None,
+                not_responding: false,
+                boot_time: None,
+                daemon_start: None,
+                version: None,
+            });
+        }
+        let mut parts = Vec::new();
+        for p in &cfg.partitions {
+            let idx: Vec<usize> = p
+                .nodes
+                .iter()
+                .filter_map(|n| node_index.get(n).copied())
+                .collect();
+            for &i in &idx {
+                nodes[i].partitions.push(p.name.clone());
+            }
+            parts.push(PartRt {
+                name: p.name.clone(),
+                nodes: idx,
+                default: p.default,
+                max_time: p.max_time,
+                default_time: p.default_time,
+                state: match p.state {
+                    PartitionState::Up => PartitionStateInfo::Up,
+                    PartitionState::Down => PartitionStateInfo::Down,
+                    PartitionState::Drain => PartitionStateInfo::Drain,
+                    PartitionState::Inactive => PartitionStateInfo::Inactive,
+                },
+            });
+        }
+        if !parts.iter().any(|p| p.default) {
+            if let Some(p) = parts.first_mut() {
+                p.default = true;
+            }
+        }
+        for (name, rec) in store.load_nodes()? {
+            if let Some(&i) = node_index.get(&name) {
+                if let Ok(a) = serde_json::from_str::<NodeAdmin>(&rec) {
+                    nodes[i].admin = a;
+                }
+            }
+        }
+        let mut jobs = BTreeMap::new();
+        for row in store.load_jobs(now - cfg.min_job_age as i64)? {
+            let rec: StoredRecord =
+                serde_json::from_str(&row.record).map_err(|e| StoreError::Corrupt {
+                    path: store.path().to_path_buf(),
+                    what: format!("job {}", row.id),
+                    detail: e.to_string(),
+                })?;
+            let active = matches!(rec.info.state, JobState::Running | JobState::Completing);
+            jobs.insert(
+                row.id,
+                Job {
+                    info: rec.info,
+                    extra: rec.extra,
+                    // We cannot know whether a launch sent before the restart arrived; the
+                    // node's next registration tells, after the grace period.
+                    launch: active.then_some(LaunchState::Acked(now)),
+                    terminate_sent_at: None,
+                    terminate_acked: false,
+                },
+            );
+        }
+        let next_id = store.next_job_id()?;
+        let slurm_uid = users::user_by_name(&cfg.slurm_user).map(|u| u.uid);
+        Ok(State {
+            cfg,
+            store,
+            jobs,
+            nodes,
+            node_index,
+            parts,
+            next_id,
+            start_time: now,
+            slurm_uid,
+        })
+    }
+
+    /// Root, SlurmUser and the controller's own user may act on everything.
+    pub fn is_admin(&self, who: &Identity) -> bool {
+        who.uid == 0 || Some(who.uid) == self.slurm_uid || who.uid == users::current_ids().0
+    }
+
+    fn persist(&mut self, id: JobId) -> Result<(), StoreError> {
+        let Some(job) = self.jobs.get(&id) else {
+            return Ok(());
+        };
+        let rec = StoredRecord {
+            info: job.info.clone(),
+            extra: job.extra.clone(),
+        };
+        let text = serde_json::to_string(&rec).map_err(|e| StoreError::Corrupt {
+            path: self.store.path().to_path_buf(),
+            what: format!("job {id}"),
+            detail: e.to_string(),
+        })?;
+        let (state, end) = (job.info.state, job.info.end_time);
+        self.store.update_job(id, state, end, &text)
+    }
+
+    fn persist_many(&mut self, ids: &[JobId]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut rows = Vec::with_capacity(ids.len());
+        for &id in ids {
+            if let Some(job) = self.jobs.get(&id) {
+                let rec = StoredRecord {
+                    info: job.info.clone(),
+                    extra: job.extra.clone(),
+                };
+                let text = serde_json::to_string(&rec).unwrap_or_default();
+                rows.push((id, job.info.state, job.info.end_time, text));
+            }
+        }
+        self.store.transaction(|s| {
+            for (id, st, end, text) in &rows {
+                s.update_job(*id, *st, *end, text)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn partition_by_name(&self, name: &str) -> Option<usize> {
+        self.parts.iter().position(|p| p.name == name)
+    }
+
+    fn default_partition(&self) -> Option<usize> {
+        self.parts.iter().position(|p| p.default)
+    }
+
+    fn request_of(spec: &JobSpec) -> ResourceRequest {
+        ResourceRequest {
+            nodes: spec.nodes,
+            tasks: spec.total_tasks(),
+            cpus_per_task: spec.cpus_per_task(),
+            ntasks_per_node: spec.ntasks_per_node,
+            mem: spec.mem,
+        }
+    }
+
+    /// Accepts a job: validates it, stores it, and returns its id once committed.
+    pub fn submit(
+        &mut self,
+        mut spec: JobSpec,
+        who: Identity,
+        now: i64,
+    ) -> Result<JobId, ApiError> {
+        if !spec.script.starts_with("#!") {
+            return Err(ApiError::new(
+                ErrorCode::BadRequest,
+                "This does not look like a batch script.  The first line must start with #! followed by the path to an interpreter.",
+            ));
+        }
+        if !spec.work_dir.starts_with('/') {
+            return Err(ApiError::new(
+                ErrorCode::BadRequest,
+                format!(
+                    "the working directory {:?} is not an absolute path",
+                    spec.work_dir
+                ),
+            ));
+        }
+        let (uid, gid) = match spec.run_as_uid {
+            Some(u) if u != who.uid => {
+                if !self.is_admin(&who) {
+                    return Err(ApiError::new(
+                        ErrorCode::AccessDenied,
+                        "Access/permission denied: only root or SlurmUser may submit with --uid",
+                    ));
+                }
+                let g = spec
+                    .run_as_gid
+                    .unwrap_or_else(|| users::user_by_uid(u).map(|e| e.gid).unwrap_or(u));
+                (u, g)
+            }
+            _ => (
+                who.uid,
+                spec.run_as_gid
+                    .filter(|_| self.is_admin(&who))
+                    .unwrap_or(who.gid),
+            ),
+        };
+        // Partitions, in the user's order.
+        let mut part_idx = Vec::new();
+        if spec.partitions.is_empty() {
+            match self.default_partition() {
+                Some(p) => part_idx.push(p),
+                None => {
+                    return Err(ApiError::new(
+                        ErrorCode::InvalidPartition,
+                        "No partition specified or system default partition",
+                    ))
+                }
+            }
+        } else {
+            for name in &spec.partitions {
+                match self.partition_by_name(name) {
+                    Some(p) => part_idx.push(p),
+                    None => return Err(ApiError::plain(ErrorCode::InvalidPartition)),
+                }
+            }
+        }
+        if matches!(spec.mem, Some(MemRequest::PerCpu(0))) {
+            return Err(ApiError::plain(ErrorCode::MemoryUnavailable));
+        }
+        // Could it ever run? Place it on the empty partition.
+        let req = Self::request_of(&spec);
+        let empty: Vec<NodeView> = self
+            .nodes
+            .iter()
+            .map(|n| NodeView {
+                name: n.name.clone(),
+                cpus: n.cpus,
+                mem_mb: n.mem_mb,
+                alloc_cpus: 0,
+                alloc_mem_mb: 0,
+                available: true,
+                weight: n.weight,
+            })
+            .collect();
+        let fits = |req: &ResourceRequest| {
+            part_idx
+                .iter()
+                .any(|&p| gsched_sched::place(&empty, &self.parts[p].nodes, req).is_some())
+        };
+        if !fits(&req) {
+            let no_mem = ResourceRequest { mem: None, ..req };
+            let code = if req.mem.is_some() && fits(&no_mem) {
+                ErrorCode::MemoryUnavailable
+            } else {
+                let total: u32 = part_idx
+                    .iter()
+                    .flat_map(|&p| self.parts[p].nodes.iter())
+                    .map(|&i| self.nodes[i].cpus)
+                    .sum();
+                if req.tasks.saturating_mul(req.cpus_per_task) > total {
+                    ErrorCode::TooManyProcessors
+                } else {
+                    ErrorCode::NodeConfigUnavailable
+                }
+            };
+            return Err(ApiError::plain(code));
+        }
+        let part = part_idx[0];
+        let time_limit = if spec.time_unlimited {
+            None
+        } else {
+            spec.time_limit
+                .or(self.parts[part].default_time)
+                .or(self.parts[part].max_time)
+        };
+        let id = self.next_id;
+        let user_name = users::user_name(uid);
+        let group_name = users::group_name(gid);
+        spec.partitions = part_idx
+            .iter()
+            .map(|&p| self.parts[p].name.clone())
+            .collect();
+        let held = spec.hold;
+        let mem_per_node_mb = match spec.mem {
+            Some(MemRequest::PerNode(m)) => m,
+            Some(MemRequest::PerCpu(m)) => m * spec.cpus_per_task() as u64,
+            None => 0,
+        };
+        let info = JobInfo {
+            job_id: id,
+            name: spec.name.clone(),
+            user_id: uid,
+            group_id: gid,
+            user_name,
+            group_name,
+            state: JobState::Pending,
+            reason: if held {
+                Reason::JobHeldUser
+            } else {
+                Reason::None
+            },
+            partition: self.parts[part].name.clone(),
+            priority: if held { 0 } else { priority_for(id) },
+            time_limit,
+            submit_time: now,
+            eligible_time: Some(now),
+            start_time: None,
+            end_time: None,
+            num_nodes: spec.nodes.unwrap_or(1),
+            num_cpus: req.tasks * req.cpus_per_task,
+            num_tasks: req.tasks,
+            mem_per_node_mb,
+            nodes: Vec::new(),
+            cpus_per_node: Vec::new(),
+            exit_code: 0,
+            exit_signal: 0,
+            cancelled_by: None,
+            held,
+            spec,
+        };
+        let rec = StoredRecord {
+            info: info.clone(),
+            extra: JobExtra::default(),
+        };
+        let text = serde_json::to_string(&rec)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+        self.store
+            .insert_job(id, JobState::Pending, uid, &text)
+            .map_err(internal)?;
+        self.next_id = id + 1;
+        self.jobs.insert(
+            id,
+            Job {
+                info,
+                extra: JobExtra::default(),
+                launch: None,
+                terminate_sent_at: None,
+                terminate_acked: false,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Jobs matching a filter, in id order.
+    pub fn query(&self, filter: &JobFilter) -> Vec<JobInfo> {
+        if !filter.ids.is_empty() && filter.ids.len() < 64 {
+            return filter
+                .ids
+                .iter()
+                .filter_map(|id| self.jobs.get(id))
+                .map(|j| &j.info)
+                .filter(|i| filter.matches(i))
+                .cloned()
+                .collect();
+        }
+        self.jobs
+            .values()
+            .map(|j| &j.info)
+            .filter(|i| filter.matches(i))
+            .cloned()
+            .collect()
+    }
+
+    fn check_owner(&self, job: &JobInfo, who: &Identity) -> Result<(), ApiError> {
+        if job.user_id == who.uid || self.is_admin(who) {
+            Ok(())
+        } else {
+            Err(ApiError::plain(ErrorCode::AccessDenied))
+        }
+    }
+
+    /// Cancels (`signal == None`) or signals the jobs a filter selects.
+    pub fn signal_jobs(
+        &mut self,
+        filter: &JobFilter,
+        signal: Option<i32>,
+        batch_only: bool,
+        who: Identity,
+        now: i64,
+    ) -> Result<(ActionResults, Vec<Effect>), ApiError> {
+        let mut ids: Vec<JobId> = if filter.ids.is_empty() {
+            self.jobs
+                .values()
+                .filter(|j| filter.matches(&j.info) && !j.info.state.is_terminal())
+                .map(|j| j.info.job_id)
+                .collect()
+        } else {
+            filter.ids.clone()
+        };
+        ids.dedup();
+        let mut results = Vec::new();
+        let mut effects = Vec::new();
+        let mut changed = Vec::new();
+        for id in ids {
+            let r = self.signal_one(id, filter, signal, batch_only, who, now, &mut effects);
+            match r {
+                Ok(true) => {
+                    changed.push(id);
+                    results.push((id, None));
+                }
+                Ok(false) => results.push((id, None)),
+                Err(e) => results.push((id, Some(e))),
+            }
+        }
+        self.persist_many(&changed).map_err(internal)?;
+        Ok((results, effects))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn signal_one(
+        &mut self,
+        id: JobId,
+        filter: &JobFilter,
+        signal: Option<i32>,
+        batch_only: bool,
+        who: Identity,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<bool, ApiError> {
+        let kill_wait = self.cfg.kill_wait;
+        let Some(job) = self.jobs.get(&id) else {
+            return Err(ApiError::plain(ErrorCode::InvalidJobId));
+        };
+        if !filter.matches(&job.info) {
+            return Err(ApiError::plain(ErrorCode::InvalidJobId));
+        }
+        self.check_owner(&job.info, &who)?;
+        let job = self.jobs.get_mut(&id).expect("checked above");
+        let state = job.info.state;
+        if state.is_terminal() {
+            return Err(ApiError::plain(ErrorCode::JobAlreadyDone));
+        }
+        let node = job.info.nodes.first().cloned();
+        match (signal, state) {
+            (None, JobState::Pending) | (Some(9), JobState::Pending) => {
+                job.info.state = JobState::Cancelled;
+                job.info.reason = Reason::None;
+                job.info.end_time = Some(now);
+                job.info.start_time.get_or_insert(now);
+                job.info.cancelled_by = Some(who.uid);
+                Ok(true)
+            }
+            (Some(_), JobState::Pending) => Err(ApiError::new(
+                ErrorCode::BadRequest,
+                "Job is pending execution",
+            )),
+            (None, JobState::Running) => {
+                job.info.state = JobState::Completing;
+                job.info.cancelled_by = Some(who.uid);
+                job.extra.terminate = Some(TerminateReason::Cancelled);
+                job.terminate_sent_at = Some(now);
+                if let Some(node) = node {
+                    effects.push(Effect::Terminate {
+                        node,
+                        job_id: id,
+                        reason: TerminateReason::Cancelled,
+                        kill_wait,
+                    });
+                }
+                Ok(true)
+            }
+            (None, _) => Ok(false), // already completing
+            (Some(sig), _) => {
+                if let Some(node) = node {
+                    effects.push(Effect::Signal {
+                        node,
+                        job_id: id,
+                        signal: sig,
+                        batch_only,
+                    });
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// `scontrol hold` / `release`.
+    pub fn hold(
+        &mut self,
+        ids: &[JobId],
+        names: &[String],
+        release: bool,
+        who: Identity,
+    ) -> Result<ActionResults, ApiError> {
+        let mut targets: Vec<JobId> = ids.to_vec();
+        for n in names {
+            targets.extend(
+                self.jobs
+                    .values()
+                    .filter(|j| &j.info.name == n && j.info.state == JobState::Pending)
+                    .map(|j| j.info.job_id),
+            );
+        }
+        let admin = self.is_admin(&who);
+        let mut results = Vec::new();
+        let mut changed = Vec::new();
+        for id in targets {
+            let r = match self.jobs.get(&id) {
+                None => Err(ApiError::plain(ErrorCode::InvalidJobId)),
+                Some(j) => self.check_owner(&j.info, &who).and_then(|_| {
+                    if j.info.state == JobState::Pending {
+                        Ok(())
+                    } else if j.info.state.is_terminal() {
+                        Err(ApiError::plain(ErrorCode::JobAlreadyDone))
+                    } else {
+                        Err(ApiError::plain(ErrorCode::JobNotPending))
+                    }
+                }),
+            };
+            if let Err(e) = r {
+                results.push((id, Some(e)));
+                continue;
+            }
+            let job = self.jobs.get_mut(&id).expect("checked");
+            if release {
+                if job.info.held && job.info.reason == Reason::JobHeldAdmin && !admin {
+                    results.push((id, Some(ApiError::plain(ErrorCode::AccessDenied))));
+                    continue;
+                }
+                job.info.held = false;
+                job.info.priority = priority_for(id);
+                job.info.reason = Reason::None;
+            } else {
+                job.info.held = true;
+                job.info.priority = 0;
+                job.info.reason = if admin && job.info.user_id != who.uid {
+                    Reason::JobHeldAdmin
+                } else {
+                    Reason::JobHeldUser
+                };
+            }
+            changed.push(id);
+            results.push((id, None));
+        }
+        self.persist_many(&changed).map_err(internal)?;
+        Ok(results)
+    }
+
+    /// `scontrol update JobId=N TimeLimit=...`: users may lower a limit, admins may do anything.
+    pub fn update_time_limit(
+        &mut self,
+        id: JobId,
+        limit: Option<u32>,
+        who: Identity,
+    ) -> Result<(), ApiError> {
+        let admin = self.is_admin(&who);
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| ApiError::plain(ErrorCode::InvalidJobId))?;
+        self.check_owner(&job.info, &who)?;
+        if job.info.state.is_terminal() {
+            return Err(ApiError::plain(ErrorCode::JobAlreadyDone));
+        }
+        let raising = match (job.info.time_limit, limit) {
+            (_, None) => job.info.time_limit.is_some(),
+            (None, Some(_)) => false,
+            (Some(old), Some(new)) => new > old,
+        };
+        if raising && !admin {
+            return Err(ApiError::new(
+                ErrorCode::AccessDenied,
+                "Access/permission denied: only an administrator may increase a time limit",
+            ));
+        }
+        let job = self.jobs.get_mut(&id).expect("checked");
+        job.info.time_limit = limit;
+        self.persist(id).map_err(internal)
+    }
+
+    /// `scontrol update NodeName=... State=...`.
+    pub fn update_nodes(
+        &mut self,
+        names: &[String],
+        state: NodeStateUpdate,
+        reason: Option<String>,
+        who: Identity,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        if !self.is_admin(&who) {
+            return Err(ApiError::plain(ErrorCode::AccessDenied));
+        }
+        let mut idx = Vec::new();
+        for n in names {
+            match self.node_index.get(n) {
+                Some(&i) => idx.push(i),
+                None => {
+                    return Err(ApiError::new(
+                        ErrorCode::InvalidNodeName,
+                        format!("Invalid node name specified: {n}"),
+                    ))
+                }
+            }
+        }
+        let mut effects = Vec::new();
+        let mut failed_jobs = Vec::new();
+        for i in idx {
+            let n = &mut self.nodes[i];
+            match state {
+                NodeStateUpdate::Drain | NodeStateUpdate::Down => {
+                    if state == NodeStateUpdate::Drain {
+                        n.admin.drain = true;
+                    } else {
+                        n.admin.down = true;
+                    }
+                    n.admin.reason = reason.clone();
+                    n.admin.reason_time = Some(now);
+                    n.admin.reason_uid = Some(who.uid);
+                }
+                NodeStateUpdate::Resume | NodeStateUpdate::Idle => {
+                    n.admin = NodeAdmin::default();
+                }
+            }
+            let name = n.name.clone();
+            let rec = serde_json::to_string(&n.admin).unwrap_or_default();
+            self.store.save_node(&name, &rec).map_err(internal)?;
+            if state == NodeStateUpdate::Down {
+                // Slurm ends every job on a node that is set DOWN.
+                for job in self.jobs.values_mut() {
+                    if matches!(job.info.state, JobState::Running | JobState::Completing)
+                        && job.info.nodes.contains(&name)
+                    {
+                        job.info.state = JobState::NodeFail;
+                        job.info.reason = Reason::NodeDown;
+                        job.info.end_time = Some(now);
+                        failed_jobs.push(job.info.job_id);
+                        if let Some(batch) = job.info.nodes.first() {
+                            effects.push(Effect::Terminate {
+                                node: batch.clone(),
+                                job_id: job.info.job_id,
+                                reason: TerminateReason::NotAssigned,
+                                kill_wait: 0,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        self.persist_many(&failed_jobs).map_err(internal)?;
+        Ok(effects)
+    }
+
+    fn node_alloc(&self) -> (Vec<u32>, Vec<u64>) {
+        let mut cpus = vec![0u32; self.nodes.len()];
+        let mut mem = vec![0u64; self.nodes.len()];
+        for j in self.jobs.values() {
+            if !matches!(j.info.state, JobState::Running | JobState::Completing) {
+                continue;
+            }
+            for (k, n) in j.info.nodes.iter().enumerate() {
+                if let Some(&i) = self.node_index.get(n) {
+                    cpus[i] += j.info.cpus_per_node.get(k).copied().unwrap_or(0);
+                    mem[i] += j.extra.alloc_mem.get(k).copied().unwrap_or(0);
+                }
+            }
+        }
+        (cpus, mem)
+    }
+
+    fn node_available(n: &NodeRt) -> bool {
+        n.registered && !n.not_responding && !n.admin.drain && !n.admin.down
+    }
+
+    /// One scheduling pass: time limits, node liveness, then the scheduler core's decisions.
+    pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        let mut changed = Vec::new();
+        let kill_wait = self.cfg.kill_wait;
+        let slurmd_timeout = self.cfg.slurmd_timeout as i64;
+        for n in &mut self.nodes {
+            if n.registered {
+                if let Some(t) = n.last_heard {
+                    n.not_responding = now - t > slurmd_timeout;
+                }
+            }
+        }
+        // Time limits and terminate retries.
+        for job in self.jobs.values_mut() {
+            match job.info.state {
+                JobState::Running => {
+                    let (Some(start), Some(limit)) = (job.info.start_time, job.info.time_limit)
+                    else {
+                        continue;
+                    };
+                    if now >= start + limit as i64 * 60 {
+                        job.info.state = JobState::Completing;
+                        job.extra.terminate = Some(TerminateReason::TimeLimit);
+                        job.terminate_sent_at = Some(now);
+                        changed.push(job.info.job_id);
+                        if let Some(node) = job.info.nodes.first() {
+                            effects.push(Effect::Terminate {
+                                node: node.clone(),
+                                job_id: job.info.job_id,
+                                reason: TerminateReason::TimeLimit,
+                                kill_wait,
+                            });
+                        }
+                    }
+                }
+                JobState::Completing => {
+                    let due = job
+                        .terminate_sent_at
+                        .is_none_or(|t| now - t >= TERMINATE_RETRY_SECS);
+                    if !job.terminate_acked && due {
+                        if let (Some(reason), Some(node)) =
+                            (job.extra.terminate, job.info.nodes.first())
+                        {
+                            job.terminate_sent_at = Some(now);
+                            effects.push(Effect::Terminate {
+                                node: node.clone(),
+                                job_id: job.info.job_id,
+                                reason,
+                                kill_wait,
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        // The scheduler core.
+        let (alloc_cpus, alloc_mem) = self.node_alloc();
+        let view = ClusterView {
+            nodes: self
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| NodeView {
+                    name: n.name.clone(),
+                    cpus: n.cpus,
+                    mem_mb: n.mem_mb,
+                    alloc_cpus: alloc_cpus[i],
+                    alloc_mem_mb: alloc_mem[i],
+                    available: Self::node_available(n),
+                    weight: n.weight,
+                })
+                .collect(),
+            partitions: self
+                .parts
+                .iter()
+                .map(|p| PartitionView {
+                    name: p.name.clone(),
+                    nodes: p.nodes.clone(),
+                    up: p.state == PartitionStateInfo::Up,
+                    max_time: p.max_time,
+                })
+                .collect(),
+        };
+        let queue: Vec<QueuedJob> = self
+            .jobs
+            .values()
+            .filter(|j| j.info.state == JobState::Pending)
+            .map(|j| QueuedJob {
+                id: j.info.job_id,
+                priority: j.info.priority,
+                submit_time: j.info.submit_time,
+                partitions: j
+                    .info
+                    .spec
+                    .partitions
+                    .iter()
+                    .filter_map(|p| self.parts.iter().position(|x| &x.name == p))
+                    .collect(),
+                held: j
+                    .info
+                    .held
+                    .then_some(if j.info.reason == Reason::JobHeldAdmin {
+                        Reason::JobHeldAdmin
+                    } else {
+                        Reason::JobHeldUser
+                    }),
+                begin_time: j.info.eligible_time,
+                time_limit: j.info.time_limit,
+                req: Self::request_of(&j.info.spec),
+            })
+            .collect();
+        let decisions = gsched_sched::decide(&view, &queue, now, &SchedConfig::default());
+        for (id, reason) in decisions.waiting {
+            if let Some(j) = self.jobs.get_mut(&id) {
+                j.info.reason = reason;
+            }
+        }
+        for start in decisions.starts {
+            let part = self.parts[start.partition].name.clone();
+            let names: Vec<String> = start
+                .placement
+                .nodes
+                .iter()
+                .map(|a| self.nodes[a.node].name.clone())
+                .collect();
+            let Some(job) = self.jobs.get_mut(&start.job_id) else {
+                continue;
+            };
+            job.info.state = JobState::Running;
+            job.info.reason = Reason::None;
+            job.info.partition = part;
+            job.info.start_time = Some(now);
+            job.info.end_time = None;
+            job.info.nodes = names;
+            job.info.cpus_per_node = start.placement.nodes.iter().map(|a| a.cpus).collect();
+            job.info.num_nodes = start.placement.nodes.len() as u32;
+            job.info.num_cpus = job.info.cpus_per_node.iter().sum();
+            job.extra.alloc_mem = start.placement.nodes.iter().map(|a| a.mem_mb).collect();
+            job.extra.terminate = None;
+            job.launch = Some(LaunchState::InFlight);
+            job.terminate_sent_at = None;
+            job.terminate_acked = false;
+            changed.push(start.job_id);
+            let a = start.placement.nodes[0];
+            let req = crate::env::launch_request(&self.cfg, &job.info, a.cpus, a.mem_mb);
+            effects.push(Effect::Launch {
+                node: job.info.nodes[0].clone(),
+                req: Box::new(req),
+            });
+        }
+        if let Err(e) = self.persist_many(&changed) {
+            // Could not record the starts: launch nothing, reload what the store has.
+            tracing::error!("cannot record scheduling decisions, not launching: {e}");
+            for id in &changed {
+                if let Some(j) = self.jobs.get_mut(id) {
+                    if j.launch == Some(LaunchState::InFlight) {
+                        j.info.state = JobState::Pending;
+                        j.info.nodes.clear();
+                        j.info.cpus_per_node.clear();
+                        j.info.start_time = None;
+                        j.launch = None;
+                    }
+                }
+            }
+            return Vec::new();
+        }
+        self.purge(now);
+        effects
+    }
+
+    /// Forgets finished jobs older than MinJobAge (they stay in the store).
+    fn purge(&mut self, now: i64) {
+        let age = self.cfg.min_job_age as i64;
+        self.jobs.retain(|_, j| {
+            !(j.info.state.is_terminal() && j.info.end_time.is_some_and(|e| now - e > age))
+        });
+    }
+
+    /// The answer of gsnoded to a launch.
+    pub fn launch_result(
+        &mut self,
+        id: JobId,
+        start_time: i64,
+        result: Result<(), LaunchFailure>,
+        now: i64,
+    ) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if job.info.start_time != Some(start_time) || job.launch != Some(LaunchState::InFlight) {
+            return;
+        }
+        match result {
+            Ok(()) => job.launch = Some(LaunchState::Acked(now)),
+            Err(LaunchFailure::Unreachable(msg)) => {
+                // Nothing ran: give the job back to the queue and stop using the node.
+                tracing::warn!("job {id}: node unreachable at launch ({msg}); requeued");
+                let node = job.info.nodes.first().cloned();
+                back_to_queue(job);
+                if let Some(n) = node.and_then(|n| self.node_index.get(&n).copied()) {
+                    self.nodes[n].not_responding = true;
+                }
+                let _ = self.persist(id);
+            }
+            Err(LaunchFailure::Refused(msg)) => {
+                tracing::warn!("job {id}: launch refused: {msg}");
+                job.info.state = JobState::Failed;
+                job.info.reason = Reason::JobLaunchFailure;
+                job.info.end_time = Some(now);
+                job.info.exit_code = 1;
+                job.launch = None;
+                let _ = self.persist(id);
+            }
+        }
+    }
+
+    /// gsnoded reports how a job ended.
+    pub fn complete(&mut self, req: &JobCompleteRequest, now: i64) -> Result<(), ApiError> {
+        let job = self
+            .jobs
+            .get_mut(&req.job_id)
+            .ok_or_else(|| ApiError::plain(ErrorCode::InvalidJobId))?;
+        if job.info.start_time != Some(req.start_time)
+            || job.info.nodes.first() != Some(&req.node)
+            || job.info.state.is_terminal()
+        {
+            // A report about another run (or a duplicate): acknowledge and ignore.
+            return Ok(());
+        }
+        job.info.end_time = Some(req.end_time.max(req.start_time));
+        job.info.exit_code = req.exit_code;
+        job.info.exit_signal = req.signal;
+        job.launch = None;
+        let terminate = job.extra.terminate.or(req.terminated_for);
+        let (state, reason) = if let Some(err) = &req.launch_error {
+            tracing::warn!("job {}: launch failed on {}: {err}", req.job_id, req.node);
+            if req.exit_code == 0 && req.signal == 0 {
+                job.info.exit_code = 1;
+            }
+            (JobState::Failed, Reason::JobLaunchFailure)
+        } else {
+            match terminate {
+                Some(TerminateReason::Cancelled) => (JobState::Cancelled, Reason::None),
+                Some(TerminateReason::TimeLimit) => (JobState::Timeout, Reason::TimeLimit),
+                Some(TerminateReason::NotAssigned) => (JobState::NodeFail, Reason::NodeDown),
+                None if req.signal != 0 => (JobState::Failed, Reason::RaisedSignal),
+                None if req.exit_code != 0 => (JobState::Failed, Reason::NonZeroExitCode),
+                None => (JobState::Completed, Reason::None),
+            }
+        };
+        job.info.state = state;
+        job.info.reason = reason;
+        let _ = now;
+        self.persist(req.job_id).map_err(internal)
+    }
+
+    /// A terminate request was delivered (or the node does not hold the job at all).
+    pub fn terminate_result(&mut self, id: JobId, node_has_job: bool, now: i64) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if job.info.state != JobState::Completing {
+            return;
+        }
+        job.terminate_acked = true;
+        if !node_has_job {
+            let acked_long_ago = match job.launch {
+                Some(LaunchState::Acked(t)) => now - t >= LOST_JOB_GRACE_SECS,
+                Some(LaunchState::InFlight) => false,
+                None => true,
+            };
+            if acked_long_ago {
+                // No process exists anywhere: the job is over now.
+                job.info.end_time = Some(now);
+                job.info.exit_signal = 15;
+                let (st, r) = match job.extra.terminate {
+                    Some(TerminateReason::TimeLimit) => (JobState::Timeout, Reason::TimeLimit),
+                    Some(TerminateReason::NotAssigned) => (JobState::NodeFail, Reason::NodeDown),
+                    _ => (JobState::Cancelled, Reason::None),
+                };
+                job.info.state = st;
+                job.info.reason = r;
+                job.launch = None;
+                let _ = self.persist(id);
+            } else {
+                job.terminate_acked = false;
+            }
+        }
+    }
+
+    /// A node registers (start-up, or after a controller restart): reconcile its jobs.
+    pub fn register(&mut self, r: &NodeReport<'_>, now: i64) -> Result<Vec<JobId>, ApiError> {
+        let name = r.name;
+        let i = *self.node_index.get(name).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidNodeName,
+                format!(
+                    "node {name} is not in the controller's config; add a NodeName line for it"
+                ),
+            )
+        })?;
+        let n = &mut self.nodes[i];
+        if r.cpus < n.cpus || r.mem_mb < n.mem_mb {
+            tracing::warn!(
+                "node {name} reports CPUs={} RealMemory={}, below its configured CPUs={} RealMemory={}",
+                r.cpus,
+                r.mem_mb,
+                n.cpus,
+                n.mem_mb
+            );
+        }
+        n.registered = true;
+        n.not_responding = false;
+        n.last_heard = Some(now);
+        n.boot_time = Some(r.boot_time);
+        n.daemon_start = Some(r.daemon_start);
+        n.version = Some(r.version.to_string());
+        Ok(self.reconcile(name, r.running, now))
+    }
+
+    /// A heartbeat; `None` when the node must register first.
+    pub fn heartbeat(
+        &mut self,
+        name: &str,
+        running: &[RunningJob],
+        now: i64,
+    ) -> Option<Vec<JobId>> {
+        let i = *self.node_index.get(name)?;
+        if !self.nodes[i].registered {
+            return None;
+        }
+        self.nodes[i].last_heard = Some(now);
+        self.nodes[i].not_responding = false;
+        Some(self.reconcile(name, running, now))
+    }
+
+    /// Compares what a node holds with what the controller assigned to it. Returns the jobs
+    /// the node must kill; requeues jobs the node never got.
+    fn reconcile(&mut self, name: &str, running: &[RunningJob], now: i64) -> Vec<JobId> {
+        let mut kill = Vec::new();
+        for r in running {
+            let assigned = self.jobs.get(&r.job_id).is_some_and(|j| {
+                j.info.nodes.first().map(String::as_str) == Some(name)
+                    && j.info.start_time == Some(r.start_time)
+                    && (matches!(j.info.state, JobState::Running | JobState::Completing)
+                        || j.info.state.is_terminal())
+            });
+            // A terminal job may still be in the node's list until its report is acknowledged.
+            if !assigned {
+                kill.push(r.job_id);
+            }
+        }
+        let mut lost = Vec::new();
+        for j in self.jobs.values() {
+            if !matches!(j.info.state, JobState::Running | JobState::Completing)
+                || j.info.nodes.first().map(String::as_str) != Some(name)
+            {
+                continue;
+            }
+            let listed = running
+                .iter()
+                .any(|r| r.job_id == j.info.job_id && Some(r.start_time) == j.info.start_time);
+            let grace_over = match j.launch {
+                Some(LaunchState::Acked(t)) => now - t >= LOST_JOB_GRACE_SECS,
+                _ => false,
+            };
+            if !listed && grace_over {
+                lost.push(j.info.job_id);
+            }
+        }
+        for id in &lost {
+            if let Some(j) = self.jobs.get_mut(id) {
+                if j.info.state == JobState::Completing {
+                    // It was being ended anyway: it is over.
+                    j.info.state = match j.extra.terminate {
+                        Some(TerminateReason::TimeLimit) => JobState::Timeout,
+                        Some(TerminateReason::Cancelled) => JobState::Cancelled,
+                        _ => JobState::NodeFail,
+                    };
+                    j.info.end_time = Some(now);
+                    j.launch = None;
+                } else {
+                    tracing::warn!("job {id}: node {name} does not have it; requeued");
+                    back_to_queue(j);
+                }
+            }
+        }
+        if let Err(e) = self.persist_many(&lost) {
+            tracing::error!("cannot record requeued jobs: {e}");
+        }
+        kill
+    }
+
+    pub fn node_infos(&self) -> Vec<NodeInfo> {
+        let (cpus, mem) = self.node_alloc();
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let base = if n.admin.down {
+                    NodeBaseState::Down
+                } else if !n.registered {
+                    NodeBaseState::Unknown
+                } else if cpus[i] == 0 {
+                    NodeBaseState::Idle
+                } else if cpus[i] >= n.cpus {
+                    NodeBaseState::Allocated
+                } else {
+                    NodeBaseState::Mixed
+                };
+                NodeInfo {
+                    name: n.name.clone(),
+                    addr: n.addr.clone(),
+                    port: n.port,
+                    cpus: n.cpus,
+                    real_memory_mb: n.mem_mb,
+                    alloc_cpus: cpus[i],
+                    alloc_mem_mb: mem[i],
+                    features: n.features.clone(),
+                    gres: n.gres.clone(),
+                    base,
+                    drain: n.admin.drain,
+                    not_responding: n.not_responding,
+                    reason: n.admin.reason.clone(),
+                    reason_time: n.admin.reason_time,
+                    reason_uid: n.admin.reason_uid,
+                    partitions: n.partitions.clone(),
+                    boot_time: n.boot_time,
+                    slurmd_start_time: n.daemon_start,
+                    version: n.version.clone(),
+                    weight: n.weight,
+                }
+            })
+            .collect()
+    }
+
+    pub fn partition_infos(&self) -> Vec<PartitionInfo> {
+        self.parts
+            .iter()
+            .map(|p| PartitionInfo {
+                name: p.name.clone(),
+                nodes: p
+                    .nodes
+                    .iter()
+                    .map(|&i| self.nodes[i].name.clone())
+                    .collect(),
+                default: p.default,
+                max_time: p.max_time,
+                default_time: p.default_time,
+                state: p.state,
+                total_cpus: p.nodes.iter().map(|&i| self.nodes[i].cpus).sum(),
+                total_nodes: p.nodes.len() as u32,
+            })
+            .collect()
+    }
+
+    /// `scontrol show config` lines.
+    pub fn config_entries(&self) -> Vec<(String, String)> {
+        let c = &self.cfg;
+        let host = match &c.ctld_host.addr {
+            Some(a) => format!("{}({a})", c.ctld_host.name),
+            None => c.ctld_host.name.clone(),
+        };
+        let slurm_user = match self.slurm_uid {
+            Some(u) => format!("{}({u})", c.slurm_user),
+            None => c.slurm_user.clone(),
+        };
+        vec![
+            ("AuthType".into(), c.auth_type.to_string()),
+            ("ClusterName".into(), c.cluster_name.clone()),
+            ("KillWait".into(), format!("{} sec", c.kill_wait)),
+            ("MaxArraySize".into(), "1001".into()),
+            ("MinJobAge".into(), format!("{} sec", c.min_job_age)),
+            ("SchedulerType".into(), "sched/builtin".into()),
+            ("SlurmUser".into(), slurm_user),
+            ("SlurmctldHost[0]".into(), host),
+            ("SlurmctldPort".into(), c.ctld_port.to_string()),
+            ("SlurmdPort".into(), c.slurmd_port.to_string()),
+            ("SlurmdSpoolDir".into(), c.slurmd_spool_dir.clone()),
+            ("SlurmdTimeout".into(), format!("{} sec", c.slurmd_timeout)),
+            ("SLURM_CONF".into(), c.path.display().to_string()),
+            (
+                "SLURM_VERSION".into(),
+                gsched_proto::api::SLURM_COMPAT_VERSION.into(),
+            ),
+            (
+                "StateSaveLocation".into(),
+                c.state_save_location.display().to_string(),
+            ),
+        ]
+    }
+
+    /// Address and port of a node's daemon.
+    pub fn node_endpoint(&self, name: &str) -> Option<String> {
+        let n = &self.nodes[*self.node_index.get(name)?];
+        Some(format!("{}:{}", n.addr, n.port))
+    }
+
+    /// Expanded node names for a hostlist, for API callers.
+    pub fn expand_nodes(expr: &str) -> Result<Vec<String>, ApiError> {
+        hostlist::expand(expr).map_err(|e| ApiError::new(ErrorCode::InvalidNodeName, e.to_string()))
+    }
+}
+
+/// Per-job outcome of an action on several jobs.
+pub type ActionResults = Vec<(JobId, Option<ApiError>)>;
+
+/// What a node says about itself when it registers.
+#[derive(Debug, Clone)]
+pub struct NodeReport<'a> {
+    pub name: &'a str,
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub version: &'a str,
+    pub boot_time: i64,
+    pub daemon_start: i64,
+    pub running: &'a [RunningJob],
+}
+
+/// How a launch failed.
+#[derive(Debug, Clone)]
+pub enum LaunchFailure {
+    /// The node could not be reached: nothing started.
+    Unreachable(String),
+    /// gsnoded refused the job (unknown user, not allowed...).
+    Refused(String),
+}
+
+fn back_to_queue(job: &mut Job) {
+    job.info.state = JobState::Pending;
+    job.info.reason = Reason::None;
+    job.info.nodes.clear();
+    job.info.cpus_per_node.clear();
+    job.info.start_time = None;
+    job.info.end_time = None;
+    job.extra = JobExtra::default();
+    job.launch = None;
+    job.terminate_sent_at = None;
+    job.terminate_acked = false;
+}
+
+/// FIFO priority like Slurm's priority/basic: older jobs rank higher.
+fn priority_for(id: JobId) -> u32 {
+    (u32::MAX / 2).saturating_sub(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gsched_proto::config::Config;
+
+    const ROOT: Identity = Identity { uid: 0, gid: 0 };
+
+    fn state(dir: &std::path::Path) -> State {
+        let text = format!(
+            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
+             NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\nPartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
+            d = dir.display()
+        );
+        let cfg = Arc::new(Config::parse(&text, &dir.join("gsched.conf")).unwrap());
+        let store = Store::open(&cfg.state_save_location).unwrap();
+        State::load(cfg, store, 1000).unwrap()
+    }
+
+    fn spec(tasks: u32) -> JobSpec {
+        JobSpec {
+            name: "j".into(),
+            script: "#!/bin/sh\ntrue\n".into(),
+            work_dir: "/tmp".into(),
+            ntasks: Some(tasks),
+            ..JobSpec::default()
+        }
+    }
+
+    fn register_all(st: &mut State, now: i64) {
+        for n in ["n1", "n2"] {
+            let r = NodeReport {
+                name: n,
+                cpus: 2,
+                mem_mb: 1000,
+                version: "x",
+                boot_time: 0,
+                daemon_start: 0,
+                running: &[],
+            };
+            st.register(&r, now).unwrap();
+        }
+    }
+
+    #[test]
+    fn submit_schedule_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        let a = st.submit(spec(2), ROOT, 1000).unwrap();
+        let b = st.submit(spec(2), ROOT, 1000).unwrap();
+        let c = st.submit(spec(1), ROOT, 1000).unwrap();
+        // No node registered yet: nothing starts.
+        assert!(st.schedule(1001).is_empty());
+        register_all(&mut st, 1001);
+        let eff = st.schedule(1002);
+        assert_eq!(eff.len(), 2);
+        assert_eq!(st.jobs[&a].info.nodes, vec!["n1"]);
+        assert_eq!(st.jobs[&b].info.nodes, vec!["n2"]);
+        assert_eq!(st.jobs[&c].info.reason, Reason::Resources);
+        st.launch_result(a, 1002, Ok(()), 1002);
+        let done = JobCompleteRequest {
+            job_id: a,
+            node: "n1".into(),
+            start_time: 1002,
+            exit_code: 3,
+            signal: 0,
+            end_time: 1010,
+            launch_error: None,
+            terminated_for: None,
+        };
+        st.complete(&done, 1010).unwrap();
+        assert_eq!(st.jobs[&a].info.state, JobState::Failed);
+        assert_eq!(st.jobs[&a].info.exit_code_string(), "3:0");
+        st.schedule(1011);
+        assert_eq!(st.jobs[&c].info.state, JobState::Running);
+    }
+
+    #[test]
+    fn impossible_jobs_are_refused_at_submit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        let e = st.submit(spec(5), ROOT, 1).unwrap_err();
+        assert_eq!(e.code, ErrorCode::TooManyProcessors);
+        let mut s = spec(1);
+        s.mem = Some(MemRequest::PerNode(5000));
+        assert_eq!(
+            st.submit(s, ROOT, 1).unwrap_err().code,
+            ErrorCode::MemoryUnavailable
+        );
+        let mut s = spec(1);
+        s.partitions = vec!["nope".into()];
+        assert_eq!(
+            st.submit(s, ROOT, 1).unwrap_err().to_string(),
+            "Invalid partition name specified"
+        );
+        let mut s = spec(1);
+        s.script = "echo hi".into();
+        assert!(st.submit(s, ROOT, 1).is_err());
+    }
+
+    #[test]
+    fn restart_keeps_jobs_and_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let a;
+        {
+            let mut st = state(dir.path());
+            a = st.submit(spec(1), ROOT, 1000).unwrap();
+            register_all(&mut st, 1000);
+            st.schedule(1000);
+            assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        }
+        let mut st = state(dir.path());
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        assert_eq!(st.submit(spec(1), ROOT, 1001).unwrap(), a + 1);
+        // The node comes back still running the job: nothing to kill, nothing lost.
+        let running = [RunningJob {
+            job_id: a,
+            start_time: 1000,
+        }];
+        let r = NodeReport {
+            name: "n1",
+            cpus: 2,
+            mem_mb: 1000,
+            version: "x",
+            boot_time: 0,
+            daemon_start: 0,
+            running: &running,
+        };
+        assert!(st.register(&r, 1100).unwrap().is_empty());
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+    }
+
+    #[test]
+    fn lost_jobs_are_requeued_and_strays_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        let a = st.submit(spec(1), ROOT, 1000).unwrap();
+        register_all(&mut st, 1000);
+        st.schedule(1000);
+        st.launch_result(a, 1000, Ok(()), 1000);
+        // Within the grace period a missing job is not judged.
+        assert_eq!(st.heartbeat("n1", &[], 1005), Some(vec![]));
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        let stray = [RunningJob {
+            job_id: 99,
+            start_time: 5,
+        }];
+        let kill = st
+            .heartbeat("n1", &stray, 1000 + LOST_JOB_GRACE_SECS)
+            .unwrap();
+        assert_eq!(kill, vec![99]);
+        assert_eq!(st.jobs[&a].info.state, JobState::Pending);
+    }
+
+    #[test]
+    fn cancel_pending_and_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        let a = st.submit(spec(2), ROOT, 1000).unwrap();
+        let b = st.submit(spec(2), ROOT, 1000).unwrap();
+        let c = st.submit(spec(2), ROOT, 1000).unwrap();
+        st.schedule(1000);
+        let f = JobFilter {
+            ids: vec![a, c],
+            ..JobFilter::default()
+        };
+        let (res, eff) = st.signal_jobs(&f, None, false, ROOT, 1001).unwrap();
+        assert!(res.iter().all(|r| r.1.is_none()));
+        assert_eq!(eff.len(), 1);
+        assert_eq!(st.jobs[&a].info.state, JobState::Completing);
+        assert_eq!(st.jobs[&c].info.state, JobState::Cancelled);
+        assert_eq!(st.jobs[&b].info.state, JobState::Running);
+        // Someone else may not cancel root's job.
+        let other = Identity {
+            uid: 4242,
+            gid: 4242,
+        };
+        let f = JobFilter {
+            ids: vec![b],
+            ..JobFilter::default()
+        };
+        let (res, _) = st.signal_jobs(&f, None, false, other, 1002).unwrap();
+        assert_eq!(res[0].1.as_ref().unwrap().code, ErrorCode::AccessDenied);
+    }
+}

@@ -1,0 +1,313 @@
+//! The controller's durable state in SQLite: every job (as a JSON record plus the columns that
+//! queries filter on), the id counter, and the admin's node settings (drain, down, reason).
+//!
+//! WAL journal, one transaction per change; a job id leaves the controller only after the
+//! transaction that stores the job has committed. Schema versions are `PRAGMA user_version`
+//! and migrations run in order at open; a store newer than this build is refused.
+
+use gsched_proto::job::{JobId, JobState};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::{Path, PathBuf};
+
+/// Schema version this build writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: jobs, meta, node admin state.
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+     CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        state TEXT NOT NULL,
+        user_id INTEGER NOT NULL,
+        end_time INTEGER,
+        record TEXT NOT NULL
+     );
+     CREATE INDEX jobs_state ON jobs(state);
+     CREATE INDEX jobs_end ON jobs(end_time);
+     CREATE TABLE nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create state directory {path}: {source} (check StateSaveLocation and its permissions)")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("state store {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("state store {path} has schema version {found}, newer than this gsctld understands ({SCHEMA_VERSION}); run a newer gsctld")]
+    TooNew { path: PathBuf, found: u32 },
+    #[error("state store {path}: record of {what} is corrupt: {detail}")]
+    Corrupt {
+        path: PathBuf,
+        what: String,
+        detail: String,
+    },
+}
+
+/// The open store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+/// One stored job row.
+#[derive(Debug, Clone)]
+pub struct StoredJob {
+    pub id: JobId,
+    pub record: String,
+}
+
+impl Store {
+    /// Opens (creating if needed) `<dir>/gsched.db` and brings the schema up to date.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = dir.join("gsched.db");
+        let conn = Connection::open(&path).map_err(|source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        })?;
+        let mut store = Store { conn, path };
+        store.init()?;
+        Ok(store)
+    }
+
+    fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn init(&mut self) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        self.conn
+            .execute_batch(
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;",
+            )
+            .map_err(e)?;
+        let version: u32 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(e)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found: version,
+            });
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = self.conn.transaction().map_err(e)?;
+            tx.execute_batch(sql).map_err(e)?;
+            tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))
+                .map_err(e)?;
+            tx.commit().map_err(e)?;
+        }
+        Ok(())
+    }
+
+    /// The next job id to hand out (1 on a new store).
+    pub fn next_job_id(&self) -> Result<JobId, StoreError> {
+        let v: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'next_job_id'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(self.err())?;
+        let from_meta = v.and_then(|s| s.parse::<JobId>().ok()).unwrap_or(1);
+        let max: Option<i64> = self
+            .conn
+            .query_row("SELECT MAX(id) FROM jobs", [], |r| r.get(0))
+            .map_err(self.err())?;
+        Ok(from_meta.max(max.unwrap_or(0) as JobId + 1))
+    }
+
+    /// Inserts a new job and advances the id counter in one transaction.
+    pub fn insert_job(
+        &mut self,
+        id: JobId,
+        state: JobState,
+        user_id: u32,
+        record: &str,
+    ) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(e)?;
+        tx.prepare_cached(
+            "INSERT INTO jobs (id, state, user_id, end_time, record) VALUES (?1, ?2, ?3, NULL, ?4)",
+        )
+        .and_then(|mut s| s.execute(params![id, state.long(), user_id, record]))
+        .map_err(e)?;
+        tx.prepare_cached(
+            "INSERT INTO meta (key, value) VALUES ('next_job_id', ?1)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        )
+        .and_then(|mut s| s.execute(params![(id + 1).to_string()]))
+        .map_err(e)?;
+        tx.commit().map_err(e)
+    }
+
+    /// Rewrites a job's record (state changes, allocation, exit status).
+    pub fn update_job(
+        &mut self,
+        id: JobId,
+        state: JobState,
+        end_time: Option<i64>,
+        record: &str,
+    ) -> Result<(), StoreError> {
+        let n = self
+            .conn
+            .prepare_cached("UPDATE jobs SET state = ?2, end_time = ?3, record = ?4 WHERE id = ?1")
+            .and_then(|mut s| s.execute(params![id, state.long(), end_time, record]))
+            .map_err(self.err())?;
+        if n != 1 {
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                what: format!("job {id}"),
+                detail: "row missing on update".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs `f` inside one transaction (several job updates committed together).
+    pub fn transaction<T>(
+        &mut self,
+        f: impl FnOnce(&mut Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.conn.execute_batch("BEGIN").map_err(self.err())?;
+        match f(self) {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT").map_err(self.err())?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Jobs still active, plus finished ones that ended at or after `ended_since`.
+    pub fn load_jobs(&self, ended_since: i64) -> Result<Vec<StoredJob>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, record FROM jobs
+                 WHERE state IN ('PENDING','RUNNING','COMPLETING') OR end_time >= ?1
+                 ORDER BY id",
+            )
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map(params![ended_since], |r| {
+                Ok(StoredJob {
+                    id: r.get(0)?,
+                    record: r.get(1)?,
+                })
+            })
+            .map_err(self.err())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
+    }
+
+    pub fn save_node(&mut self, name: &str, record: &str) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO nodes (name, record) VALUES (?1, ?2)
+                 ON CONFLICT(name) DO UPDATE SET record = excluded.record",
+            )
+            .and_then(|mut s| s.execute(params![name, record]))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    pub fn load_nodes(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, record FROM nodes")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.err())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_survive_reopen_and_ids_advance() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut s = Store::open(dir.path()).unwrap();
+            assert_eq!(s.next_job_id().unwrap(), 1);
+            s.insert_job(1, JobState::Pending, 1000, "{\"a\":1}")
+                .unwrap();
+            s.insert_job(2, JobState::Pending, 1000, "{\"a\":2}")
+                .unwrap();
+            s.update_job(1, JobState::Completed, Some(100), "{\"a\":3}")
+                .unwrap();
+        }
+        let s = Store::open(dir.path()).unwrap();
+        assert_eq!(s.next_job_id().unwrap(), 3);
+        let all = s.load_jobs(0).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].record, "{\"a\":3}");
+        // A finished job older than the cut-off is not loaded; pending ones always are.
+        let recent = s.load_jobs(101).unwrap();
+        assert_eq!(recent.len(), 1);
+        assert_eq!(recent[0].id, 2);
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::open(dir.path()).unwrap());
+        let c = Connection::open(dir.path().join("gsched.db")).unwrap();
+        c.execute_batch("PRAGMA user_version = 99").unwrap();
+        drop(c);
+        let e = Store::open(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("newer than this gsctld"), "{e}");
+    }
+
+    #[test]
+    fn failed_transaction_rolls_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(dir.path()).unwrap();
+        s.insert_job(1, JobState::Pending, 0, "{}").unwrap();
+        let r = s.transaction(|s| {
+            s.update_job(1, JobState::Running, None, "{\"x\":1}")?;
+            s.update_job(7, JobState::Running, None, "{}")
+        });
+        assert!(r.is_err());
+        assert_eq!(s.load_jobs(0).unwrap()[0].record, "{}");
+    }
+}

@@ -7,4 +7,5 @@ pub mod common;
 pub mod getopt;
 pub mod sbatch;
 pub mod signals;
+pub mod squeue;
 pub mod sys;

@@ -1,1 +1,11 @@
-//! placeholder
+//! gsched's user commands: `gsbatch`, `gsqueue`, `gscancel`, `gsinfo`, `gscontrol`, the
+//! drop-in equivalents of Slurm's `sbatch`, `squeue`, `scancel`, `sinfo` and `scontrol`.
+//! Each binary in `src/bin/` is a thin `main` calling the module of the same name; the
+//! modules keep Slurm's options, output formats, messages and exit codes.
+
+pub mod common;
+pub mod getopt;
+pub mod sbatch;
+pub mod signals;
+pub mod squeue;
+pub mod sys;

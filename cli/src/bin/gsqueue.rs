@@ -1,0 +1,5 @@
+//! `gsqueue`: Slurm's `squeue`.
+fn main() {
+    let args = gsched_cli::common::args_to_strings(std::env::args_os());
+    std::process::exit(gsched_cli::squeue::main(args));
+}

@@ -1,0 +1,1720 @@
+//! `gsbatch` (`sbatch`): submit a batch script.
+//!
+//! The options come from three places, merged as Slurm does: `#SBATCH` lines of the script
+//! (read like Slurm's `get_argument`: column 0 only, scanning stops at the first command,
+//! several options per line, quotes, backslash escapes and trailing `#` comments, then one
+//! `getopt_long` pass with prefix matching), then `SBATCH_*` environment variables, then the
+//! command line; later sources win. Slurm's exit codes are kept: option errors found while
+//! processing values exit 255 (Slurm's `exit(-1)`), numeric and file errors exit 1 (or
+//! `$SLURM_EXIT_ERROR`).
+
+use crate::common::{self, env_flag_on, split_list, Fail};
+use crate::getopt::{self, GetoptError, HasArg, Item, Opt, Ordering};
+use gsched_proto::api::{paths, SubmitRequest, SubmitResponse};
+use gsched_proto::client::ClientError;
+use gsched_proto::job::{JobSpec, MemRequest, OpenMode};
+use gsched_proto::units;
+
+use HasArg::{No, Optional as Opt_, Required as Req};
+
+/// Exit status of Slurm's `exit(-1)` after an option error.
+const EXIT_OPTION: i32 = 255;
+
+/// sbatch's options (Slurm 22.05), in Slurm's table order so that ambiguity messages list
+/// the same candidates. Options gsched does not implement are parsed (so prefixes resolve as
+/// in Slurm) and then refused.
+pub const OPTIONS: &[Opt] = &[
+    Opt::new("account", Some('A'), &["account"], Req),
+    Opt::new("acctg-freq", None, &["acctg-freq"], Req),
+    Opt::new("array", Some('a'), &["array"], Req),
+    Opt::new("batch", None, &["batch"], Req),
+    Opt::new("begin", Some('b'), &["begin"], Req),
+    Opt::new("bb", None, &["bb"], Req),
+    Opt::new("bbf", None, &["bbf"], Req),
+    Opt::new("cluster-constraint", None, &["cluster-constraint"], Req),
+    Opt::new("chdir", Some('D'), &["chdir"], Req),
+    Opt::new("cluster", None, &["cluster"], Req),
+    Opt::new("clusters", Some('M'), &["clusters"], Req),
+    Opt::new("comment", None, &["comment"], Req),
+    Opt::new("container", None, &["container"], Req),
+    Opt::new("context", None, &["context"], Req),
+    Opt::new("contiguous", None, &["contiguous"], No),
+    Opt::new("constraint", Some('C'), &["constraint"], Req),
+    Opt::new("core-spec", Some('S'), &["core-spec"], Req),
+    Opt::new("cores-per-socket", None, &["cores-per-socket"], Req),
+    Opt::new("cpu-freq", None, &["cpu-freq"], Req),
+    Opt::new("cpus-per-gpu", None, &["cpus-per-gpu"], Req),
+    Opt::new("cpus-per-task", Some('c'), &["cpus-per-task"], Req),
+    Opt::new("deadline", None, &["deadline"], Req),
+    Opt::new("delay-boot", None, &["delay-boot"], Req),
+    Opt::new("dependency", Some('d'), &["dependency"], Req),
+    Opt::new("distribution", Some('m'), &["distribution"], Req),
+    Opt::new("error", Some('e'), &["error"], Req),
+    Opt::new("exclude", Some('x'), &["exclude"], Req),
+    Opt::new("exclusive", None, &["exclusive"], Opt_),
+    Opt::new("export", None, &["export"], Req),
+    Opt::new("export-file", None, &["export-file"], Req),
+    Opt::new("extra-node-info", Some('B'), &["extra-node-info"], Req),
+    Opt::new("get-user-env", None, &["get-user-env"], Opt_),
+    Opt::new("gid", None, &["gid"], Req),
+    Opt::new("gpu-bind", None, &["gpu-bind"], Req),
+    Opt::new("gpu-freq", None, &["gpu-freq"], Req),
+    Opt::new("gpus", Some('G'), &["gpus"], Req),
+    Opt::new("gpus-per-node", None, &["gpus-per-node"], Req),
+    Opt::new("gpus-per-socket", None, &["gpus-per-socket"], Req),
+    Opt::new("gpus-per-task", None, &["gpus-per-task"], Req),
+    Opt::new("gres", None, &["gres"], Req),
+    Opt::new("gres-flags", None, &["gres-flags"], Req),
+    Opt::new("help", Some('h'), &["help"], No),
+    Opt::new("hint", None, &["hint"], Req),
+    Opt::new("hold", Some('H'), &["hold"], No),
+    Opt::new("ignore-pbs", None, &["ignore-pbs"], No),
+    Opt::new("input", Some('i'), &["input"], Req),
+    Opt::new("job-name", Some('J'), &["job-name"], Req),
+    Opt::new("kill-on-invalid-dep", None, &["kill-on-invalid-dep"], Req),
+    Opt::new("licenses", Some('L'), &["licenses"], Req),
+    Opt::new("mail-type", None, &["mail-type"], Req),
+    Opt::new("mail-user", None, &["mail-user"], Req),
+    Opt::new("mcs-label", None, &["mcs-label"], Req),
+    Opt::new("mem", None, &["mem"], Req),
+    Opt::new("mem-bind", None, &["mem-bind"], Req),
+    Opt::new("mem-per-cpu", None, &["mem-per-cpu"], Req),
+    Opt::new("mem-per-gpu", None, &["mem-per-gpu"], Req),
+    Opt::new("mincpus", None, &["mincpus"], Req),
+    Opt::new("network", None, &["network"], Req),
+    Opt::new("nice", None, &["nice"], Opt_),
+    Opt::new("no-kill", Some('k'), &["no-kill"], Opt_),
+    Opt::new("no-requeue", None, &["no-requeue"], No),
+    Opt::new("nodefile", Some('F'), &["nodefile"], Req),
+    Opt::new("nodelist", Some('w'), &["nodelist"], Req),
+    Opt::new("nodes", Some('N'), &["nodes"], Req),
+    Opt::new("ntasks", Some('n'), &["ntasks"], Req),
+    Opt::new("ntasks-per-core", None, &["ntasks-per-core"], Req),
+    Opt::new("ntasks-per-gpu", None, &["ntasks-per-gpu"], Req),
+    Opt::new(
+        "ntasks-per-node",
+        None,
+        &["ntasks-per-node", "tasks-per-node"],
+        Req,
+    ),
+    Opt::new("ntasks-per-socket", None, &["ntasks-per-socket"], Req),
+    Opt::new("ntasks-per-tres", None, &["ntasks-per-tres"], Req),
+    Opt::new("open-mode", None, &["open-mode"], Req),
+    Opt::new("output", Some('o'), &["output"], Req),
+    Opt::new("overcommit", Some('O'), &["overcommit"], No),
+    Opt::new("oversubscribe", Some('s'), &["oversubscribe"], No),
+    Opt::new("parsable", None, &["parsable"], No),
+    Opt::new("partition", Some('p'), &["partition"], Req),
+    Opt::new("power", None, &["power"], Req),
+    Opt::new("prefer", None, &["prefer"], Req),
+    Opt::new("priority", None, &["priority"], Req),
+    Opt::new("profile", None, &["profile"], Req),
+    Opt::new("propagate", None, &["propagate"], Opt_),
+    Opt::new("qos", Some('q'), &["qos"], Req),
+    Opt::new("quiet", Some('Q'), &["quiet"], No),
+    Opt::new("reboot", None, &["reboot"], No),
+    Opt::new("requeue", None, &["requeue"], No),
+    Opt::new("reservation", None, &["reservation"], Req),
+    Opt::new("signal", None, &["signal"], Req),
+    Opt::new("sockets-per-node", None, &["sockets-per-node"], Req),
+    Opt::new("spread-job", None, &["spread-job"], No),
+    Opt::new("switches", None, &["switches"], Req),
+    Opt::new("test-only", None, &["test-only"], No),
+    Opt::new("thread-spec", None, &["thread-spec"], Req),
+    Opt::new("threads-per-core", None, &["threads-per-core"], Req),
+    Opt::new("time", Some('t'), &["time"], Req),
+    Opt::new("time-min", None, &["time-min"], Req),
+    Opt::new("tmp", None, &["tmp"], Req),
+    Opt::new("uid", None, &["uid"], Req),
+    Opt::new("use-min-nodes", None, &["use-min-nodes"], No),
+    Opt::new("verbose", Some('v'), &["verbose"], No),
+    Opt::new("version", Some('V'), &["version"], No),
+    Opt::new("usage", None, &["usage"], No),
+    Opt::new("wait", Some('W'), &["wait"], No),
+    Opt::new("wait-all-nodes", None, &["wait-all-nodes"], Req),
+    Opt::new("wckey", None, &["wckey"], Req),
+    Opt::new("wrap", None, &["wrap"], Req),
+];
+
+/// Options gsched implements (or accepts because they are harmless: `--ignore-pbs`,
+/// `--no-requeue` (gsched never requeues), `--wckey` (no accounting, as Slurm with
+/// `TrackWCKey=no`), `-M` naming the local cluster). Every other option is refused.
+const IMPLEMENTED: &[&str] = &[
+    "chdir",
+    "cluster",
+    "clusters",
+    "cpus-per-task",
+    "error",
+    "export",
+    "gid",
+    "help",
+    "hold",
+    "ignore-pbs",
+    "input",
+    "job-name",
+    "mem",
+    "mem-per-cpu",
+    "no-requeue",
+    "nodes",
+    "ntasks",
+    "ntasks-per-node",
+    "open-mode",
+    "output",
+    "parsable",
+    "partition",
+    "quiet",
+    "time",
+    "uid",
+    "usage",
+    "verbose",
+    "version",
+    "wckey",
+    "wrap",
+];
+
+/// Options handled only in the first pass (command line); Slurm ignores them in `#SBATCH`
+/// lines and the environment.
+const EARLY: &[&str] = &["help", "quiet", "usage", "verbose", "version", "wrap"];
+
+/// The `SBATCH_*` variables Slurm 22.05 reads, in its order, and the option each sets.
+const ENV_VARS: &[(&str, &str)] = &[
+    ("SBATCH_ACCOUNT", "account"),
+    ("SBATCH_ARRAY_INX", "array"),
+    ("SBATCH_ACCTG_FREQ", "acctg-freq"),
+    ("SBATCH_BATCH", "batch"),
+    ("SBATCH_BURST_BUFFER", "bb"),
+    ("SBATCH_CLUSTER_CONSTRAINT", "cluster-constraint"),
+    ("SBATCH_CLUSTERS", "clusters"),
+    ("SLURM_CLUSTERS", "clusters"),
+    ("SBATCH_CONTAINER", "container"),
+    ("SBATCH_CONSTRAINT", "constraint"),
+    ("SBATCH_CORE_SPEC", "core-spec"),
+    ("SBATCH_CPU_FREQ_REQ", "cpu-freq"),
+    ("SBATCH_CPUS_PER_GPU", "cpus-per-gpu"),
+    ("SBATCH_DEBUG", "verbose"),
+    ("SBATCH_DELAY_BOOT", "delay-boot"),
+    ("SBATCH_DISTRIBUTION", "distribution"),
+    ("SBATCH_EXCLUSIVE", "exclusive"),
+    ("SBATCH_EXPORT", "export"),
+    ("SBATCH_GET_USER_ENV", "get-user-env"),
+    ("SBATCH_GRES", "gres"),
+    ("SBATCH_GRES_FLAGS", "gres-flags"),
+    ("SBATCH_GPUS", "gpus"),
+    ("SBATCH_GPU_BIND", "gpu-bind"),
+    ("SBATCH_GPU_FREQ", "gpu-freq"),
+    ("SBATCH_GPUS_PER_NODE", "gpus-per-node"),
+    ("SBATCH_GPUS_PER_SOCKET", "gpus-per-socket"),
+    ("SBATCH_GPUS_PER_TASK", "gpus-per-task"),
+    ("SLURM_HINT", "hint"),
+    ("SBATCH_HINT", "hint"),
+    ("SBATCH_JOB_NAME", "job-name"),
+    ("SBATCH_MEM_BIND", "mem-bind"),
+    ("SBATCH_MEM_PER_CPU", "mem-per-cpu"),
+    ("SBATCH_MEM_PER_GPU", "mem-per-gpu"),
+    ("SBATCH_MEM_PER_NODE", "mem"),
+    ("SBATCH_NETWORK", "network"),
+    ("SBATCH_NO_KILL", "no-kill"),
+    ("SBATCH_NO_REQUEUE", "no-requeue"),
+    ("SBATCH_OPEN_MODE", "open-mode"),
+    ("SBATCH_OVERCOMMIT", "overcommit"),
+    ("SBATCH_PARTITION", "partition"),
+    ("SBATCH_POWER", "power"),
+    ("SBATCH_PROFILE", "profile"),
+    ("SBATCH_QOS", "qos"),
+    ("SBATCH_REQ_SWITCH", "switches"),
+    ("SBATCH_REQUEUE", "requeue"),
+    ("SBATCH_RESERVATION", "reservation"),
+    ("SBATCH_SIGNAL", "signal"),
+    ("SBATCH_SPREAD_JOB", "spread-job"),
+    ("SBATCH_THREAD_SPEC", "thread-spec"),
+    ("SBATCH_THREADS_PER_CORE", "threads-per-core"),
+    ("SBATCH_TIMELIMIT", "time"),
+    ("SBATCH_USE_MIN_NODES", "use-min-nodes"),
+    ("SBATCH_WAIT", "wait"),
+    ("SBATCH_WAIT_ALL_NODES", "wait-all-nodes"),
+    ("SBATCH_WAIT4SWITCH", "switches"),
+    ("SBATCH_WCKEY", "wckey"),
+    ("SBATCH_ERROR", "error"),
+    ("SBATCH_INPUT", "input"),
+    ("SBATCH_OUTPUT", "output"),
+];
+
+/// Where an option came from (later sources win).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Source {
+    Script,
+    Env(&'static str),
+    Cli,
+}
+
+impl Source {
+    fn rank(self) -> u8 {
+        match self {
+            Source::Script => 0,
+            Source::Env(_) => 1,
+            Source::Cli => 2,
+        }
+    }
+}
+
+/// The options as merged so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Opts {
+    pub job_name: Option<String>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub input: Option<String>,
+    /// Absolute.
+    pub chdir: Option<String>,
+    pub partitions: Option<Vec<String>>,
+    /// `Some(None)` = UNLIMITED.
+    pub time: Option<Option<u32>>,
+    pub nodes: Option<(u32, u32)>,
+    pub ntasks: Option<u32>,
+    pub cpus_per_task: Option<u32>,
+    pub ntasks_per_node: Option<u32>,
+    /// Per source rank: (value, rank).
+    pub mem: Option<(u64, u8)>,
+    pub mem_per_cpu: Option<(u64, u8)>,
+    pub export: Option<String>,
+    pub open_mode: Option<OpenMode>,
+    pub parsable: bool,
+    pub hold: bool,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub clusters: Option<String>,
+    pub ignore_pbs: bool,
+}
+
+/// Facts about the caller that option processing needs.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub cwd: String,
+    pub uid: u32,
+}
+
+impl Opts {
+    /// Applies one option. `arg` is the value (`None` for flags).
+    pub fn apply(
+        &mut self,
+        prog: &str,
+        id: &str,
+        arg: Option<&str>,
+        src: Source,
+        caller: &Caller,
+    ) -> Result<(), Fail> {
+        if !IMPLEMENTED.contains(&id) {
+            let from = match src {
+                Source::Env(var) => format!(" (from {var})"),
+                _ => String::new(),
+            };
+            return Err(Fail::error(
+                prog,
+                format!("option --{id}{from} is not supported by gsched yet"),
+            ));
+        }
+        if src != Source::Cli && EARLY.contains(&id) {
+            return Ok(());
+        }
+        let val = arg.unwrap_or("");
+        let opt_err = |msg: &str| Fail::error(prog, msg).with_code(EXIT_OPTION);
+        match id {
+            "job-name" => self.job_name = Some(val.to_string()),
+            "output" => self.output = Some(val.to_string()),
+            "error" => self.error = Some(val.to_string()),
+            "input" => self.input = Some(val.to_string()),
+            "chdir" => {
+                self.chdir = Some(if val.starts_with('/') {
+                    val.to_string()
+                } else {
+                    format!("{}/{val}", caller.cwd.trim_end_matches('/'))
+                })
+            }
+            "partition" => self.partitions = Some(split_list(val)),
+            "time" => match units::parse_time_limit(val) {
+                Ok(t) => self.time = Some(t),
+                Err(_) => return Err(opt_err("Invalid time limit specification")),
+            },
+            "nodes" => self.nodes = Some(parse_nodes(prog, val)?),
+            "ntasks" => self.ntasks = Some(parse_int(prog, "--ntasks", val)?),
+            "cpus-per-task" => self.cpus_per_task = Some(parse_int(prog, "--cpus-per-task", val)?),
+            "ntasks-per-node" => {
+                self.ntasks_per_node = Some(parse_int(prog, "--ntasks-per-node", val)?)
+            }
+            "mem" => match units::parse_memory_mb(val) {
+                Ok(m) => self.mem = Some((m, src.rank())),
+                Err(_) => return Err(opt_err("Invalid --mem specification")),
+            },
+            "mem-per-cpu" => match units::parse_memory_mb(val) {
+                Ok(m) => self.mem_per_cpu = Some((m, src.rank())),
+                Err(_) => return Err(opt_err("Invalid --mem-per-cpu specification")),
+            },
+            "export" => self.export = Some(val.to_string()),
+            "open-mode" => {
+                self.open_mode = Some(match val.chars().next() {
+                    Some('a' | 'A') => OpenMode::Append,
+                    Some('t' | 'T') => OpenMode::Truncate,
+                    _ => return Err(opt_err("Invalid --open-mode specification")),
+                })
+            }
+            "parsable" => self.parsable = true,
+            "hold" => self.hold = true,
+            "ignore-pbs" => self.ignore_pbs = true,
+            "uid" => {
+                if caller.uid != 0 {
+                    return Err(opt_err("--uid only permitted by root user"));
+                }
+                self.uid = Some(
+                    common::resolve_uid(val)
+                        .ok_or_else(|| opt_err("Invalid --uid specification"))?,
+                );
+            }
+            "gid" => {
+                if caller.uid != 0 {
+                    return Err(opt_err("--gid only permitted by root user"));
+                }
+                self.gid = Some(
+                    crate::sys::resolve_gid(val)
+                        .ok_or_else(|| opt_err("Invalid --gid specification"))?,
+                );
+            }
+            "cluster" | "clusters" => self.clusters = Some(val.to_string()),
+            // Accepted without effect: see IMPLEMENTED.
+            "no-requeue" | "wckey" => {}
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The memory request after Slurm's rule: the highest source that sets any memory
+    /// option decides, and may set only one of them.
+    pub fn memory(&self, prog: &str) -> Result<Option<MemRequest>, Fail> {
+        let top = [self.mem.map(|m| m.1), self.mem_per_cpu.map(|m| m.1)]
+            .into_iter()
+            .flatten()
+            .max();
+        let Some(top) = top else { return Ok(None) };
+        let node = self.mem.filter(|m| m.1 == top);
+        let cpu = self.mem_per_cpu.filter(|m| m.1 == top);
+        match (node, cpu) {
+            (Some(_), Some(_)) => {
+                let msg = if top == Source::Env("").rank() {
+                    "SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually exclusive."
+                } else {
+                    "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."
+                };
+                Err(Fail::raw(1, vec![format!("{prog}: fatal: {msg}")]))
+            }
+            (Some(m), None) => Ok(Some(MemRequest::PerNode(m.0))),
+            (None, Some(m)) => Ok(Some(MemRequest::PerCpu(m.0))),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// Slurm's `parse_int` for positive counts: `Invalid numeric value "x" for --ntasks.`, exit 1.
+fn parse_int(prog: &str, name: &str, val: &str) -> Result<u32, Fail> {
+    match val.parse::<i64>() {
+        Ok(n) if n > 0 && n <= i64::from(i32::MAX) => Ok(n as u32),
+        _ => Err(Fail::error(
+            prog,
+            format!("Invalid numeric value \"{val}\" for {name}."),
+        )),
+    }
+}
+
+/// `-N min[-max]` with Slurm's `k`/`m` multipliers. Returns (min, max); max 0 = not given.
+pub fn parse_nodes(prog: &str, val: &str) -> Result<(u32, u32), Fail> {
+    fn one(s: &str) -> Option<i64> {
+        let t = s.trim_start();
+        let digits = t
+            .char_indices()
+            .take_while(|(i, c)| c.is_ascii_digit() || (*i == 0 && (*c == '-' || *c == '+')))
+            .count();
+        if digits == 0 || !t[..digits].chars().any(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        let mut n: i64 = t[..digits].parse().ok()?;
+        let mut rest = &t[digits..];
+        if let Some(r) = rest.strip_prefix(['k', 'K']) {
+            n = n.checked_mul(1024)?;
+            rest = r;
+        }
+        if let Some(r) = rest.strip_prefix(['m', 'M']) {
+            n = n.checked_mul(1024 * 1024)?;
+            rest = r;
+        }
+        if !rest.trim().is_empty() {
+            return None;
+        }
+        Some(n)
+    }
+    let bad = |s: &str| {
+        Fail::error(prog, format!("\"{s}\" is not a valid node count")).with_code(EXIT_OPTION)
+    };
+    let (min, max) = match val.split_once('-') {
+        Some((a, b)) => {
+            let min = one(a).ok_or_else(|| bad(a))?.max(1);
+            let max = one(b).ok_or_else(|| bad(b))?;
+            (min, max)
+        }
+        None => {
+            let n = one(val).ok_or_else(|| bad(val))?;
+            if n < 0 {
+                return Err(bad(val));
+            }
+            (n, n)
+        }
+    };
+    if max != 0 && max < min {
+        return Err(Fail::error(
+            prog,
+            format!("Maximum node count {max} is less than minimum node count {min}"),
+        )
+        .with_code(EXIT_OPTION));
+    }
+    let clamp = |n: i64| u32::try_from(n.max(0)).unwrap_or(u32::MAX);
+    Ok((clamp(min), clamp(max)))
+}
+
+/// Slurm's `get_argument`: the next token of a directive line and how many bytes were
+/// consumed, or `None` when the line has no more tokens. Quotes group, a backslash makes
+/// the next character literal, an unquoted `#` starts a comment. Like Slurm, a backslash
+/// does not protect a following blank (the blank still ends the token).
+fn next_argument(line: &[u8]) -> Result<Option<(String, usize)>, char> {
+    let mut i = 0;
+    while i < line.len() && line[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    if i >= line.len() {
+        return Ok(None);
+    }
+    let mut arg: Vec<u8> = Vec::new();
+    let mut have = false;
+    let mut quote: Option<u8> = None;
+    let mut escape = false;
+    while i < line.len() && (quote.is_some() || !line[i].is_ascii_whitespace()) && line[i] != b'\n'
+    {
+        let c = line[i];
+        if escape {
+            escape = false;
+        } else if c == b'\\' {
+            escape = true;
+            i += 1;
+            continue;
+        } else if let Some(q) = quote {
+            if c == q {
+                quote = None;
+                i += 1;
+                continue;
+            }
+        } else if c == b'"' || c == b'\'' {
+            quote = Some(c);
+            have = true;
+            i += 1;
+            continue;
+        } else if c == b'#' {
+            break;
+        }
+        arg.push(c);
+        have = true;
+        i += 1;
+    }
+    if let Some(q) = quote {
+        return Err(q as char);
+    }
+    if !have {
+        // Only a comment (or an escape at the end of the line) is left.
+        return Ok(None);
+    }
+    Ok(Some((String::from_utf8_lossy(&arg).into_owned(), i)))
+}
+
+/// The arguments of the `#SBATCH` (and `#SLURM`) lines of a script, in order. `file` names
+/// the script in messages (Slurm uses the basename, or `stdin`). Also returns warnings to
+/// print and whether `#PBS`/`#BSUB` directives were seen.
+pub fn directive_args(script: &str, file: &str, prog: &str) -> Result<Directives, Fail> {
+    let mut d = Directives::default();
+    let mut warned = false;
+    for (idx, line) in script.split('\n').enumerate() {
+        let lineno = idx + 1;
+        let rest = if let Some(r) = line.strip_prefix("#SBATCH") {
+            r
+        } else if let Some(r) = line.strip_prefix("#SLURM") {
+            if !warned {
+                d.warnings.push(format!(
+                    "{prog}: error: Change from #SLURM to #SBATCH in your script and verify the options are valid in sbatch"
+                ));
+                warned = true;
+            }
+            r
+        } else {
+            if line.starts_with("#PBS") || line.starts_with("#BSUB") {
+                d.foreign = true;
+            }
+            match line.trim_start().chars().next() {
+                None | Some('#') => continue,
+                Some(_) => break,
+            }
+        };
+        let trimmed = rest.trim_start();
+        let word = trimmed.split_ascii_whitespace().next().unwrap_or("");
+        if word.eq_ignore_ascii_case("hetjob") || word.eq_ignore_ascii_case("packjob") {
+            return Err(Fail::error(
+                prog,
+                "heterogeneous jobs (#SBATCH hetjob) are not supported by gsched yet",
+            ));
+        }
+        if trimmed.starts_with(':') {
+            return Err(Fail::raw(
+                1,
+                vec![format!(
+                    "{prog}: fatal: {file}: line {lineno}: Unexpected `:` in [{line}]"
+                )],
+            ));
+        }
+        let bytes = rest.as_bytes();
+        let mut pos = 0;
+        loop {
+            match next_argument(&bytes[pos..]) {
+                Ok(Some((arg, used))) => {
+                    d.args.push(arg);
+                    pos += used;
+                }
+                Ok(None) => break,
+                Err(q) => {
+                    return Err(Fail::raw(
+                        1,
+                        vec![format!(
+                            "{prog}: fatal: {file}: line {lineno}: Unmatched `{q}` in [{line}]"
+                        )],
+                    ))
+                }
+            }
+        }
+    }
+    Ok(d)
+}
+
+/// What the `#SBATCH` scan found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Directives {
+    pub args: Vec<String>,
+    pub warnings: Vec<String>,
+    /// `#PBS`/`#BSUB` lines (Slurm would translate them; gsched refuses).
+    pub foreign: bool,
+}
+
+/// Parses directive arguments into option items; an operand is an invalid directive.
+pub fn parse_directives(
+    prog: &str,
+    args: &[String],
+) -> Result<Vec<(&'static str, Option<String>)>, Fail> {
+    let items =
+        getopt::parse(args, OPTIONS, Ordering::RequireOrder).map_err(|e| getopt_fail(prog, &e))?;
+    let mut out = Vec::new();
+    for it in items {
+        match it {
+            Item::Opt { id, arg, .. } => out.push((id, arg)),
+            Item::Operand(a) => {
+                return Err(Fail::error(
+                    prog,
+                    format!("Invalid directive found in batch script: {a}"),
+                )
+                .with_code(EXIT_OPTION))
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn getopt_fail(prog: &str, e: &GetoptError) -> Fail {
+    Fail::usage(prog, e.message(prog), EXIT_OPTION)
+}
+
+/// Options set by `SBATCH_*` variables, in Slurm's order: (option id, value, variable).
+/// A flag variable that is not "on" is skipped (Slurm resets the flag).
+pub fn env_options(env: &[(String, String)]) -> Vec<(&'static str, Option<String>, &'static str)> {
+    let mut out = Vec::new();
+    for (var, id) in ENV_VARS {
+        let Some((_, val)) = env.iter().find(|(k, _)| k == var) else {
+            continue;
+        };
+        let opt = OPTIONS.iter().find(|o| o.id == *id).expect("known option");
+        match opt.arg {
+            HasArg::No => {
+                if env_flag_on(val) {
+                    out.push((*id, None, *var));
+                }
+            }
+            HasArg::Optional => out.push((*id, Some(val.clone()).filter(|v| !v.is_empty()), *var)),
+            HasArg::Required => out.push((*id, Some(val.clone()), *var)),
+        }
+    }
+    out
+}
+
+/// Slurm's script sanity checks; the error lines as Slurm prints them.
+pub fn check_script(body: &[u8]) -> Result<(), Vec<&'static str>> {
+    if body.is_empty() {
+        return Err(vec!["Batch script is empty!"]);
+    }
+    // Slurm tests the text up to the first NUL for whitespace.
+    let upto_nul = body.split(|b| *b == 0).next().unwrap_or(&[]);
+    if upto_nul.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(vec!["Batch script contains only whitespace!"]);
+    }
+    if !body.starts_with(b"#!") {
+        return Err(vec![
+            "This does not look like a batch script.  The first",
+            "line must start with #! followed by the path to an interpreter.",
+            "For instance: #!/bin/sh",
+        ]);
+    }
+    if body.contains(&0) {
+        return Err(vec![
+            "The Slurm controller does not allow scripts that",
+            "contain a NULL character '\\0'.",
+        ]);
+    }
+    if body.windows(2).any(|w| w == b"\r\n") {
+        return Err(vec![
+            "Batch script contains DOS line breaks (\\r\\n)",
+            "instead of expected UNIX line breaks (\\n).",
+        ]);
+    }
+    Ok(())
+}
+
+/// The script `--wrap` builds.
+pub fn wrap_script(cmd: &str) -> String {
+    format!("#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{cmd}\n")
+}
+
+/// Splits a `--export` value on commas outside quotes; a token quoted as a whole loses its
+/// quotes (Slurm's `find_quote_token`).
+fn export_tokens(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let (mut sq, mut dq) = (false, false);
+    for c in s.chars() {
+        match c {
+            '\'' => {
+                sq = !sq;
+                cur.push(c)
+            }
+            '"' => {
+                dq = !dq;
+                cur.push(c)
+            }
+            ',' if !sq && !dq => out.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out.into_iter()
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            let b = t.as_bytes();
+            if t.len() >= 2
+                && ((b[0] == b'\'' && b[t.len() - 1] == b'\'')
+                    || (b[0] == b'"' && b[t.len() - 1] == b'"'))
+            {
+                t[1..t.len() - 1].to_string()
+            } else {
+                t
+            }
+        })
+        .collect()
+}
+
+fn env_set(env: &mut Vec<(String, String)>, k: &str, v: &str) {
+    match env.iter_mut().find(|(ek, _)| ek == k) {
+        Some(e) => e.1 = v.to_string(),
+        None => env.push((k.to_string(), v.to_string())),
+    }
+}
+
+/// The job's environment for a `--export` value, from the submit environment `env`.
+///
+/// * none or `ALL`: everything;
+/// * `NONE`, `NIL`: only variables whose names start with `SLURM`;
+/// * `[ALL,]VAR[,VAR=val]...`: the named variables (or all with `ALL`), then every
+///   `SLURM_*` variable.
+pub fn export_environment(export: Option<&str>, env: &[(String, String)]) -> Vec<(String, String)> {
+    match export {
+        None => env.to_vec(),
+        Some(e) if e.eq_ignore_ascii_case("ALL") => env.to_vec(),
+        Some(e) if e.eq_ignore_ascii_case("NONE") || e.eq_ignore_ascii_case("NIL") => env
+            .iter()
+            .filter(|(k, _)| k.starts_with("SLURM"))
+            .cloned()
+            .collect(),
+        Some(e) => {
+            let mut out: Vec<(String, String)> = Vec::new();
+            for tok in export_tokens(e) {
+                if tok.eq_ignore_ascii_case("ALL") {
+                    for (k, v) in env {
+                        env_set(&mut out, k, v);
+                    }
+                } else if let Some((k, v)) = tok.split_once('=') {
+                    env_set(&mut out, k, v);
+                } else if let Some((k, v)) = env.iter().find(|(k, _)| *k == tok) {
+                    env_set(&mut out, k, v);
+                }
+            }
+            for (k, v) in env.iter().filter(|(k, _)| k.starts_with("SLURM_")) {
+                env_set(&mut out, k, v);
+            }
+            out
+        }
+    }
+}
+
+/// Where the script comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScriptSource {
+    Wrap(String),
+    /// A file as named on the command line (`/dev/stdin` included).
+    File(String),
+    Stdin,
+}
+
+/// Everything `build` needs besides the options.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub prog: String,
+    pub argv: Vec<String>,
+    pub caller: Caller,
+    pub env: Vec<(String, String)>,
+    /// Full host name (`SLURM_SUBMIT_HOST`); the short one goes to `submit_host`.
+    pub hostname: String,
+    pub umask: Option<u32>,
+}
+
+/// The first pass over the command line: options in order, the script and its arguments.
+#[derive(Debug, Clone, Default)]
+pub struct CommandLine {
+    pub items: Vec<(&'static str, Option<String>)>,
+    pub operands: Vec<String>,
+    pub wrap: Option<String>,
+    pub quiet: bool,
+    pub verbose: u32,
+}
+
+/// What the first pass decided.
+#[derive(Debug)]
+pub enum FirstPass {
+    /// Print this on stdout and exit 0 (`--help`, `--usage`, `-V`).
+    Print(String),
+    Go(CommandLine),
+}
+
+pub fn first_pass(prog: &str, args: &[String]) -> Result<FirstPass, Fail> {
+    let (items, err) = getopt::parse_partial(args, OPTIONS, Ordering::RequireOrder);
+    let mut cl = CommandLine::default();
+    for it in items {
+        match it {
+            Item::Opt { id, arg, .. } => {
+                match id {
+                    "help" => return Ok(FirstPass::Print(help_text())),
+                    "usage" => return Ok(FirstPass::Print(usage_text())),
+                    "version" => {
+                        return Ok(FirstPass::Print(format!("{}\n", common::version_line())))
+                    }
+                    "wrap" => cl.wrap = arg.clone(),
+                    "quiet" => cl.quiet = true,
+                    "verbose" => cl.verbose += 1,
+                    _ => {}
+                }
+                cl.items.push((id, arg));
+            }
+            Item::Operand(o) => {
+                if o == ":" {
+                    return Err(Fail::error(
+                        prog,
+                        "heterogeneous jobs (\":\" separated components) are not supported by gsched yet",
+                    ));
+                }
+                cl.operands.push(o);
+            }
+        }
+    }
+    if let Some(e) = err {
+        return Err(getopt_fail(prog, &e));
+    }
+    Ok(FirstPass::Go(cl))
+}
+
+/// Builds the job from the script text and all option sources.
+pub fn build(
+    ctx: &Context,
+    cl: &CommandLine,
+    source: &ScriptSource,
+    script: &str,
+    local_cluster: Option<&str>,
+) -> Result<Built, Fail> {
+    let prog = ctx.prog.as_str();
+    let file_label = match source {
+        ScriptSource::File(p) => p.rsplit('/').next().unwrap_or(p).to_string(),
+        _ => "stdin".to_string(),
+    };
+    let mut warnings = Vec::new();
+    let dirs = directive_args(script, &file_label, prog)?;
+    warnings.extend(dirs.warnings.iter().cloned());
+    let script_items = parse_directives(prog, &dirs.args)?;
+    let mut opts = Opts::default();
+    for (id, arg) in &script_items {
+        opts.apply(prog, id, arg.as_deref(), Source::Script, &ctx.caller)?;
+    }
+    for (id, arg, var) in env_options(&ctx.env) {
+        opts.apply(prog, id, arg.as_deref(), Source::Env(var), &ctx.caller)?;
+    }
+    for (id, arg) in &cl.items {
+        opts.apply(prog, id, arg.as_deref(), Source::Cli, &ctx.caller)?;
+    }
+    if dirs.foreign && !opts.ignore_pbs {
+        return Err(Fail::error(
+            prog,
+            "#PBS/#BSUB directives are not supported by gsched yet; convert them to #SBATCH or use --ignore-pbs",
+        ));
+    }
+    if cl.quiet && cl.verbose > 0 {
+        return Err(Fail::error(
+            prog,
+            "don't specify both --verbose (-v) and --quiet (-Q)",
+        ));
+    }
+    if let (Some(c), Some(local)) = (&opts.clusters, local_cluster) {
+        common::check_clusters(prog, c, local)?;
+    }
+    let mem = opts.memory(prog)?;
+
+    let work_dir = opts.chdir.clone().unwrap_or_else(|| ctx.caller.cwd.clone());
+    let full = |p: &Option<String>| {
+        p.as_ref().map(|p| {
+            if p.starts_with('/') {
+                p.clone()
+            } else {
+                format!("{}/{p}", work_dir.trim_end_matches('/'))
+            }
+        })
+    };
+    let (name_default, command, argv) = match source {
+        ScriptSource::Wrap(_) => ("wrap".to_string(), String::new(), Vec::new()),
+        ScriptSource::Stdin => ("sbatch".to_string(), String::new(), Vec::new()),
+        ScriptSource::File(p) => {
+            let base = p.rsplit('/').next().unwrap_or(p).to_string();
+            let abs = if p.starts_with('/') {
+                p.clone()
+            } else {
+                format!(
+                    "{}/{}",
+                    ctx.caller.cwd.trim_end_matches('/'),
+                    p.trim_start_matches("./")
+                )
+            };
+            (base, abs, cl.operands.iter().skip(1).cloned().collect())
+        }
+    };
+    let name = opts.job_name.clone().unwrap_or(name_default);
+
+    let mut nodes = opts.nodes.map(|n| n.0);
+    if let (Some(n), Some(t)) = (nodes, opts.ntasks) {
+        if t < n {
+            warnings.push(format!(
+                "{prog}: Warning: can't run {t} processes on {n} nodes, setting nnodes to {t}"
+            ));
+            nodes = Some(t);
+        }
+    }
+
+    // sbatch puts these in its own environment before the job's is built.
+    let mut env = ctx.env.clone();
+    env_set(&mut env, "SLURM_SUBMIT_DIR", &ctx.caller.cwd);
+    env_set(&mut env, "SLURM_SUBMIT_HOST", &ctx.hostname);
+    if !env.iter().any(|(k, _)| k == "SLURM_UMASK") {
+        if let Some(m) = ctx.umask {
+            env_set(
+                &mut env,
+                "SLURM_UMASK",
+                &format!("0{:o}{:o}{:o}", (m >> 6) & 7, (m >> 3) & 7, m & 7),
+            );
+        }
+    }
+    env_set(&mut env, "SLURM_JOB_NAME", &name);
+    if let Some(m) = opts.open_mode {
+        env_set(
+            &mut env,
+            "SLURM_OPEN_MODE",
+            if m == OpenMode::Append { "a" } else { "t" },
+        );
+    }
+    if let Some(e) = &opts.export {
+        if !e.eq_ignore_ascii_case("ALL") && !env.iter().any(|(k, _)| k == "SLURM_EXPORT_ENV") {
+            env_set(&mut env, "SLURM_EXPORT_ENV", e);
+        }
+    }
+    let environment = export_environment(opts.export.as_deref(), &env);
+
+    let (time_limit, time_unlimited) = match opts.time {
+        None => (None, false),
+        Some(None) => (None, true),
+        Some(Some(m)) => (Some(m), false),
+    };
+    let spec = JobSpec {
+        name,
+        script: script.to_string(),
+        argv,
+        work_dir: work_dir.clone(),
+        stdout: full(&opts.output),
+        stderr: full(&opts.error),
+        stdin: full(&opts.input),
+        open_mode: opts.open_mode,
+        environment,
+        export: opts.export.clone(),
+        partitions: opts.partitions.clone().unwrap_or_default(),
+        time_limit,
+        time_unlimited,
+        nodes,
+        ntasks: opts.ntasks,
+        cpus_per_task: opts.cpus_per_task,
+        ntasks_per_node: opts.ntasks_per_node,
+        mem,
+        hold: opts.hold,
+        submit_host: ctx.hostname.split('.').next().unwrap_or("").to_string(),
+        submit_line: ctx.argv.join(" "),
+        command,
+        run_as_uid: opts.uid,
+        run_as_gid: opts.gid,
+    };
+    Ok(Built {
+        spec,
+        parsable: opts.parsable,
+        clusters: opts.clusters.clone(),
+        warnings,
+    })
+}
+
+/// A job ready to submit and how to report it.
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub spec: JobSpec,
+    pub parsable: bool,
+    /// `-M` as given: Slurm then names the cluster in its answer.
+    pub clusters: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// The line printed after a successful submission (`None` with `-Q`).
+pub fn success_line(
+    job_id: u32,
+    parsable: bool,
+    quiet: bool,
+    cluster: Option<&str>,
+) -> Option<String> {
+    if quiet {
+        return None;
+    }
+    Some(match (parsable, cluster) {
+        (false, None) => format!("Submitted batch job {job_id}\n"),
+        (false, Some(c)) => format!("Submitted batch job {job_id} on cluster {c}\n"),
+        (true, None) => format!("{job_id}\n"),
+        (true, Some(c)) => format!("{job_id};{c}\n"),
+    })
+}
+
+/// `gsbatch` entry point.
+pub fn main(args: Vec<String>) -> i32 {
+    let argv0 = args.first().cloned().unwrap_or_else(|| "sbatch".into());
+    let prog = common::prog_name(&argv0);
+    let mut error_exit = 1;
+    if let Ok(v) = std::env::var("SLURM_EXIT_ERROR") {
+        match v.trim().parse::<i32>() {
+            Ok(0) | Err(_) => {
+                common::err_line(&format!("{prog}: error: SLURM_EXIT_ERROR has zero value"))
+            }
+            Ok(n) => error_exit = n,
+        }
+    }
+    match run(&prog, &args, error_exit) {
+        Ok(code) => code,
+        Err(f) => {
+            let f = if f.code == 1 {
+                f.with_code(error_exit)
+            } else {
+                f
+            };
+            common::report(&f)
+        }
+    }
+}
+
+fn run(prog: &str, args: &[String], error_exit: i32) -> Result<i32, Fail> {
+    let rest = if args.is_empty() { &[][..] } else { &args[1..] };
+    let cl = match first_pass(prog, rest)? {
+        FirstPass::Print(s) => {
+            common::out(&s);
+            return Ok(0);
+        }
+        FirstPass::Go(cl) => cl,
+    };
+    let source = match (&cl.wrap, cl.operands.first()) {
+        (Some(_), Some(_)) => {
+            return Err(Fail::error(
+                prog,
+                "Script arguments not permitted with --wrap option",
+            ))
+        }
+        (Some(w), None) => ScriptSource::Wrap(w.clone()),
+        (None, Some(f)) if f == "-" => ScriptSource::Stdin,
+        (None, Some(f)) => ScriptSource::File(f.clone()),
+        (None, None) => ScriptSource::Stdin,
+    };
+    let script = match &source {
+        ScriptSource::Wrap(w) => wrap_script(w),
+        ScriptSource::File(_) | ScriptSource::Stdin => {
+            let body = match &source {
+                ScriptSource::File(p) => std::fs::read(p)
+                    .map_err(|_| Fail::error(prog, format!("Unable to open file {p}")))?,
+                _ => {
+                    let mut b = Vec::new();
+                    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut b).map_err(
+                        |e| {
+                            Fail::error(
+                                prog,
+                                format!("Unable to read the batch script from standard input: {e}"),
+                            )
+                        },
+                    )?;
+                    b
+                }
+            };
+            if let Err(lines) = check_script(&body) {
+                return Err(Fail::errors(prog, &lines));
+            }
+            String::from_utf8_lossy(&body).into_owned()
+        }
+    };
+    let cwd = std::env::current_dir()
+        .map(|p| p.to_string_lossy().into_owned())
+        .or_else(|_| std::env::var("PWD"))
+        .map_err(|e| Fail::error(prog, format!("getcwd failed: {e}")))?;
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| crate::sys::short_hostname());
+    let ctx = Context {
+        prog: prog.to_string(),
+        argv: args.to_vec(),
+        caller: Caller {
+            cwd,
+            uid: common::current_uid(),
+        },
+        env: std::env::vars_os()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect(),
+        hostname,
+        umask: crate::sys::umask(),
+    };
+    let built = build(&ctx, &cl, &source, &script, None)?;
+    let cfg = common::load_config().map_err(|e| Fail::error(prog, e))?;
+    if let Some(c) = &built.clusters {
+        common::check_clusters(prog, c, &cfg.cluster_name)?;
+    }
+    let cluster = built.clusters.as_ref().map(|_| cfg.cluster_name.clone());
+    for w in &built.warnings {
+        common::err_line(w);
+    }
+    let client = common::client_for(&cfg).map_err(|e| Fail::error(prog, e))?;
+    let resp: Result<SubmitResponse, ClientError> = client.post(
+        paths::JOBS,
+        &SubmitRequest {
+            spec: built.spec.clone(),
+        },
+    );
+    match resp {
+        Ok(r) => {
+            if let Some(line) = success_line(r.job_id, built.parsable, cl.quiet, cluster.as_deref())
+            {
+                common::out(&line);
+            }
+            Ok(0)
+        }
+        Err(e) => Err(Fail::error(
+            prog,
+            format!(
+                "Batch job submission failed: {}",
+                common::client_error_text(&e)
+            ),
+        )
+        .with_code(error_exit)),
+    }
+}
+
+pub fn usage_text() -> String {
+    "Usage: sbatch [-N nnodes] [-n ntasks] [-c ncpus] [-p partition] [--hold]\n\
+     \x20             [--parsable] [-t minutes] [-D path] [--input file] [--output file]\n\
+     \x20             [--error file] [--open-mode=append|truncate] [-J jobname]\n\
+     \x20             [--mem=MB | --mem-per-cpu=MB] [--ntasks-per-node=n]\n\
+     \x20             [--export[=names]] [--gid=group] [--uid=user] [--clusters=name]\n\
+     \x20             [--quiet] [--verbose] [--wrap=command]\n\
+     \x20             executable [args...]\n"
+        .to_string()
+}
+
+pub fn help_text() -> String {
+    "Usage: sbatch [OPTIONS...] script [args...]\n\
+     \n\
+     Parallel run options:\n\
+     \x20 -c, --cpus-per-task=ncpus   number of cpus required per task\n\
+     \x20 -D, --chdir=directory       set working directory for batch script\n\
+     \x20 -e, --error=err             file for batch script's standard error\n\
+     \x20     --export[=names]        specify environment variables to export\n\
+     \x20     --gid=group_id          group ID to run job as (user root only)\n\
+     \x20 -H, --hold                  submit job in held state\n\
+     \x20     --ignore-pbs            ignore #PBS and #BSUB options in the batch script\n\
+     \x20 -i, --input=in              file for batch script's standard input\n\
+     \x20 -J, --job-name=jobname      name of job\n\
+     \x20 -M, --clusters=names        comma separated list of clusters to issue\n\
+     \x20                             commands to (only the local cluster here)\n\
+     \x20 -n, --ntasks=ntasks         number of tasks to run\n\
+     \x20     --no-requeue            if set, do not permit the job to be requeued\n\
+     \x20     --ntasks-per-node=n     number of tasks to invoke on each node\n\
+     \x20 -N, --nodes=N               number of nodes on which to run (N = min[-max])\n\
+     \x20     --open-mode={append|truncate} output file open mode\n\
+     \x20 -o, --output=out            file for batch script's standard output\n\
+     \x20 -p, --partition=partition   partition requested\n\
+     \x20     --parsable              outputs only the jobid and cluster name (if present),\n\
+     \x20                             separated by semicolon, only on successful submission.\n\
+     \x20 -Q, --quiet                 quiet mode (suppress informational messages)\n\
+     \x20 -t, --time=minutes          time limit\n\
+     \x20     --uid=user_id           user ID to run job as (user root only)\n\
+     \x20 -v, --verbose               verbose mode (multiple -v's increase verbosity)\n\
+     \x20     --wckey=wckey           wckey to run job under (accepted, not tracked)\n\
+     \x20     --wrap[=command string] wrap command string in a sh script and submit\n\
+     \n\
+     Constraint options:\n\
+     \x20     --mem=MB                minimum amount of real memory\n\
+     \x20     --mem-per-cpu=MB        maximum amount of real memory per allocated\n\
+     \x20                             cpu required by the job.\n\
+     \x20                             --mem >= --mem-per-cpu if --mem is specified.\n\
+     \n\
+     Other Slurm options are recognized but refused: gsched does not implement them yet.\n\
+     \n\
+     Help options:\n\
+     \x20 -h, --help                  show this help message\n\
+     \x20     --usage                 display brief usage message\n\
+     \n\
+     Other options:\n\
+     \x20 -V, --version               output version information and exit\n\
+     \n"
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(line: &str) -> Vec<String> {
+        let b = line.as_bytes();
+        let mut pos = 0;
+        let mut out = Vec::new();
+        while let Some((a, used)) = next_argument(&b[pos..]).unwrap() {
+            out.push(a);
+            pos += used;
+        }
+        out
+    }
+
+    #[test]
+    fn tokenizer_quotes_escapes_comments() {
+        assert_eq!(toks(" -N 1 -n 4"), vec!["-N", "1", "-n", "4"]);
+        assert_eq!(toks(" --job-name='my job'"), vec!["--job-name=my job"]);
+        assert_eq!(toks(" -J \"a b\" # a comment"), vec!["-J", "a b"]);
+        assert_eq!(toks(" --comment=a#b"), vec!["--comment=a"]);
+        assert_eq!(toks(" --comment='a#b'"), vec!["--comment=a#b"]);
+        assert_eq!(toks(" -J a\\#b"), vec!["-J", "a#b"]);
+        assert_eq!(toks(" -J a\\\"b"), vec!["-J", "a\"b"]);
+        // Slurm quirk: an escaped blank still ends the token.
+        assert_eq!(toks(" -J a\\ b"), vec!["-J", "a", "b"]);
+        assert_eq!(toks(" ''"), vec![""]);
+        assert_eq!(toks("   # only a comment"), Vec::<String>::new());
+        assert_eq!(next_argument(b" -J 'open"), Ok(Some(("-J".into(), 3))));
+        assert_eq!(next_argument(b" 'open"), Err('\''));
+    }
+
+    #[test]
+    fn directive_scan_rules() {
+        let script = "#!/bin/bash\n\
+                      #SBATCH -N 2 -n 4\n\
+                      \n\
+                      ### a comment\n\
+                      \x20 #SBATCH --ignored-indented\n\
+                      #SBATCH --job-name=\"x y\" # trailing\n\
+                      #SLURM -p debug\n\
+                      echo hi\n\
+                      #SBATCH -t 5\n";
+        let d = directive_args(script, "job.sh", "sbatch").unwrap();
+        assert_eq!(
+            d.args,
+            vec!["-N", "2", "-n", "4", "--job-name=x y", "-p", "debug"]
+        );
+        assert_eq!(d.warnings.len(), 1);
+        assert!(!d.foreign);
+        let e = directive_args("#!/bin/sh\n#SBATCH -J 'x\n", "job.sh", "sbatch").unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: fatal: job.sh: line 2: Unmatched `'` in [#SBATCH -J 'x]"]
+        );
+        assert!(
+            directive_args("#!/bin/sh\n#PBS -l x\n", "f", "sbatch")
+                .unwrap()
+                .foreign
+        );
+    }
+
+    #[test]
+    fn directive_getopt_prefix_and_invalid() {
+        let args: Vec<String> = ["--part=debug", "--ntasks-per-n", "2", "-J", "-N"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let items = parse_directives("sbatch", &args).unwrap();
+        assert_eq!(
+            items,
+            vec![
+                ("partition", Some("debug".to_string())),
+                ("ntasks-per-node", Some("2".to_string())),
+                ("job-name", Some("-N".to_string())),
+            ]
+        );
+        let e = parse_directives("sbatch", &["foo".to_string()]).unwrap_err();
+        assert_eq!(e.code, 255);
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: error: Invalid directive found in batch script: foo"]
+        );
+        let e = parse_directives("sbatch", &["--foo".to_string()]).unwrap_err();
+        assert_eq!(e.code, 255);
+        assert_eq!(
+            e.lines,
+            vec![
+                "sbatch: unrecognized option '--foo'",
+                "Try \"sbatch --help\" for more information"
+            ]
+        );
+        // --par is ambiguous in Slurm too (parsable, partition).
+        assert!(parse_directives("sbatch", &["--par=x".to_string()]).is_err());
+    }
+
+    fn ctx(env: &[(&str, &str)]) -> Context {
+        Context {
+            prog: "sbatch".into(),
+            argv: vec!["sbatch".into(), "job.sh".into()],
+            caller: Caller {
+                cwd: "/home/u".into(),
+                uid: 1000,
+            },
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            hostname: "login1.example.org".into(),
+            umask: Some(0o022),
+        }
+    }
+
+    fn cli(args: &[&str]) -> CommandLine {
+        let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match first_pass("sbatch", &a).unwrap() {
+            FirstPass::Go(cl) => cl,
+            FirstPass::Print(_) => panic!("print"),
+        }
+    }
+
+    const SCRIPT: &str = "#!/bin/sh\n#SBATCH -J from_script -p script_part -t 10 -o out.%j\n#SBATCH --mem=1G\necho\n";
+
+    #[test]
+    fn precedence_cli_over_env_over_script() {
+        let src = ScriptSource::File("job.sh".into());
+        let b = build(&ctx(&[]), &cli(&["job.sh"]), &src, SCRIPT, Some("cluster")).unwrap();
+        assert_eq!(b.spec.name, "from_script");
+        assert_eq!(b.spec.partitions, vec!["script_part"]);
+        assert_eq!(b.spec.time_limit, Some(10));
+        assert_eq!(b.spec.stdout.as_deref(), Some("/home/u/out.%j"));
+        assert_eq!(b.spec.mem, Some(MemRequest::PerNode(1024)));
+
+        let env = [
+            ("SBATCH_JOB_NAME", "from_env"),
+            ("SBATCH_PARTITION", "a,b"),
+            ("SBATCH_MEM_PER_CPU", "100"),
+        ];
+        let b = build(&ctx(&env), &cli(&["job.sh"]), &src, SCRIPT, Some("cluster")).unwrap();
+        assert_eq!(b.spec.name, "from_env");
+        assert_eq!(b.spec.partitions, vec!["a", "b"]);
+        assert_eq!(b.spec.mem, Some(MemRequest::PerCpu(100)));
+
+        let b = build(
+            &ctx(&env),
+            &cli(&[
+                "-J",
+                "from_cli",
+                "--time=1-0",
+                "--mem",
+                "2G",
+                "job.sh",
+                "arg1",
+            ]),
+            &src,
+            SCRIPT,
+            Some("cluster"),
+        )
+        .unwrap();
+        assert_eq!(b.spec.name, "from_cli");
+        assert_eq!(b.spec.time_limit, Some(1440));
+        assert_eq!(b.spec.mem, Some(MemRequest::PerNode(2048)));
+        assert_eq!(b.spec.argv, vec!["arg1"]);
+        assert_eq!(b.spec.command, "/home/u/job.sh");
+        assert_eq!(b.spec.work_dir, "/home/u");
+        assert_eq!(b.spec.submit_host, "login1");
+    }
+
+    #[test]
+    fn defaults_and_names() {
+        let plain = "#!/bin/sh\necho\n";
+        let b = build(
+            &ctx(&[]),
+            &cli(&["dir/job.sh"]),
+            &ScriptSource::File("dir/job.sh".into()),
+            plain,
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(b.spec.name, "job.sh");
+        assert_eq!(b.spec.command, "/home/u/dir/job.sh");
+        let b = build(&ctx(&[]), &cli(&[]), &ScriptSource::Stdin, plain, Some("c")).unwrap();
+        assert_eq!(b.spec.name, "sbatch");
+        assert_eq!(b.spec.command, "");
+        let w = wrap_script("hostname");
+        assert_eq!(
+            w,
+            "#!/bin/sh\n# This script was created by sbatch --wrap.\n\nhostname\n"
+        );
+        let b = build(
+            &ctx(&[]),
+            &cli(&["--wrap=hostname"]),
+            &ScriptSource::Wrap("hostname".into()),
+            &w,
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(b.spec.name, "wrap");
+        assert_eq!(b.spec.time_limit, None);
+        assert!(!b.spec.time_unlimited);
+        let b = build(
+            &ctx(&[]),
+            &cli(&["-t", "UNLIMITED", "-D", "sub", "-e", "/abs/err", "x"]),
+            &ScriptSource::File("x".into()),
+            plain,
+            Some("c"),
+        )
+        .unwrap();
+        assert!(b.spec.time_unlimited);
+        assert_eq!(b.spec.work_dir, "/home/u/sub");
+        assert_eq!(b.spec.stderr.as_deref(), Some("/abs/err"));
+    }
+
+    #[test]
+    fn option_errors() {
+        let src = ScriptSource::File("x".into());
+        let plain = "#!/bin/sh\necho\n";
+        let e = build(
+            &ctx(&[]),
+            &cli(&["-t", "bogus", "x"]),
+            &src,
+            plain,
+            Some("c"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: error: Invalid time limit specification"]
+        );
+        assert_eq!(e.code, 255);
+        let e = build(
+            &ctx(&[]),
+            &cli(&["--mem=1G", "--mem-per-cpu=1G", "x"]),
+            &src,
+            plain,
+            Some("c"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."]
+        );
+        let e = build(
+            &ctx(&[]),
+            &cli(&["--gres=gpu:1", "x"]),
+            &src,
+            plain,
+            Some("c"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: error: option --gres is not supported by gsched yet"]
+        );
+        assert_eq!(e.code, 1);
+        let e = build(
+            &ctx(&[("SBATCH_ACCOUNT", "a")]),
+            &cli(&["x"]),
+            &src,
+            plain,
+            Some("c"),
+        )
+        .unwrap_err();
+        assert_eq!(e.lines, vec!["sbatch: error: option --account (from SBATCH_ACCOUNT) is not supported by gsched yet"]);
+        // A flag variable that is off is a reset, not a request.
+        assert!(build(
+            &ctx(&[("SBATCH_WAIT", "0")]),
+            &cli(&["x"]),
+            &src,
+            plain,
+            Some("c")
+        )
+        .is_ok());
+        let e = build(
+            &ctx(&[]),
+            &cli(&["--uid=root", "x"]),
+            &src,
+            plain,
+            Some("c"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: error: --uid only permitted by root user"]
+        );
+        let e = build(&ctx(&[]), &cli(&["-n", "x1", "x"]), &src, plain, Some("c")).unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: error: Invalid numeric value \"x1\" for --ntasks."]
+        );
+        assert_eq!(e.code, 1);
+        let e = build(&ctx(&[]), &cli(&["-N", "3-2", "x"]), &src, plain, Some("c")).unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: error: Maximum node count 2 is less than minimum node count 3"]
+        );
+        let e = build(
+            &ctx(&[]),
+            &cli(&["-M", "other", "x"]),
+            &src,
+            plain,
+            Some("c"),
+        )
+        .unwrap_err();
+        assert!(e.lines[0].contains("'other' can't be reached now"));
+        let b = build(
+            &ctx(&[]),
+            &cli(&["-M", "c", "--parsable", "x"]),
+            &src,
+            plain,
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(
+            success_line(7, b.parsable, false, b.clusters.as_deref()).unwrap(),
+            "7;c\n"
+        );
+    }
+
+    #[test]
+    fn memory_precedence() {
+        let src = ScriptSource::File("x".into());
+        // Script sets both: error even if the command line says nothing about memory.
+        let s = "#!/bin/sh\n#SBATCH --mem=1G --mem-per-cpu=10\necho\n";
+        assert!(build(&ctx(&[]), &cli(&["x"]), &src, s, Some("c")).is_err());
+        // The command line overrides the script's choice of kind.
+        let s = "#!/bin/sh\n#SBATCH --mem=1G\necho\n";
+        let b = build(
+            &ctx(&[]),
+            &cli(&["--mem-per-cpu=10", "x"]),
+            &src,
+            s,
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(b.spec.mem, Some(MemRequest::PerCpu(10)));
+        let e = build(
+            &ctx(&[("SBATCH_MEM_PER_NODE", "1"), ("SBATCH_MEM_PER_CPU", "1")]),
+            &cli(&["x"]),
+            &src,
+            "#!/bin/sh\n",
+            Some("c"),
+        )
+        .unwrap_err();
+        assert!(e.lines[0].contains("SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE"));
+    }
+
+    #[test]
+    fn nodes_and_tasks() {
+        assert_eq!(parse_nodes("s", "2").unwrap(), (2, 2));
+        assert_eq!(parse_nodes("s", "2-4").unwrap(), (2, 4));
+        assert_eq!(parse_nodes("s", "1k").unwrap(), (1024, 1024));
+        assert!(parse_nodes("s", "x").is_err());
+        let src = ScriptSource::File("x".into());
+        let b = build(
+            &ctx(&[]),
+            &cli(&["-N", "3", "-n", "2", "x"]),
+            &src,
+            "#!/bin/sh\n",
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(b.spec.nodes, Some(2));
+        assert_eq!(
+            b.warnings,
+            vec!["sbatch: Warning: can't run 2 processes on 3 nodes, setting nnodes to 2"]
+        );
+        let b = build(
+            &ctx(&[]),
+            &cli(&["--tasks-per-node=4", "-c", "2", "x"]),
+            &src,
+            "#!/bin/sh\n",
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(b.spec.ntasks_per_node, Some(4));
+        assert_eq!(b.spec.cpus_per_task, Some(2));
+    }
+
+    fn envv(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn export_filtering() {
+        let env = envv(&[
+            ("HOME", "/h"),
+            ("PATH", "/bin"),
+            ("SLURM_X", "1"),
+            ("SLURMD_Y", "2"),
+            ("A", "a"),
+        ]);
+        assert_eq!(export_environment(None, &env), env);
+        assert_eq!(export_environment(Some("all"), &env), env);
+        assert_eq!(
+            export_environment(Some("NONE"), &env),
+            envv(&[("SLURM_X", "1"), ("SLURMD_Y", "2")])
+        );
+        assert_eq!(
+            export_environment(Some("NIL"), &env),
+            export_environment(Some("NONE"), &env)
+        );
+        assert_eq!(
+            export_environment(Some("PATH,B=b,MISSING"), &env),
+            envv(&[("PATH", "/bin"), ("B", "b"), ("SLURM_X", "1")])
+        );
+        assert_eq!(
+            export_environment(Some("ALL,A=override,C=\"x,y\""), &env),
+            envv(&[
+                ("HOME", "/h"),
+                ("PATH", "/bin"),
+                ("SLURM_X", "1"),
+                ("SLURMD_Y", "2"),
+                ("A", "override"),
+                ("C", "\"x,y\"")
+            ])
+        );
+        assert_eq!(export_tokens("'A=1,2',B"), vec!["A=1,2", "B"]);
+    }
+
+    #[test]
+    fn export_sets_spec_and_slurm_vars() {
+        let src = ScriptSource::File("x".into());
+        let b = build(
+            &ctx(&[("HOME", "/h"), ("SBATCH_EXPORT", "NONE")]),
+            &cli(&["x"]),
+            &src,
+            "#!/bin/sh\n",
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(b.spec.export.as_deref(), Some("NONE"));
+        let keys: Vec<&str> = b.spec.environment.iter().map(|(k, _)| k.as_str()).collect();
+        assert!(!keys.contains(&"HOME"));
+        assert!(keys.contains(&"SLURM_SUBMIT_DIR"));
+        assert!(b
+            .spec
+            .environment
+            .contains(&("SLURM_UMASK".into(), "0022".into())));
+        assert!(b
+            .spec
+            .environment
+            .contains(&("SLURM_EXPORT_ENV".into(), "NONE".into())));
+        assert!(b
+            .spec
+            .environment
+            .contains(&("SLURM_SUBMIT_HOST".into(), "login1.example.org".into())));
+    }
+
+    #[test]
+    fn script_sanity() {
+        assert_eq!(check_script(b""), Err(vec!["Batch script is empty!"]));
+        assert_eq!(
+            check_script(b" \n\t"),
+            Err(vec!["Batch script contains only whitespace!"])
+        );
+        assert_eq!(check_script(b"echo hi\n").unwrap_err().len(), 3);
+        assert_eq!(
+            check_script(b"#!/bin/sh\n\0").unwrap_err()[1],
+            "contain a NULL character '\\0'."
+        );
+        assert_eq!(
+            check_script(b"#!/bin/sh\r\necho\r\n").unwrap_err()[0],
+            "Batch script contains DOS line breaks (\\r\\n)"
+        );
+        assert!(check_script(b"#!/bin/sh\necho\n").is_ok());
+    }
+
+    #[test]
+    fn first_pass_help_version_and_errors() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(
+            matches!(first_pass("sbatch", &a(&["-V"])).unwrap(), FirstPass::Print(s) if s == "slurm 22.05.8\n")
+        );
+        assert!(matches!(
+            first_pass("sbatch", &a(&["--help", "--foo"])).unwrap(),
+            FirstPass::Print(_)
+        ));
+        let e = first_pass("sbatch", &a(&["--foo"])).unwrap_err();
+        assert_eq!(e.lines[0], "sbatch: unrecognized option '--foo'");
+        assert_eq!(e.lines[1], "Try \"sbatch --help\" for more information");
+        // Options after the script belong to the script.
+        let cl = cli(&["-N1", "job.sh", "-N", "2"]);
+        assert_eq!(cl.operands, vec!["job.sh", "-N", "2"]);
+        assert_eq!(
+            success_line(5, false, false, None).unwrap(),
+            "Submitted batch job 5\n"
+        );
+        assert_eq!(success_line(5, true, false, None).unwrap(), "5\n");
+        assert_eq!(success_line(5, true, true, None), None);
+    }
+
+    #[test]
+    fn early_options_ignored_in_script() {
+        let src = ScriptSource::File("x".into());
+        let s = "#!/bin/sh\n#SBATCH --help --wrap=foo -Q\n";
+        let b = build(&ctx(&[]), &cli(&["x"]), &src, s, Some("c")).unwrap();
+        assert_eq!(b.spec.name, "x");
+    }
+}

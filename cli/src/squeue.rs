@@ -1,0 +1,1679 @@
+//! `gsqueue` (`squeue`): list jobs.
+//!
+//! The output engine follows squeue's: `-o` takes `%[.][size]type[suffix]` fields after an
+//! optional prefix (`.` right-justifies, a size pads and usually truncates, `%all` prints
+//! every letter), `-O` takes `Name[:[.][size][suffix]]` (no `:` means width 20, `:` without
+//! digits means width 0). Values gsched does not track print what Slurm prints for an unset
+//! value (`(null)`, `N/A`, `*`, `0`).
+
+use crate::common::{self, print_field, split_list, Fail};
+use crate::getopt::{self, HasArg, Item, Opt, Ordering};
+use gsched_proto::api::{paths, JobFilter, JobQuery, JobsResponse};
+use gsched_proto::hostlist;
+use gsched_proto::job::{JobInfo, JobState, MemRequest};
+use gsched_proto::units;
+
+use HasArg::{No, Optional as Opt_, Required as Req};
+
+const OPTIONS: &[Opt] = &[
+    Opt::new("accounts", Some('A'), &["accounts"], Req),
+    Opt::new("all", Some('a'), &["all"], No),
+    Opt::new("array", Some('r'), &["array"], No),
+    Opt::new("array-unique", None, &["array-unique"], No),
+    Opt::new("Format", Some('O'), &["Format"], Req),
+    Opt::new("format", Some('o'), &["format"], Req),
+    Opt::new("federation", None, &["federation"], No),
+    Opt::new("help", None, &["help"], No),
+    Opt::new("hide", None, &["hide"], No),
+    Opt::new("iterate", Some('i'), &["iterate"], Req),
+    Opt::new("jobs", Some('j'), &["jobs"], Opt_),
+    Opt::new("local", None, &["local"], No),
+    Opt::new("long", Some('l'), &["long"], No),
+    Opt::new("licenses", Some('L'), &["licenses"], Req),
+    Opt::new("clusters", Some('M'), &["cluster", "clusters"], Req),
+    Opt::new("me", None, &["me"], No),
+    Opt::new("name", Some('n'), &["name"], Req),
+    Opt::new("noconvert", None, &["noconvert"], No),
+    Opt::new("nodelist", Some('w'), &["node", "nodes", "nodelist"], Req),
+    Opt::new("noheader", Some('h'), &["noheader"], No),
+    Opt::new("partitions", Some('p'), &["partitions"], Req),
+    Opt::new("priority", Some('P'), &["priority"], No),
+    Opt::new("qos", Some('q'), &["qos"], Req),
+    Opt::new("reservation", Some('R'), &["reservation"], Req),
+    Opt::new("sibling", None, &["sib", "sibling"], No),
+    Opt::new("sort", Some('S'), &["sort"], Req),
+    Opt::new("start", None, &["start"], No),
+    Opt::new("steps", Some('s'), &["steps"], Opt_),
+    Opt::new("states", Some('t'), &["states"], Req),
+    Opt::new("usage", None, &["usage"], No),
+    Opt::new("user", Some('u'), &["user", "users"], Req),
+    Opt::new("accounts", Some('U'), &[], Req),
+    Opt::new("verbose", Some('v'), &["verbose"], No),
+    Opt::new("version", Some('V'), &["version"], No),
+    Opt::new("json", None, &["json"], No),
+    Opt::new("yaml", None, &["yaml"], No),
+];
+
+const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+const LONG_FORMAT: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
+const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
+
+/// One kind of job field (an `-o` letter and/or an `-O` name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum F {
+    Account,
+    JobId,
+    TresPerNode,
+    BatchHost,
+    MinCpus,
+    NumCpus,
+    MinTmpDisk,
+    NumNodes,
+    EndTime,
+    Dependency,
+    Features,
+    ArrayJobId,
+    GroupName,
+    GroupId,
+    OverSubscribe,
+    Sockets,
+    JobArrayId,
+    Cores,
+    Name,
+    Threads,
+    Comment,
+    ArrayTaskId,
+    TimeLimit,
+    TimeLeft,
+    MinMemory,
+    TimeUsed,
+    ReqNodes,
+    NodeList,
+    Command,
+    Contiguous,
+    Priority,
+    Partition,
+    Qos,
+    PriorityLong,
+    Reason,
+    ReasonList,
+    SelectJobInfo,
+    StartTime,
+    StateCompact,
+    State,
+    UserName,
+    UserId,
+    Reservation,
+    SubmitTime,
+    WcKey,
+    Licenses,
+    ExcNodes,
+    CoreSpec,
+    Nice,
+    SchedNodes,
+    Sct,
+    WorkDir,
+    // -O only
+    NumTasks,
+    CpusPerTask,
+    EligibleTime,
+    ExitCode,
+    StdOut,
+    StdErr,
+    StdIn,
+    PendingTime,
+    Cluster,
+    BatchFlag,
+    RestartCnt,
+    Requeue,
+    MaxCpus,
+    MaxNodes,
+    MinTime,
+    Deadline,
+    AccrueTime,
+    LastSchedEval,
+    DerivedEc,
+    Network,
+    NtPerNode,
+    AllocNodes,
+    AllocSid,
+    /// An unknown letter or name: prints only its suffix.
+    Invalid,
+}
+
+/// Letter table for `-o`.
+const LETTERS: &[(char, F)] = &[
+    ('a', F::Account),
+    ('A', F::JobId),
+    ('b', F::TresPerNode),
+    ('B', F::BatchHost),
+    ('c', F::MinCpus),
+    ('C', F::NumCpus),
+    ('d', F::MinTmpDisk),
+    ('D', F::NumNodes),
+    ('e', F::EndTime),
+    ('E', F::Dependency),
+    ('f', F::Features),
+    ('F', F::ArrayJobId),
+    ('g', F::GroupName),
+    ('G', F::GroupId),
+    ('h', F::OverSubscribe),
+    ('H', F::Sockets),
+    ('i', F::JobArrayId),
+    ('I', F::Cores),
+    ('j', F::Name),
+    ('J', F::Threads),
+    ('k', F::Comment),
+    ('K', F::ArrayTaskId),
+    ('l', F::TimeLimit),
+    ('L', F::TimeLeft),
+    ('m', F::MinMemory),
+    ('M', F::TimeUsed),
+    ('n', F::ReqNodes),
+    ('N', F::NodeList),
+    ('o', F::Command),
+    ('O', F::Contiguous),
+    ('p', F::Priority),
+    ('P', F::Partition),
+    ('q', F::Qos),
+    ('Q', F::PriorityLong),
+    ('r', F::Reason),
+    ('R', F::ReasonList),
+    ('s', F::SelectJobInfo),
+    ('S', F::StartTime),
+    ('t', F::StateCompact),
+    ('T', F::State),
+    ('u', F::UserName),
+    ('U', F::UserId),
+    ('v', F::Reservation),
+    ('V', F::SubmitTime),
+    ('w', F::WcKey),
+    ('W', F::Licenses),
+    ('x', F::ExcNodes),
+    ('X', F::CoreSpec),
+    ('y', F::Nice),
+    ('Y', F::SchedNodes),
+    ('z', F::Sct),
+    ('Z', F::WorkDir),
+];
+
+/// Name table for `-O` (case-insensitive).
+const NAMES: &[(&str, F)] = &[
+    ("account", F::Account),
+    ("jobid", F::JobId),
+    ("gres", F::TresPerNode),
+    ("tres-per-node", F::TresPerNode),
+    ("batchhost", F::BatchHost),
+    ("mincpus", F::MinCpus),
+    ("numcpus", F::NumCpus),
+    ("mintmpdisk", F::MinTmpDisk),
+    ("numnodes", F::NumNodes),
+    ("endtime", F::EndTime),
+    ("dependency", F::Dependency),
+    ("feature", F::Features),
+    ("arrayjobid", F::ArrayJobId),
+    ("groupname", F::GroupName),
+    ("groupid", F::GroupId),
+    ("oversubscribe", F::OverSubscribe),
+    ("shared", F::OverSubscribe),
+    ("sockets", F::Sockets),
+    ("jobarrayid", F::JobArrayId),
+    ("cores", F::Cores),
+    ("name", F::Name),
+    ("threads", F::Threads),
+    ("comment", F::Comment),
+    ("arraytaskid", F::ArrayTaskId),
+    ("timelimit", F::TimeLimit),
+    ("timeleft", F::TimeLeft),
+    ("minmemory", F::MinMemory),
+    ("timeused", F::TimeUsed),
+    ("reqnodes", F::ReqNodes),
+    ("nodelist", F::NodeList),
+    ("command", F::Command),
+    ("contiguous", F::Contiguous),
+    ("priority", F::Priority),
+    ("partition", F::Partition),
+    ("qos", F::Qos),
+    ("prioritylong", F::PriorityLong),
+    ("reason", F::Reason),
+    ("reasonlist", F::ReasonList),
+    ("selectjobinfo", F::SelectJobInfo),
+    ("starttime", F::StartTime),
+    ("statecompact", F::StateCompact),
+    ("state", F::State),
+    ("userid", F::UserId),
+    ("username", F::UserName),
+    ("reservation", F::Reservation),
+    ("submittime", F::SubmitTime),
+    ("wckey", F::WcKey),
+    ("licenses", F::Licenses),
+    ("excnodes", F::ExcNodes),
+    ("corespec", F::CoreSpec),
+    ("nice", F::Nice),
+    ("schednodes", F::SchedNodes),
+    ("sct", F::Sct),
+    ("workdir", F::WorkDir),
+    ("cpuspertask", F::CpusPerTask),
+    ("cpus-per-task", F::CpusPerTask),
+    ("eligibletime", F::EligibleTime),
+    ("exit_code", F::ExitCode),
+    ("stdout", F::StdOut),
+    ("stderr", F::StdErr),
+    ("stdin", F::StdIn),
+    ("pendingtime", F::PendingTime),
+    ("cluster", F::Cluster),
+    ("batchflag", F::BatchFlag),
+    ("restartcnt", F::RestartCnt),
+    ("requeue", F::Requeue),
+    ("maxcpus", F::MaxCpus),
+    ("maxnodes", F::MaxNodes),
+    ("mintime", F::MinTime),
+    ("deadline", F::Deadline),
+    ("accruetime", F::AccrueTime),
+    ("lastschedeval", F::LastSchedEval),
+    ("derivedec", F::DerivedEc),
+    ("network", F::Network),
+    ("ntpernode", F::NtPerNode),
+    ("allocnodes", F::AllocNodes),
+    ("allocsid", F::AllocSid),
+];
+
+/// One output column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    pub kind: F,
+    pub width: usize,
+    pub right: bool,
+    pub suffix: String,
+}
+
+/// A parsed output format: a prefix and the columns.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Format {
+    pub prefix: String,
+    pub fields: Vec<Field>,
+    /// Errors to print (`Invalid job format specification: x`); output goes on.
+    pub errors: Vec<String>,
+}
+
+/// Parses an `-o` format like squeue's `parse_format`.
+pub fn parse_format(fmt: &str) -> Format {
+    let mut out = Format::default();
+    let (prefix, rest) = match fmt.find('%') {
+        None => (fmt, ""),
+        Some(i) => (&fmt[..i], &fmt[i..]),
+    };
+    out.prefix = prefix.to_string();
+    let all;
+    let (body, format_all) = if fmt.eq_ignore_ascii_case("%all") {
+        let mut s = String::from("%a");
+        for c in ('b'..='z').chain('A'..='Z') {
+            s.push_str(&format!("|%{c}"));
+        }
+        all = s;
+        (all.as_str(), true)
+    } else {
+        (rest, false)
+    };
+    for token in body.split('%').filter(|t| !t.is_empty()) {
+        let b = token.as_bytes();
+        let mut i = 0;
+        let right = if b.first() == Some(&b'.') {
+            i = 1;
+            true
+        } else {
+            false
+        };
+        let mut width: usize = 0;
+        while i < b.len() && b[i].is_ascii_digit() {
+            width = width
+                .saturating_mul(10)
+                .saturating_add(usize::from(b[i] - b'0'));
+            i += 1;
+        }
+        let letter = token[i..].chars().next();
+        let suffix = letter
+            .map(|c| token[i + c.len_utf8()..].to_string())
+            .unwrap_or_default();
+        match letter.and_then(|c| LETTERS.iter().find(|(l, _)| *l == c)) {
+            Some((_, kind)) => out.fields.push(Field {
+                kind: *kind,
+                width,
+                right,
+                suffix,
+            }),
+            None if format_all => {}
+            None => {
+                out.errors.push(format!(
+                    "Invalid job format specification: {}",
+                    letter.map(String::from).unwrap_or_default()
+                ));
+                out.fields.push(Field {
+                    kind: F::Invalid,
+                    width,
+                    right,
+                    suffix: format!("%{token}"),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Parses an `-O` format like squeue's `parse_long_format`.
+pub fn parse_long_format(fmt: &str) -> Format {
+    let mut out = Format::default();
+    for token in fmt.split(',').filter(|t| !t.is_empty()) {
+        let (name, width, right, suffix) = match token.split_once(':') {
+            None => (token, 20usize, false, String::new()),
+            Some((name, spec)) => {
+                let (right, spec) = match spec.strip_prefix('.') {
+                    Some(s) => (true, s),
+                    None => (false, spec),
+                };
+                let (w, rest) = strtol_prefix(spec);
+                (name, w.max(0) as usize, right, rest.to_string())
+            }
+        };
+        let kind = NAMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, k)| *k)
+            .or_else(|| {
+                // numtasks is matched on its first 7 letters, as in squeue.
+                (name.len() >= 7 && name[..7].eq_ignore_ascii_case("numtask"))
+                    .then_some(F::NumTasks)
+            });
+        match kind {
+            Some(kind) => out.fields.push(Field {
+                kind,
+                width,
+                right,
+                suffix,
+            }),
+            None => {
+                out.errors
+                    .push(format!("Invalid job format specification: {name}"));
+                out.fields.push(Field {
+                    kind: F::Invalid,
+                    width,
+                    right,
+                    suffix,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// C's `strtol` on a prefix: optional blanks and sign, then digits.
+fn strtol_prefix(s: &str) -> (i64, &str) {
+    let t = s.trim_start();
+    let b = t.as_bytes();
+    let mut i = 0;
+    let neg = if !b.is_empty() && (b[0] == b'-' || b[0] == b'+') {
+        i = 1;
+        b[0] == b'-'
+    } else {
+        false
+    };
+    let start = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    if i == start {
+        return (0, s);
+    }
+    let n: i64 = t[start..i].parse().unwrap_or(i64::MAX);
+    (if neg { -n } else { n }, &t[i..])
+}
+
+/// What a rendering needs besides the job.
+#[derive(Debug, Clone)]
+pub struct RenderCtx {
+    pub now: i64,
+    pub cluster: String,
+    /// `--noconvert`: memory in MiB without units.
+    pub noconvert: bool,
+}
+
+fn header(kind: F) -> (&'static str, bool) {
+    let h = match kind {
+        F::Account => "ACCOUNT",
+        F::JobId | F::JobArrayId => "JOBID",
+        F::TresPerNode => "TRES_PER_NODE",
+        F::BatchHost => "EXEC_HOST",
+        F::MinCpus => "MIN_CPUS",
+        F::NumCpus => "CPUS",
+        F::MinTmpDisk => "MIN_TMP_DISK",
+        F::NumNodes => "NODES",
+        F::EndTime => "END_TIME",
+        F::Dependency => "DEPENDENCY",
+        F::Features => "FEATURES",
+        F::ArrayJobId => "ARRAY_JOB_ID",
+        F::GroupName | F::GroupId => "GROUP",
+        F::OverSubscribe => "OVER_SUBSCRIBE",
+        F::Sockets => "SOCKETS_PER_NODE",
+        F::Cores => "CORES_PER_SOCKET",
+        F::Name => "NAME",
+        F::Threads => "THREADS_PER_CORE",
+        F::Comment => "COMMENT",
+        F::ArrayTaskId => "ARRAY_TASK_ID",
+        F::TimeLimit => "TIME_LIMIT",
+        F::TimeLeft => "TIME_LEFT",
+        F::MinMemory => "MIN_MEMORY",
+        F::TimeUsed => "TIME",
+        F::ReqNodes => "REQ_NODES",
+        F::NodeList => return ("NODELIST", false),
+        F::Command => "COMMAND",
+        F::Contiguous => "CONTIGUOUS",
+        F::Priority | F::PriorityLong => "PRIORITY",
+        F::Partition => "PARTITION",
+        F::Qos => "QOS",
+        F::Reason => "REASON",
+        F::ReasonList => return ("NODELIST(REASON)", false),
+        F::SelectJobInfo => "",
+        F::StartTime => "START_TIME",
+        F::StateCompact => "ST",
+        F::State => "STATE",
+        F::UserName => "USER",
+        F::UserId => "UID",
+        F::Reservation => "RESERVATION",
+        F::SubmitTime => "SUBMIT_TIME",
+        F::WcKey => "WCKEY",
+        F::Licenses => "LICENSES",
+        F::ExcNodes => "EXC_NODES",
+        F::CoreSpec => "CORE_SPEC",
+        F::Nice => "NICE",
+        F::SchedNodes => return ("SCHEDNODES", false),
+        F::Sct => "S:C:T",
+        F::WorkDir => "WORK_DIR",
+        F::NumTasks => "TASKS",
+        F::CpusPerTask => "CPUS_PER_TASK",
+        F::EligibleTime => "ELIGIBLE_TIME",
+        F::ExitCode => "EXIT_CODE",
+        F::StdOut => "STDOUT",
+        F::StdErr => "STDERR",
+        F::StdIn => "STDIN",
+        F::PendingTime => "PENDING_TIME",
+        F::Cluster => "CLUSTER",
+        F::BatchFlag => "BATCH_FLAG",
+        F::RestartCnt => "RESTART_COUNT",
+        F::Requeue => "REQUEUE",
+        F::MaxCpus => "MAX_CPUS",
+        F::MaxNodes => "MAX_NODES",
+        F::MinTime => "TIME_MIN",
+        F::Deadline => "DEADLINE",
+        F::AccrueTime => "ACCRUE_TIME",
+        F::LastSchedEval => "LAST_SCHED_EVAL",
+        F::DerivedEc => "DERIVED_EC",
+        F::Network => "NETWORK",
+        F::NtPerNode => "NTASKS_PER_NODE",
+        F::AllocNodes => "ALLOC_NODES",
+        F::AllocSid => "ALLOC_SID",
+        F::Invalid => "",
+    };
+    (h, true)
+}
+
+/// squeue's `_print_secs`: `M:SS`, `H:MM:SS`, `D-HH:MM:SS`, `INVALID` when negative or
+/// over a year.
+fn secs(t: i64) -> String {
+    if t < 0 {
+        "INVALID".to_string()
+    } else {
+        units::format_secs_squeue(t as u64)
+    }
+}
+
+/// squeue's `_print_time`: a date, or `N/A` for none.
+fn date(t: Option<i64>) -> String {
+    match t {
+        Some(t) if t != 0 => units::format_timestamp(t),
+        _ => "N/A".to_string(),
+    }
+}
+
+fn or_null(s: &str) -> String {
+    if s.is_empty() {
+        "(null)".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+fn is_running(job: &JobInfo) -> bool {
+    matches!(job.state, JobState::Running | JobState::Completing)
+}
+
+/// Memory as `%m` prints it.
+fn min_memory(job: &JobInfo, noconvert: bool) -> String {
+    let mb = match job.spec.mem {
+        Some(MemRequest::PerNode(m)) | Some(MemRequest::PerCpu(m)) => m,
+        None => job.mem_per_node_mb,
+    };
+    if noconvert {
+        format!("{mb}M")
+    } else {
+        units::format_memory_mb(mb)
+    }
+}
+
+/// The expected or actual end time (`%e`).
+fn end_time(job: &JobInfo, now: i64) -> String {
+    match job.state {
+        JobState::Pending => date(job.end_time),
+        JobState::Running | JobState::Completing => match (job.time_limit, job.start_time) {
+            (None, _) => "NONE".to_string(),
+            (Some(m), Some(s)) => date(Some(s + i64::from(m) * 60)),
+            (Some(_), None) => "N/A".to_string(),
+        },
+        _ => {
+            if job.time_limit.is_none() && job.end_time.is_some_and(|e| e > now) {
+                "NONE".to_string()
+            } else {
+                date(job.end_time)
+            }
+        }
+    }
+}
+
+fn stdio_path(job: &JobInfo, p: &Option<String>) -> String {
+    match p {
+        Some(p) => p.clone(),
+        None => format!("{}/slurm-{}.out", job.spec.work_dir, job.job_id),
+    }
+}
+
+/// A field's value for a job and whether it is cut to the width when right-justified.
+pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
+    let nodes = || hostlist::compress_sorted(&job.nodes);
+    let v = match kind {
+        F::Account | F::Dependency | F::Features | F::Comment | F::Qos | F::Reservation => {
+            "(null)".to_string()
+        }
+        F::WcKey | F::Licenses | F::Network => "(null)".to_string(),
+        F::JobId | F::JobArrayId | F::ArrayJobId => job.job_id.to_string(),
+        F::TresPerNode | F::CoreSpec | F::ArrayTaskId => "N/A".to_string(),
+        F::BatchHost => {
+            if is_running(job) {
+                job.nodes.first().cloned().unwrap_or_else(|| "n/a".into())
+            } else {
+                "n/a".to_string()
+            }
+        }
+        F::MinCpus => {
+            (job.spec.cpus_per_task() * job.spec.ntasks_per_node.unwrap_or(1).max(1)).to_string()
+        }
+        F::NumCpus => job.num_cpus.to_string(),
+        F::MinTmpDisk => "0".to_string(),
+        F::NumNodes => job.num_nodes.to_string(),
+        F::EndTime => end_time(job, ctx.now),
+        F::GroupName => or_null(&if job.group_name.is_empty() {
+            job.group_id.to_string()
+        } else {
+            job.group_name.clone()
+        }),
+        F::GroupId => job.group_id.to_string(),
+        F::OverSubscribe => "OK".to_string(),
+        F::Sockets | F::Cores | F::Threads => "*".to_string(),
+        F::Name => job.name.clone(),
+        F::TimeLimit => {
+            return (units::format_time_limit_squeue(job.time_limit), false);
+        }
+        F::TimeLeft => {
+            return (
+                match job.time_limit {
+                    None => "UNLIMITED".to_string(),
+                    Some(m) => secs(i64::from(m) * 60 - job.run_time(ctx.now)),
+                },
+                job.time_limit.is_none(),
+            )
+        }
+        F::MinMemory => min_memory(job, ctx.noconvert),
+        F::TimeUsed => return (secs(job.run_time(ctx.now)), false),
+        F::ReqNodes | F::ExcNodes => String::new(),
+        F::NodeList => return (nodes(), false),
+        F::Command => or_null(&job.spec.command),
+        F::Contiguous | F::Nice | F::RestartCnt | F::Requeue | F::DerivedEc | F::AllocSid => {
+            "0".to_string()
+        }
+        F::Priority => format!("{:16.14}", f64::from(job.priority) / f64::from(u32::MAX)),
+        F::PriorityLong => job.priority.to_string(),
+        F::Partition => job.partition.clone(),
+        F::Reason => job.reason.as_str().to_string(),
+        F::ReasonList => {
+            let show_reason = job.state != JobState::Completing
+                && matches!(
+                    job.state,
+                    JobState::Pending
+                        | JobState::Timeout
+                        | JobState::OutOfMemory
+                        | JobState::Failed
+                );
+            if show_reason {
+                format!("({})", job.reason.as_str())
+            } else {
+                return (nodes(), false);
+            }
+        }
+        F::SelectJobInfo => String::new(),
+        F::StartTime => date(job.start_time),
+        F::StateCompact => job.state.compact().to_string(),
+        F::State => job.state.long().to_string(),
+        F::UserName => {
+            if job.user_name.is_empty() {
+                job.user_id.to_string()
+            } else {
+                job.user_name.clone()
+            }
+        }
+        F::UserId => job.user_id.to_string(),
+        F::SubmitTime => date(Some(job.submit_time)),
+        F::SchedNodes => return ("(null)".to_string(), false),
+        F::Sct => "*:*:*".to_string(),
+        F::WorkDir => job.spec.work_dir.clone(),
+        F::NumTasks => job.num_tasks.to_string(),
+        F::CpusPerTask => match job.spec.cpus_per_task {
+            Some(c) => c.to_string(),
+            None => "N/A".to_string(),
+        },
+        F::EligibleTime => date(job.eligible_time),
+        F::ExitCode => ((job.exit_code << 8) | (job.exit_signal & 0x7f)).to_string(),
+        F::StdOut => stdio_path(job, &job.spec.stdout),
+        F::StdErr => match &job.spec.stderr {
+            Some(p) => p.clone(),
+            None => stdio_path(job, &job.spec.stdout),
+        },
+        F::StdIn => job.spec.stdin.clone().unwrap_or_else(|| "/dev/null".into()),
+        F::PendingTime => match job.start_time {
+            Some(s) if s < ctx.now => (s - job.submit_time).to_string(),
+            _ => (ctx.now - job.submit_time).to_string(),
+        },
+        F::Cluster => ctx.cluster.clone(),
+        F::BatchFlag => "1".to_string(),
+        F::MaxCpus => job.num_cpus.to_string(),
+        F::MaxNodes => job.num_nodes.to_string(),
+        F::MinTime => "0:00".to_string(),
+        F::Deadline | F::AccrueTime | F::LastSchedEval => "N/A".to_string(),
+        F::NtPerNode => match job.spec.ntasks_per_node {
+            Some(n) => n.to_string(),
+            None => "N/A".to_string(),
+        },
+        F::AllocNodes => job.spec.submit_host.clone(),
+        F::Invalid => String::new(),
+    };
+    (v, true)
+}
+
+/// The header line (with its newline).
+pub fn render_header(fmt: &Format) -> String {
+    let mut s = fmt.prefix.clone();
+    for f in &fmt.fields {
+        if f.kind != F::Invalid {
+            let (h, cut) = header(f.kind);
+            s.push_str(&print_field(h, f.width, f.right, cut));
+        }
+        s.push_str(&f.suffix);
+    }
+    s.push('\n');
+    s
+}
+
+/// One job's line (with its newline).
+pub fn render_job(fmt: &Format, job: &JobInfo, ctx: &RenderCtx) -> String {
+    let mut s = fmt.prefix.clone();
+    for f in &fmt.fields {
+        if f.kind != F::Invalid {
+            let (v, cut) = value(f.kind, job, ctx);
+            s.push_str(&print_field(&v, f.width, f.right, cut));
+        }
+        s.push_str(&f.suffix);
+    }
+    s.push('\n');
+    s
+}
+
+/// Slurm's numeric job state order, for `-S T`.
+fn state_rank(s: JobState) -> u32 {
+    match s {
+        JobState::Pending => 0,
+        JobState::Running => 1,
+        JobState::Completed => 3,
+        JobState::Cancelled => 4,
+        JobState::Failed => 5,
+        JobState::Timeout => 6,
+        JobState::NodeFail => 7,
+        JobState::OutOfMemory => 11,
+        JobState::Completing => 0x8000 | 1,
+    }
+}
+
+/// Sorts jobs by a squeue `-S` specification (applied from the last key to the first, each
+/// sort stable, starting from id order).
+pub fn sort_jobs(jobs: &mut [JobInfo], spec: &str, now: i64) -> Result<(), String> {
+    jobs.sort_by_key(|j| j.job_id);
+    let chars: Vec<char> = spec.chars().collect();
+    let mut i = chars.len();
+    while i > 0 {
+        i -= 1;
+        let c = chars[i];
+        if c == ',' || c == '+' || c == '-' {
+            continue;
+        }
+        let rev = i > 0 && chars[i - 1] == '-';
+        macro_rules! by {
+            ($key:expr) => {{
+                if rev {
+                    jobs.sort_by(|a, b| $key(b).cmp(&$key(a)));
+                } else {
+                    jobs.sort_by(|a, b| $key(a).cmp(&$key(b)));
+                }
+            }};
+        }
+        match c {
+            'P' => by!(|j: &JobInfo| j.partition.clone()),
+            't' => by!(|j: &JobInfo| j.state.compact()),
+            'T' => by!(|j: &JobInfo| state_rank(j.state)),
+            'p' | 'Q' => by!(|j: &JobInfo| j.priority),
+            'i' | 'A' | 'F' => by!(|j: &JobInfo| j.job_id),
+            'j' => by!(|j: &JobInfo| j.name.clone()),
+            'u' => by!(|j: &JobInfo| j.user_name.clone()),
+            'U' => by!(|j: &JobInfo| j.user_id),
+            'g' => by!(|j: &JobInfo| j.group_name.clone()),
+            'G' => by!(|j: &JobInfo| j.group_id),
+            'D' => by!(|j: &JobInfo| j.num_nodes),
+            'C' => by!(|j: &JobInfo| j.num_cpus),
+            'l' => by!(|j: &JobInfo| j.time_limit.unwrap_or(u32::MAX)),
+            'L' => by!(|j: &JobInfo| j
+                .time_limit
+                .map(|m| i64::from(m) * 60 - j.run_time(now))
+                .unwrap_or(i64::MAX)),
+            'M' => by!(|j: &JobInfo| j.run_time(now)),
+            'm' => by!(|j: &JobInfo| j.mem_per_node_mb),
+            'S' => by!(|j: &JobInfo| j.start_time.unwrap_or(0)),
+            'V' => by!(|j: &JobInfo| j.submit_time),
+            'e' => by!(|j: &JobInfo| j.end_time.unwrap_or(0)),
+            'N' => by!(|j: &JobInfo| j.nodes.clone()),
+            'B' => by!(|j: &JobInfo| j.nodes.first().cloned()),
+            'r' => by!(|j: &JobInfo| j.reason.as_str()),
+            'c' | 'f' | 'h' | 'n' | 'O' | 'b' | 'd' | 'H' | 'I' | 'J' | 'z' | 'v' => {}
+            other => return Err(format!("Invalid sort specification: {other}")),
+        }
+    }
+    Ok(())
+}
+
+/// Slurm job state names accepted by `-t` that gsched never uses (they match nothing).
+const OTHER_STATES: &[&str] = &[
+    "SUSPENDED",
+    "S",
+    "PREEMPTED",
+    "PR",
+    "BOOT_FAIL",
+    "BF",
+    "DEADLINE",
+    "DL",
+    "CONFIGURING",
+    "CF",
+    "RESIZING",
+    "RS",
+    "RESV_DEL_HOLD",
+    "RD",
+    "REQUEUED",
+    "RQ",
+    "REQUEUE_FED",
+    "RF",
+    "REQUEUE_HOLD",
+    "RH",
+    "REVOKED",
+    "RV",
+    "SIGNALING",
+    "SI",
+    "SPECIAL_EXIT",
+    "SE",
+    "STAGE_OUT",
+    "SO",
+    "STOPPED",
+    "ST",
+];
+
+const VALID_STATES: &str = "PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED";
+
+/// The state filter of `-t`: `None` = all states.
+pub fn parse_states(prog: &str, s: &str) -> Result<Option<Vec<JobState>>, Fail> {
+    if s.eq_ignore_ascii_case("all") {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for tok in split_list(s) {
+        if let Some(st) = JobState::parse(&tok) {
+            out.push(st);
+        } else if OTHER_STATES
+            .iter()
+            .any(|o| o.eq_ignore_ascii_case(tok.trim()))
+        {
+            // Valid in Slurm; no gsched job is ever in it.
+        } else {
+            return Err(Fail::errors(
+                prog,
+                &[
+                    &format!("Invalid job state specified: {tok}"),
+                    &format!("Valid job states include: {VALID_STATES}"),
+                ],
+            ));
+        }
+    }
+    Ok(Some(out))
+}
+
+/// squeue's `-j` list: numbers (`N` or `N_K`); anything else not starting with a positive
+/// number is an error.
+pub fn parse_job_list(prog: &str, s: &str) -> Result<Vec<(u32, Option<u32>)>, Fail> {
+    let mut out = Vec::new();
+    for tok in split_list(s) {
+        let (n, rest) = strtol_prefix(&tok);
+        if n <= 0 || n > i64::from(u32::MAX) {
+            return Err(Fail::error(prog, format!("Invalid job id: {tok}")));
+        }
+        let task = rest
+            .strip_prefix('_')
+            .map(|r| strtol_prefix(r).0.max(0) as u32);
+        out.push((n as u32, task));
+    }
+    Ok(out)
+}
+
+/// Which jobs to show.
+#[derive(Debug, Clone, Default)]
+pub struct Filters {
+    /// (job id, array task); an array task never matches (gsched has no arrays).
+    pub jobs: Option<Vec<(u32, Option<u32>)>>,
+    /// `None` = default (non-finished); `Some(None)` = all; `Some(Some(list))`.
+    pub states: Option<Option<Vec<JobState>>>,
+    pub users: Option<Vec<u32>>,
+    pub partitions: Option<Vec<String>>,
+    pub names: Option<Vec<String>>,
+    pub nodes: Option<Vec<String>>,
+}
+
+impl Filters {
+    pub fn matches(&self, job: &JobInfo) -> bool {
+        if let Some(ids) = &self.jobs {
+            if !ids
+                .iter()
+                .any(|(id, task)| *id == job.job_id && task.is_none())
+            {
+                return false;
+            }
+        }
+        match &self.states {
+            None => {
+                if job.state.is_terminal() {
+                    return false;
+                }
+            }
+            Some(None) => {}
+            Some(Some(list)) => {
+                if !list.contains(&job.state) {
+                    return false;
+                }
+            }
+        }
+        if let Some(n) = &self.nodes {
+            if !job.nodes.iter().any(|x| n.contains(x)) {
+                return false;
+            }
+        }
+        if let Some(u) = &self.users {
+            if !u.contains(&job.user_id) {
+                return false;
+            }
+        }
+        if let Some(names) = &self.names {
+            if !names.iter().any(|n| n.eq_ignore_ascii_case(&job.name)) {
+                return false;
+            }
+        }
+        if let Some(parts) = &self.partitions {
+            if !job
+                .partition
+                .split(',')
+                .any(|p| parts.iter().any(|q| q == p))
+            {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Everything the command line asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Params {
+    pub filters: Filters,
+    pub format: Format,
+    pub sort: String,
+    pub no_header: bool,
+    pub long: bool,
+    pub verbose: u32,
+    pub iterate: Option<u64>,
+    pub json: bool,
+    pub noconvert: bool,
+    pub clusters: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// What the command decided.
+#[derive(Debug)]
+pub enum Parsed {
+    Print(String),
+    Run(Box<Params>),
+}
+
+fn not_supported(prog: &str, what: &str) -> Fail {
+    Fail::error(
+        prog,
+        format!("option {what} is not supported by gsched yet"),
+    )
+}
+
+/// Parses squeue's command line and environment.
+pub fn parse_args(
+    prog: &str,
+    args: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+    uid: u32,
+) -> Result<Parsed, Fail> {
+    let (items, err) = getopt::parse_partial(args, OPTIONS, Ordering::Permute);
+    let mut p = Params::default();
+    let mut format: Option<String> = None;
+    let mut format_long: Option<String> = None;
+    let mut override_env = false;
+    let mut job_flag = false;
+    let mut start = false;
+    let mut operands = Vec::new();
+    let mut sort = env("SQUEUE_SORT");
+    for it in items {
+        let (id, arg) = match it {
+            Item::Opt { id, arg, .. } => (id, arg),
+            Item::Operand(o) => {
+                operands.push(o);
+                continue;
+            }
+        };
+        let val = arg.clone().unwrap_or_default();
+        match id {
+            "help" => return Ok(Parsed::Print(help_text())),
+            "usage" => return Ok(Parsed::Print(usage_text())),
+            "version" => return Ok(Parsed::Print(format!("{}\n", common::version_line()))),
+            "all" | "hide" | "local" | "federation" | "sibling" | "array" | "array-unique"
+            | "priority" => {}
+            "noheader" => p.no_header = true,
+            "iterate" => {
+                let n: i64 = strtol_prefix(&val).0;
+                if n <= 0 {
+                    return Err(Fail::error(prog, format!("--iterate={val}")));
+                }
+                p.iterate = Some(n as u64);
+            }
+            "jobs" => {
+                if let Some(a) = &arg {
+                    p.filters.jobs = Some(parse_job_list(prog, a)?);
+                }
+                job_flag = true;
+            }
+            "long" => {
+                p.long = true;
+                override_env = true;
+            }
+            "clusters" => p.clusters = Some(val),
+            "me" => p.filters.users = Some(vec![uid]),
+            "name" => p.filters.names = Some(split_list(&val)),
+            "noconvert" => p.noconvert = true,
+            "nodelist" => {
+                let hosts = hostlist::expand(&val).map_err(|_| {
+                    Fail::error(prog, format!("'{val}' invalid entry for --nodelist"))
+                })?;
+                p.filters.nodes = Some(hosts);
+            }
+            "Format" => {
+                if format.is_some() {
+                    return Err(Fail::error(
+                        prog,
+                        "-O (--Format) is incompatible with -o (--format)",
+                    ));
+                }
+                format_long = Some(val);
+                override_env = true;
+            }
+            "format" => {
+                if format_long.is_some() {
+                    return Err(Fail::error(
+                        prog,
+                        "-o (--format) is incompatible with -O (--Format)",
+                    ));
+                }
+                format = Some(val);
+                override_env = true;
+            }
+            "partitions" => p.filters.partitions = Some(split_list(&val)),
+            "sort" => sort = Some(val),
+            "start" => {
+                start = true;
+                override_env = true;
+            }
+            "states" => p.filters.states = Some(parse_states(prog, &val)?),
+            "user" => p.filters.users = Some(parse_users(prog, &val, &mut p.warnings)),
+            "verbose" => p.verbose += 1,
+            "json" => p.json = true,
+            "accounts" => return Err(not_supported(prog, "--accounts")),
+            "licenses" => return Err(not_supported(prog, "--licenses")),
+            "qos" => return Err(not_supported(prog, "--qos")),
+            "reservation" => return Err(not_supported(prog, "--reservation")),
+            "steps" => return Err(not_supported(prog, "--steps")),
+            "yaml" => return Err(not_supported(prog, "--yaml")),
+            _ => {}
+        }
+    }
+    if let Some(e) = err {
+        return Err(Fail::usage(prog, e.message(prog), 1));
+    }
+    if p.long && format.is_some() {
+        return Err(Fail::raw(
+            1,
+            vec![format!(
+                "{prog}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry."
+            )],
+        ));
+    }
+    if !override_env {
+        if let Some(f) = env("SQUEUE_FORMAT") {
+            format = Some(f);
+        } else if let Some(f) = env("SQUEUE_FORMAT2") {
+            format_long = Some(f);
+        }
+    }
+    let mut operands = operands.into_iter();
+    if let Some(o) = operands.next() {
+        if job_flag {
+            p.filters.jobs = Some(parse_job_list(prog, &o)?);
+        } else {
+            let mut lines = vec![format!("{prog}: error: Unrecognized option: {o}")];
+            lines.push(usage_text().trim_end().to_string());
+            return Err(Fail::raw(1, lines));
+        }
+        if let Some(o) = operands.next() {
+            let mut lines = vec![format!("{prog}: error: Unrecognized option: {o}")];
+            lines.push(usage_text().trim_end().to_string());
+            return Err(Fail::raw(1, lines));
+        }
+    }
+    for (var, what) in [
+        ("SQUEUE_ACCOUNT", "--accounts (from SQUEUE_ACCOUNT)"),
+        ("SQUEUE_QOS", "--qos (from SQUEUE_QOS)"),
+        ("SQUEUE_LICENSES", "--licenses (from SQUEUE_LICENSES)"),
+    ] {
+        if env(var).is_some() {
+            return Err(not_supported(prog, what));
+        }
+    }
+    if p.filters.names.is_none() {
+        if let Some(v) = env("SQUEUE_NAMES") {
+            p.filters.names = Some(split_list(&v));
+        }
+    }
+    if p.filters.partitions.is_none() {
+        if let Some(v) = env("SQUEUE_PARTITION") {
+            p.filters.partitions = Some(split_list(&v));
+        }
+    }
+    if p.filters.states.is_none() {
+        if let Some(v) = env("SQUEUE_STATES") {
+            p.filters.states = Some(parse_states(prog, &v)?);
+        }
+    }
+    if p.filters.users.is_none() {
+        if let Some(v) = env("SQUEUE_USERS") {
+            p.filters.users = Some(parse_users(prog, &v, &mut p.warnings));
+        }
+    }
+    if start {
+        if format.is_none() && format_long.is_none() {
+            format = Some(START_FORMAT.to_string());
+        }
+        if sort.is_none() {
+            sort = Some("S".to_string());
+        }
+        if p.filters.states.is_none() {
+            p.filters.states = Some(Some(vec![JobState::Pending]));
+        }
+    }
+    p.format = match (format, format_long) {
+        (Some(f), _) => parse_format(&f),
+        (None, Some(f)) => parse_long_format(&f),
+        (None, None) => parse_format(if p.long { LONG_FORMAT } else { DEFAULT_FORMAT }),
+    };
+    p.sort = sort.unwrap_or_else(|| "P,t,-p".to_string());
+    Ok(Parsed::Run(Box::new(p)))
+}
+
+fn parse_users(prog: &str, s: &str, warnings: &mut Vec<String>) -> Vec<u32> {
+    let mut out = Vec::new();
+    for u in split_list(s) {
+        match common::resolve_uid(&u) {
+            Some(uid) => out.push(uid),
+            None => warnings.push(format!("{prog}: error: Invalid user: {u}")),
+        }
+    }
+    out
+}
+
+/// The full output for one listing (header unless `-h`, then the jobs).
+pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> Result<String, String> {
+    let mut jobs: Vec<JobInfo> = resp
+        .jobs
+        .iter()
+        .filter(|j| p.filters.matches(j))
+        .cloned()
+        .collect();
+    if p.json {
+        let v = serde_json::json!({ "jobs": jobs });
+        return Ok(format!(
+            "{}\n",
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+        ));
+    }
+    sort_jobs(&mut jobs, &p.sort, resp.now)?;
+    let ctx = RenderCtx {
+        now: resp.now,
+        cluster: cluster.to_string(),
+        noconvert: p.noconvert,
+    };
+    let mut s = String::new();
+    if !p.no_header {
+        s.push_str(&render_header(&p.format));
+    }
+    for j in &jobs {
+        s.push_str(&render_job(&p.format, j, &ctx));
+    }
+    Ok(s)
+}
+
+/// `gsqueue` entry point.
+pub fn main(args: Vec<String>) -> i32 {
+    let argv0 = args.first().cloned().unwrap_or_else(|| "squeue".into());
+    let prog = common::prog_name(&argv0);
+    match run(&prog, &args) {
+        Ok(c) => c,
+        Err(f) => common::report(&f),
+    }
+}
+
+fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
+    let rest = if args.is_empty() { &[][..] } else { &args[1..] };
+    let env = |k: &str| std::env::var(k).ok();
+    let p = match parse_args(prog, rest, &env, common::current_uid())? {
+        Parsed::Print(s) => {
+            common::out(&s);
+            return Ok(0);
+        }
+        Parsed::Run(p) => p,
+    };
+    for w in p.warnings.iter().chain(p.format.errors.iter()) {
+        if w.starts_with(prog) {
+            common::err_line(w);
+        } else {
+            common::err_line(&format!("{prog}: error: {w}"));
+        }
+    }
+    let (cfg, client) = common::connect(prog)?;
+    if let Some(c) = &p.clusters {
+        common::check_clusters(prog, c, &cfg.cluster_name)?;
+    }
+    let mut filter = JobFilter::default();
+    if let Some(ids) = &p.filters.jobs {
+        filter.ids = ids.iter().map(|(id, _)| *id).collect();
+    }
+    let single = p
+        .filters
+        .jobs
+        .as_ref()
+        .filter(|ids| ids.len() == 1)
+        .map(|ids| ids[0]);
+    let mut code = 0;
+    loop {
+        if !p.no_header && (p.iterate.is_some() || p.verbose > 0 || p.long) {
+            common::out(&format!("{}\n", common::ctime_str(common::now())));
+        }
+        let resp: Result<JobsResponse, _> = client.post(
+            paths::JOBS_QUERY,
+            &JobQuery {
+                filter: filter.clone(),
+            },
+        );
+        match resp {
+            Ok(r) => {
+                if let Some((id, _)) = single {
+                    if !r.jobs.iter().any(|j| j.job_id == id) {
+                        common::err_line("slurm_load_jobs error: Invalid job id specified");
+                        code = 1;
+                    }
+                }
+                if code == 0 || p.iterate.is_some() {
+                    let text =
+                        render(&p, &r, &cfg.cluster_name).map_err(|e| Fail::error(prog, e))?;
+                    if code == 0 {
+                        common::out(&text);
+                    }
+                }
+            }
+            Err(e) => {
+                common::err_line(&format!(
+                    "slurm_load_jobs error: {}",
+                    common::client_error_text(&e)
+                ));
+                code = 1;
+            }
+        }
+        match p.iterate {
+            Some(secs) => {
+                common::out("\n");
+                std::thread::sleep(std::time::Duration::from_secs(secs));
+            }
+            None => break,
+        }
+    }
+    Ok(code)
+}
+
+pub fn usage_text() -> String {
+    "Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]\n\
+     \x20             [-n name] [-o format] [--only-job-state] [-p partitions]\n\
+     \x20             [--qos qos] [--reservation reservation] [--sort fields] [--start]\n\
+     \x20             [--step step_id] [-t states] [-u user_name] [--usage]\n\
+     \x20             [-L licenses] [-w nodes] [--federation] [--local] [--sibling]\n\
+     \x20             [--json=data_parser] [--yaml=data_parser]\n\
+     \x20             [-ahjlrsv]\n"
+        .to_string()
+}
+
+pub fn help_text() -> String {
+    "Usage: squeue [OPTIONS]\n\
+     \x20 -a, --all                       display jobs in hidden partitions\n\
+     \x20     --federation                Report federated information if a member\n\
+     \x20                                 of one\n\
+     \x20 -h, --noheader                  no headers on output\n\
+     \x20     --hide                      do not display jobs in hidden partitions\n\
+     \x20 -i, --iterate=seconds           specify an interation period\n\
+     \x20 -j, --job=job(s)                comma separated list of jobs IDs\n\
+     \x20                                 to view, default is all\n\
+     \x20     --json                      Produce JSON output\n\
+     \x20     --local                     Report information only about jobs on the\n\
+     \x20                                 local cluster. Overrides --federation.\n\
+     \x20 -l, --long                      long report\n\
+     \x20 -M, --clusters=cluster_name     cluster to issue commands to (only the\n\
+     \x20                                 local cluster here)\n\
+     \x20     --me                        equivalent to --user=<my username>\n\
+     \x20 -n, --name=job_name(s)          comma separated list of job names to view\n\
+     \x20     --noconvert                 don't convert units from their original type\n\
+     \x20                                 (e.g. 2048M won't be converted to 2G).\n\
+     \x20 -o, --format=format             format specification\n\
+     \x20 -O, --Format=format             format specification\n\
+     \x20 -p, --partition=partition(s)    comma separated list of partitions\n\
+     \x20                                 to view, default is all partitions\n\
+     \x20 -P, --priority                  report jobs by priority\n\
+     \x20 -r, --array                     display one job array element per line\n\
+     \x20     --sibling                   Report information about all sibling jobs\n\
+     \x20                                 on a federated cluster. Implies --federation.\n\
+     \x20 -S, --sort=fields               comma separated list of fields to sort on\n\
+     \x20     --start                     print expected start times of pending jobs\n\
+     \x20 -t, --states=states             comma separated list of states to view,\n\
+     \x20                                 default is pending and running,\n\
+     \x20                                 '--states=all' reports all states\n\
+     \x20 -u, --user=user_name(s)         comma separated list of users to view\n\
+     \x20 -v, --verbose                   verbosity level\n\
+     \x20 -V, --version                   output version information and exit\n\
+     \x20 -w, --nodelist=hostlist         list of nodes to view, default is\n\
+     \x20                                 all nodes\n\
+     \n\
+     Not supported by gsched yet: -A/--account, -L/--licenses, -q/--qos,\n\
+     -R/--reservation, -s/--steps, --yaml.\n\
+     \n\
+     Help options:\n\
+     \x20 --help                          show this help message\n\
+     \x20 --usage                         display a brief summary of squeue options\n"
+        .to_string()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use gsched_proto::job::{JobSpec, Reason};
+
+    pub(crate) fn job(id: u32, state: JobState) -> JobInfo {
+        JobInfo {
+            job_id: id,
+            name: "job.sh".into(),
+            user_id: 1000,
+            group_id: 1000,
+            user_name: "alice".into(),
+            group_name: "users".into(),
+            state,
+            reason: if state == JobState::Pending {
+                Reason::Priority
+            } else {
+                Reason::None
+            },
+            partition: "debug".into(),
+            priority: 4294901760,
+            time_limit: Some(30),
+            submit_time: 1_000_000,
+            eligible_time: Some(1_000_000),
+            start_time: if state == JobState::Pending {
+                None
+            } else {
+                Some(1_000_100)
+            },
+            end_time: None,
+            num_nodes: 2,
+            num_cpus: 8,
+            num_tasks: 2,
+            mem_per_node_mb: 4096,
+            nodes: if state == JobState::Pending {
+                vec![]
+            } else {
+                vec!["node01".into(), "node02".into()]
+            },
+            cpus_per_node: vec![4, 4],
+            exit_code: 0,
+            exit_signal: 0,
+            cancelled_by: None,
+            held: false,
+            spec: JobSpec {
+                name: "job.sh".into(),
+                work_dir: "/home/alice".into(),
+                command: "/home/alice/job.sh".into(),
+                mem: Some(MemRequest::PerNode(4096)),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn ctx() -> RenderCtx {
+        RenderCtx {
+            now: 1_003_761,
+            cluster: "cluster".into(),
+            noconvert: false,
+        }
+    }
+
+    #[test]
+    fn default_format_snapshot() {
+        let f = parse_format(DEFAULT_FORMAT);
+        assert!(f.errors.is_empty());
+        assert_eq!(
+            render_header(&f),
+            "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
+        );
+        assert_eq!(
+            render_job(&f, &job(42, JobState::Running), &ctx()),
+            "                42     debug   job.sh    alice  R    1:01:01      2 node[01-02]\n"
+        );
+        assert_eq!(
+            render_job(&f, &job(43, JobState::Pending), &ctx()),
+            "                43     debug   job.sh    alice PD       0:00      2 (Priority)\n"
+        );
+    }
+
+    #[test]
+    fn long_format_snapshot() {
+        let f = parse_format(LONG_FORMAT);
+        assert_eq!(
+            render_header(&f),
+            "             JOBID PARTITION     NAME     USER    STATE       TIME TIME_LIMI  NODES NODELIST(REASON)\n"
+        );
+        assert_eq!(
+            render_job(&f, &job(42, JobState::Running), &ctx()),
+            "                42     debug   job.sh    alice  RUNNING    1:01:01     30:00      2 node[01-02]\n"
+        );
+    }
+
+    #[test]
+    fn widths_truncation_prefix_suffix() {
+        let mut j = job(7, JobState::Running);
+        j.name = "a_rather_long_name".into();
+        let f = parse_format("pre%5j|%.5j|%j|%3i%.3T.");
+        assert_eq!(f.prefix, "pre");
+        assert_eq!(
+            render_job(&f, &j, &ctx()),
+            "prea_rat|a_rat|a_rather_long_name|7  RUN.\n"
+        );
+        // Times and node lists are not cut when right-justified.
+        let f = parse_format("%.2M|%.3N|%3N");
+        assert_eq!(render_job(&f, &j, &ctx()), "1:01:01|node[01-02]|nod\n");
+        // Unknown letters are reported and printed literally.
+        let f = parse_format("%i %!x");
+        assert_eq!(f.errors, vec!["Invalid job format specification: !"]);
+        assert_eq!(render_job(&f, &j, &ctx()), "7 %!x\n");
+        // Text without % is all prefix.
+        assert_eq!(render_job(&parse_format("hello"), &j, &ctx()), "hello\n");
+    }
+
+    #[test]
+    fn null_values_and_misc_fields() {
+        let j = job(7, JobState::Running);
+        let f = parse_format(
+            "%a|%E|%k|%q|%v|%b|%X|%H|%z|%y|%O|%d|%h|%F|%K|%B|%C|%D|%m|%c|%o|%Z|%Q|%U|%G|%g|%Y",
+        );
+        assert_eq!(
+            render_job(&f, &j, &ctx()),
+            "(null)|(null)|(null)|(null)|(null)|N/A|N/A|*|*:*:*|0|0|0|OK|7|N/A|node01|8|2|4G|1|/home/alice/job.sh|/home/alice|4294901760|1000|1000|users|(null)\n"
+        );
+        let f = parse_format("%p");
+        assert_eq!(render_job(&f, &j, &ctx()), "0.99998474144376\n");
+        let f = parse_format("%l|%L|%S|%e");
+        let s = render_job(&f, &j, &ctx());
+        assert!(s.starts_with("30:00|INVALID|"), "{s}");
+        assert!(s.contains(&units::format_timestamp(1_000_100)));
+        assert!(s.ends_with(&format!("{}\n", units::format_timestamp(1_000_100 + 1800))));
+        let p = job(8, JobState::Pending);
+        assert_eq!(
+            render_job(&parse_format("%S|%e|%B|%M"), &p, &ctx()),
+            "N/A|N/A|n/a|0:00\n"
+        );
+        let mut u = job(9, JobState::Running);
+        u.time_limit = None;
+        assert_eq!(
+            render_job(&parse_format("%l|%L|%e"), &u, &ctx()),
+            "UNLIMITED|UNLIMITED|NONE\n"
+        );
+        let mut f = job(10, JobState::Failed);
+        f.reason = Reason::NonZeroExitCode;
+        assert_eq!(
+            render_job(&parse_format("%R"), &f, &ctx()),
+            "(NonZeroExitCode)\n"
+        );
+        let c = job(11, JobState::Completed);
+        assert_eq!(
+            render_job(&parse_format("%R|%t"), &c, &ctx()),
+            "node[01-02]|CD\n"
+        );
+    }
+
+    #[test]
+    fn all_format_prints_every_letter() {
+        let f = parse_format("%all");
+        assert!(f.errors.is_empty());
+        assert_eq!(f.fields.len(), 52);
+        assert!(render_header(&f).starts_with("ACCOUNT|TRES_PER_NODE|MIN_CPUS|"));
+    }
+
+    #[test]
+    fn long_format_option() {
+        let f = parse_long_format("JobID,name:10,state:.8|,Partition:\x1f,bogus:5");
+        assert_eq!(f.errors, vec!["Invalid job format specification: bogus"]);
+        assert_eq!(f.fields[0].width, 20);
+        assert_eq!(f.fields[2].suffix, "|");
+        assert!(f.fields[2].right);
+        assert_eq!(f.fields[3].width, 0);
+        assert_eq!(f.fields[3].suffix, "\x1f");
+        let j = job(5, JobState::Pending);
+        assert_eq!(
+            render_header(&f),
+            "JOBID               NAME         STATE|PARTITION\x1f\n"
+        );
+        assert_eq!(
+            render_job(&f, &j, &ctx()),
+            "5                   job.sh     PENDING|debug\x1f\n"
+        );
+        let f = parse_long_format("numtasks,NumTask:4");
+        assert_eq!(f.fields.len(), 2);
+        assert_eq!(f.fields[1].kind, F::NumTasks);
+    }
+
+    #[test]
+    fn default_sort_partition_state_priority() {
+        let mut a = job(1, JobState::Running);
+        a.partition = "b".into();
+        let mut b = job(2, JobState::Pending);
+        b.partition = "a".into();
+        b.priority = 10;
+        let mut c = job(3, JobState::Pending);
+        c.partition = "a".into();
+        c.priority = 20;
+        let mut d = job(4, JobState::Running);
+        d.partition = "a".into();
+        let mut jobs = vec![a, b, c, d];
+        sort_jobs(&mut jobs, "P,t,-p", 0).unwrap();
+        let ids: Vec<u32> = jobs.iter().map(|j| j.job_id).collect();
+        assert_eq!(ids, vec![3, 2, 4, 1]);
+        sort_jobs(&mut jobs, "-i", 0).unwrap();
+        assert_eq!(jobs[0].job_id, 4);
+        assert_eq!(
+            sort_jobs(&mut jobs, "Z", 0).unwrap_err(),
+            "Invalid sort specification: Z"
+        );
+    }
+
+    #[test]
+    fn filters() {
+        let mut f = Filters::default();
+        assert!(f.matches(&job(1, JobState::Pending)));
+        assert!(!f.matches(&job(1, JobState::Completed)));
+        f.states = Some(None);
+        assert!(f.matches(&job(1, JobState::Completed)));
+        f.names = Some(vec!["JOB.SH".into()]);
+        assert!(f.matches(&job(1, JobState::Running)));
+        f.partitions = Some(vec!["other".into()]);
+        assert!(!f.matches(&job(1, JobState::Running)));
+        f.partitions = None;
+        f.jobs = Some(vec![(1, Some(3))]);
+        assert!(!f.matches(&job(1, JobState::Running)));
+        f.jobs = Some(vec![(1, None)]);
+        assert!(f.matches(&job(1, JobState::Running)));
+    }
+
+    fn parse(args: &[&str]) -> Result<Parsed, Fail> {
+        let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        parse_args("squeue", &a, &|_| None, 1000)
+    }
+
+    #[test]
+    fn command_line() {
+        let Parsed::Run(p) = parse(&["-h", "-t", "pd,R", "-j", "123"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            p.filters.states,
+            Some(Some(vec![JobState::Pending, JobState::Running]))
+        );
+        assert!(p.no_header);
+        let e = parse(&["-t", "bogus"]).unwrap_err();
+        assert_eq!(
+            e.lines[0],
+            "squeue: error: Invalid job state specified: bogus"
+        );
+        let e = parse(&["--foo"]).unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec![
+                "squeue: unrecognized option '--foo'",
+                "Try \"squeue --help\" for more information"
+            ]
+        );
+        let Parsed::Run(p) = parse(&["-j", "5,6", "-u", "1000", "--me"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(p.filters.jobs, Some(vec![(5, None), (6, None)]));
+        assert_eq!(p.filters.users, Some(vec![1000]));
+        let Parsed::Run(p) = parse(&["-j", "77"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(p.filters.jobs, Some(vec![(77, None)]));
+        let Parsed::Run(p) = parse(&["--jobs=77_3"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(p.filters.jobs, Some(vec![(77, Some(3))]));
+        assert!(parse(&["-j", "0"]).is_err());
+        let Parsed::Run(p) = parse(&["-t", "all", "-l"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(p.filters.states, Some(None));
+        assert_eq!(p.format, parse_format(LONG_FORMAT));
+        assert!(matches!(parse(&["-V"]).unwrap(), Parsed::Print(s) if s == "slurm 22.05.8\n"));
+        let e = parse(&["-A", "acct"]).unwrap_err();
+        assert_eq!(
+            e.lines[0],
+            "squeue: error: option --accounts is not supported by gsched yet"
+        );
+        assert!(parse(&["-o", "%i", "-l"]).is_err());
+        let e = parse(&["1", "2"]).unwrap_err();
+        assert_eq!(e.lines[0], "squeue: error: Unrecognized option: 1");
+    }
+
+    #[test]
+    fn env_formats() {
+        let a: Vec<String> = vec![];
+        let env = |k: &str| match k {
+            "SQUEUE_FORMAT" => Some("%i".to_string()),
+            "SQUEUE_SORT" => Some("-i".to_string()),
+            "SQUEUE_STATES" => Some("all".to_string()),
+            _ => None,
+        };
+        let Parsed::Run(p) = parse_args("squeue", &a, &env, 0).unwrap() else {
+            panic!()
+        };
+        assert_eq!(p.format, parse_format("%i"));
+        assert_eq!(p.sort, "-i");
+        assert_eq!(p.filters.states, Some(None));
+        // -o on the command line beats SQUEUE_FORMAT.
+        let a: Vec<String> = vec!["-o".into(), "%j".into()];
+        let Parsed::Run(p) = parse_args("squeue", &a, &env, 0).unwrap() else {
+            panic!()
+        };
+        assert_eq!(p.format, parse_format("%j"));
+    }
+
+    #[test]
+    fn render_filters_sorts_and_json() {
+        let resp = JobsResponse {
+            now: 1_003_761,
+            jobs: vec![
+                job(2, JobState::Running),
+                job(1, JobState::Pending),
+                job(3, JobState::Completed),
+            ],
+        };
+        let Parsed::Run(p) = parse(&["-h", "-o", "%i %t"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(render(&p, &resp, "c").unwrap(), "1 PD\n2 R\n");
+        let Parsed::Run(p) = parse(&["--json", "-t", "all"]).unwrap() else {
+            panic!()
+        };
+        let out = render(&p, &resp, "c").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["jobs"].as_array().unwrap().len(), 3);
+    }
+}

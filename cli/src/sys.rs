@@ -1,0 +1,69 @@
+//! The few facts about the calling process the commands need from the system: the host
+//! name, the umask, and group lookups by name (for `--gid`).
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+
+/// The short host name (up to the first dot), as Slurm records the submit host.
+pub fn short_hostname() -> String {
+    let full = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".to_string());
+    full.split('.').next().unwrap_or(&full).to_string()
+}
+
+/// The process umask, from `/proc/self/status` (reading it does not change it).
+pub fn umask() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Umask:"))?;
+    u32::from_str_radix(line["Umask:".len()..].trim(), 8).ok()
+}
+
+/// A group's gid by name or number (Slurm's `gid_from_string`).
+pub fn resolve_gid(s: &str) -> Option<u32> {
+    if let Some(g) = gid_by_name(s) {
+        return Some(g);
+    }
+    s.parse::<u32>().ok()
+}
+
+fn gid_by_name(name: &str) -> Option<u32> {
+    let cname = CString::new(name).ok()?;
+    let mut size: usize = 16384;
+    loop {
+        let mut buf = vec![0 as libc::c_char; size];
+        // SAFETY: an all-zero `group` is a valid out-parameter value.
+        let mut gr: libc::group = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the duration of the call and `buf` holds
+        // `size` bytes; getgrnam_r writes only into `gr` and `buf`.
+        let rc = unsafe {
+            libc::getgrnam_r(cname.as_ptr(), &mut gr, buf.as_mut_ptr(), size, &mut result)
+        };
+        if rc == libc::ERANGE && size < (1 << 22) {
+            size *= 2;
+            continue;
+        }
+        if rc != 0 || result.is_null() {
+            return None;
+        }
+        return Some(gr.gr_gid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basics() {
+        assert!(!short_hostname().contains('.'));
+        assert!(umask().is_some());
+        assert_eq!(resolve_gid("0"), Some(0));
+        assert_eq!(resolve_gid("root"), Some(0));
+        assert_eq!(resolve_gid("no-such-group-gsched"), None);
+    }
+}

@@ -159,7 +159,6 @@ say "gsched: (b) $N submissions, not held"
 GS_RUN=$(submit_loop gsbatch run)
 say "gsched: draining the $N jobs (not timed)"
 drain gsqueue "$RUN_NAME"
-drain gsqueue "$HELD_NAME"
 say "gsched: (d) submit → start latency over $LAT_JOBS jobs"
 read -r GS_LAT_MED GS_LAT_P90 GS_LAT_MIN GS_LAT_MAX < <(latency gsbatch gsqueue | stats)
 GS_FLOOR2=$(spawn_floor)

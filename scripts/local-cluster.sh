@@ -29,7 +29,11 @@ BIN="$TARGET/release"
 BASE_PORT="${GSCHED_LOCAL_PORT:-16817}"
 NODES=(n1 n2)
 
-say() { printf '\033[1m==>\033[0m %s\n' "$*"; }
+if [[ -t 1 ]]; then
+  say() { printf '\033[1m==>\033[0m %s\n' "$*"; }
+else
+  say() { printf '==> %s\n' "$*"; }
+fi
 warn() { printf 'local-cluster: %s\n' "$*" >&2; }
 die() { warn "$*"; exit 1; }
 

@@ -376,13 +376,15 @@ impl TestCluster {
     }
 
     fn launch(&self) -> Result<(), LaunchError> {
+        let since = now_secs();
         self.spawn_ctld();
-        self.wait_daemon_ready(None)?;
+        self.wait_daemon_ready(None, since)?;
+        let since = now_secs();
         for i in 0..self.opts.nodes {
             self.spawn_noded(i);
         }
         for i in 0..self.opts.nodes {
-            self.wait_daemon_ready(Some(i))?;
+            self.wait_daemon_ready(Some(i), since)?;
         }
         Ok(())
     }
@@ -821,10 +823,10 @@ impl TestCluster {
         self.spawn(&mut g.noded[i], &args, "gsnoded");
     }
 
-    /// Waits until the controller (`node == None`) answers, or node `i` is registered and
-    /// its daemon listens. Fails fast when the daemon exits.
-    fn wait_daemon_ready(&self, node: Option<usize>) -> Result<(), LaunchError> {
-        let since = now_secs();
+    /// Waits until the controller (`node == None`) answers, or node `i` is registered (by a
+    /// daemon started at or after `since`, taken before the spawn) and its daemon listens.
+    /// Fails fast when the daemon exits.
+    fn wait_daemon_ready(&self, node: Option<usize>, since: i64) -> Result<(), LaunchError> {
         let deadline = Instant::now() + scaled(DEFAULT_TIMEOUT);
         let mut pause = Duration::from_millis(5);
         loop {
@@ -886,18 +888,31 @@ impl TestCluster {
         self.lock().ctld.kill_and_reap();
     }
 
-    /// Starts gsctld again (after [`TestCluster::kill_ctld`]) and waits until it answers.
+    /// Starts gsctld again (after [`TestCluster::kill_ctld`]) and waits until it answers and
+    /// every running node daemon has registered with it again.
     pub fn start_ctld(&self) {
         assert!(
             self.lock().ctld.child.is_none(),
             "start_ctld: gsctld is still running"
         );
+        let since = now_secs();
         self.spawn_ctld();
         if let Err(LaunchError::PortInUse(w) | LaunchError::Failed(w)) =
-            self.wait_daemon_ready(None)
+            self.wait_daemon_ready(None, since)
         {
             panic!("{}", self.failure(&format!("restarting gsctld: {w}")));
         }
+        let running: Vec<usize> = {
+            let g = self.lock();
+            (0..g.noded.len())
+                .filter(|i| g.noded[*i].child.is_some())
+                .collect()
+        };
+        self.wait_until(
+            DEFAULT_TIMEOUT,
+            "the node daemons to register with the restarted gsctld",
+            || running.iter().all(|i| self.node_ready(*i, i64::MIN)),
+        );
     }
 
     /// SIGKILLs node `i`'s gsnoded (its jobs keep running), and reaps it.
@@ -911,9 +926,10 @@ impl TestCluster {
             self.lock().noded[i].child.is_none(),
             "start_noded: gsnoded {i} is still running"
         );
+        let since = now_secs();
         self.spawn_noded(i);
         if let Err(LaunchError::PortInUse(w) | LaunchError::Failed(w)) =
-            self.wait_daemon_ready(Some(i))
+            self.wait_daemon_ready(Some(i), since)
         {
             panic!("{}", self.failure(&format!("restarting gsnoded: {w}")));
         }

@@ -848,7 +848,8 @@ impl TestCluster {
                 });
             }
             let ready = match node {
-                None => self.ping().is_some(),
+                // Our controller, not one of another cluster that holds the port meanwhile.
+                None => self.ping().is_some_and(|p| p.start_time >= since),
                 Some(i) => self.node_ready(i, since),
             };
             if ready {

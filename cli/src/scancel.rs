@@ -6,7 +6,7 @@
 //! `-w`, `--me`), the jobs are loaded, filtered, and the active matches are acted on; listed
 //! ids that are not active jobs are reported.
 
-use crate::common::{self, split_list, Fail};
+use crate::common::{self, Fail};
 use crate::getopt::{self, HasArg, Item, Opt, Ordering};
 use crate::signals::parse_signal;
 use gsched_proto::api::{

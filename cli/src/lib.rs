@@ -8,5 +8,6 @@ pub mod getopt;
 pub mod sbatch;
 pub mod scancel;
 pub mod signals;
+pub mod sinfo;
 pub mod squeue;
 pub mod sys;

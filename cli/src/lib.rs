@@ -6,6 +6,8 @@
 pub mod common;
 pub mod getopt;
 pub mod sbatch;
+pub mod scancel;
 pub mod signals;
+pub mod sinfo;
 pub mod squeue;
 pub mod sys;

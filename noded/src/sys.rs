@@ -241,6 +241,13 @@ fn child_setup(s: &mut ChildSetup) -> io::Result<()> {
         let _ = nix::unistd::write(stderr, &s.chdir_error_suffix);
         let _ = nix::unistd::chdir(c"/tmp");
     }
+    // gsstepd blocks SIGTERM and friends for itself; the job must start with an empty mask
+    // (std does not reset it), or `scancel`'s SIGTERM would be held back until SIGKILL.
+    let _ = nix::sys::signal::sigprocmask(
+        nix::sys::signal::SigmaskHow::SIG_SETMASK,
+        Some(&nix::sys::signal::SigSet::empty()),
+        None,
+    );
     // `input`, `out` and `err` are close-on-exec and are closed when dropped here; the
     // duplicates on 0, 1 and 2 stay open across exec.
     Ok(())

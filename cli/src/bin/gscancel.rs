@@ -1,0 +1,5 @@
+//! `gscancel`: Slurm's `scancel`.
+fn main() {
+    let args = gsched_cli::common::args_to_strings(std::env::args_os());
+    std::process::exit(gsched_cli::scancel::main(args));
+}

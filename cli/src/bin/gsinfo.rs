@@ -1,0 +1,5 @@
+//! `gsinfo`: Slurm's `sinfo`.
+fn main() {
+    let args = gsched_cli::common::args_to_strings(std::env::args_os());
+    std::process::exit(gsched_cli::sinfo::main(args));
+}

@@ -4,9 +4,7 @@
 
 use crate::dispatch;
 use crate::state::State;
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Request, State as AxState};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Request, State as AxState};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -20,7 +18,7 @@ use gsched_proto::api::{
 };
 use gsched_proto::auth::{Authenticator, Identity};
 use gsched_proto::config::Config;
-use serde::de::DeserializeOwned;
+pub use gsched_proto::server::{check_request, ApiErr, Body};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
@@ -50,107 +48,12 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
-/// An [`ApiError`] as an HTTP answer.
-pub struct ApiErr(pub ApiError);
-
-impl From<ApiError> for ApiErr {
-    fn from(e: ApiError) -> Self {
-        ApiErr(e)
-    }
-}
-
-impl IntoResponse for ApiErr {
-    fn into_response(self) -> Response {
-        let status =
-            StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
-        (status, Json(self.0)).into_response()
-    }
-}
-
-/// A JSON body whose decoding errors are API errors (not axum's plain-text rejections).
-pub struct Body<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
-    type Rejection = ApiErr;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            ApiErr(ApiError::new(
-                ErrorCode::BadRequest,
-                format!("cannot read request body: {e}"),
-            ))
-        })?;
-        serde_json::from_slice(&bytes).map(Body).map_err(|e| {
-            ApiErr(ApiError::new(
-                ErrorCode::BadRequest,
-                format!("malformed request body: {e}"),
-            ))
-        })
-    }
-}
-
-/// Checks the protocol version and the credential of every request: the single place where
-/// authentication happens on the controller.
-pub async fn check_request(
-    auth: Arc<dyn Authenticator>,
-    headers: &HeaderMap,
-) -> Result<Identity, ApiError> {
-    let version = headers
-        .get(api::PROTOCOL_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u32>().ok());
-    match version {
-        Some(v) if (api::MIN_PROTOCOL_VERSION..=api::PROTOCOL_VERSION).contains(&v) => {}
-        Some(v) => {
-            return Err(ApiError::new(
-                ErrorCode::ProtocolVersion,
-                format!(
-                    "Incompatible versions of client and server code: request uses protocol {v}, this server speaks {}..={}; upgrade the older side",
-                    api::MIN_PROTOCOL_VERSION,
-                    api::PROTOCOL_VERSION
-                ),
-            ))
-        }
-        None => {
-            return Err(ApiError::new(
-                ErrorCode::ProtocolVersion,
-                format!(
-                    "missing or malformed {} header: every request must name the gsched protocol version it speaks ({})",
-                    api::PROTOCOL_HEADER,
-                    api::PROTOCOL_VERSION
-                ),
-            ))
-        }
-    }
-    let cred = headers
-        .get(api::AUTH_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Gsched "))
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::AuthenticationFailed,
-                "Protocol authentication error: the request carries no credential (authorization: Gsched <credential>)",
-            )
-        })?
-        .to_string();
-    // MUNGE decoding talks to munged over a socket: keep it off the async threads.
-    tokio::task::spawn_blocking(move || auth.verify(&cred))
-        .await
-        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
-        .map_err(|e| {
-            ApiError::new(
-                ErrorCode::AuthenticationFailed,
-                format!("Protocol authentication error: {e}"),
-            )
-        })
-}
-
 async fn auth_layer(
     AxState(shared): AxState<Arc<Shared>>,
     mut req: Request,
     next: Next,
 ) -> Response {
-    match check_request(shared.auth.clone(), req.headers()).await {
+    match check_request(shared.auth.clone(), req.headers(), "gsctld").await {
         Ok(id) => {
             req.extensions_mut().insert(id);
             next.run(req).await

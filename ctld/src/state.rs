@@ -106,7 +106,10 @@ pub struct NodeRt {
     pub admin: NodeAdmin,
     pub registered: bool,
     pub last_heard: Option<i64>,
+    /// No heartbeat for longer than SlurmdTimeout.
     pub not_responding: bool,
+    /// A launch could not connect; cleared when the node is heard from again.
+    pub unreachable: bool,
     pub boot_time: Option<i64>,
     pub daemon_start: Option<i64>,
     pub version: Option<String>,
@@ -187,6 +190,7 @@ impl State {
                 registered: false,
                 last_heard: None,
                 not_responding: false,
+                unreachable: false,
                 boot_time: None,
                 daemon_start: None,
                 version: None,
@@ -824,7 +828,7 @@ impl State {
     }
 
     fn node_available(n: &NodeRt) -> bool {
-        n.registered && !n.not_responding && !n.admin.drain && !n.admin.down
+        n.registered && !n.not_responding && !n.unreachable && !n.admin.drain && !n.admin.down
     }
 
     /// One scheduling pass: time limits, node liveness, then the scheduler core's decisions.
@@ -1029,7 +1033,7 @@ impl State {
                 let node = job.info.nodes.first().cloned();
                 back_to_queue(job);
                 if let Some(n) = node.and_then(|n| self.node_index.get(&n).copied()) {
-                    self.nodes[n].not_responding = true;
+                    self.nodes[n].unreachable = true;
                 }
                 let _ = self.persist(id);
             }
@@ -1142,6 +1146,7 @@ impl State {
         }
         n.registered = true;
         n.not_responding = false;
+        n.unreachable = false;
         n.last_heard = Some(now);
         n.boot_time = Some(r.boot_time);
         n.daemon_start = Some(r.daemon_start);
@@ -1162,6 +1167,7 @@ impl State {
         }
         self.nodes[i].last_heard = Some(now);
         self.nodes[i].not_responding = false;
+        self.nodes[i].unreachable = false;
         Some(self.reconcile(name, running, now))
     }
 
@@ -1251,7 +1257,7 @@ impl State {
                     gres: n.gres.clone(),
                     base,
                     drain: n.admin.drain,
-                    not_responding: n.not_responding,
+                    not_responding: n.not_responding || n.unreachable,
                     reason: n.admin.reason.clone(),
                     reason_time: n.admin.reason_time,
                     reason_uid: n.admin.reason_uid,

@@ -1,1 +1,21 @@
-//! placeholder
+//! The node side of gsched: `gsnoded`, the node daemon (async, tokio + axum), and `gsstepd`,
+//! the small synchronous helper that gsnoded starts for every job.
+//!
+//! The split follows Slurm's slurmd/slurmstepd and is an invariant of the architecture:
+//! `fork`, `setsid` and `setuid` happen only in gsstepd, never in the multi-threaded daemon,
+//! and jobs belong to their gsstepd, so they keep running when gsnoded restarts. The two
+//! processes talk only through the job folder in the spool directory ([`jobdir`]).
+//!
+//! * [`daemon`] — gsnoded's API server, job table, watching, reporting and registration.
+//! * [`stepd`] — gsstepd.
+//! * [`env`](mod@env) — the job environment and stdio paths gsnoded computes for gsstepd.
+//! * [`jobdir`] — the files of a job folder.
+//! * [`procfs`] — process parents and start times from `/proc`.
+//! * [`sys`] — the only module with `unsafe` code (raw system calls).
+
+pub mod daemon;
+pub mod env;
+pub mod jobdir;
+pub mod procfs;
+pub mod stepd;
+pub mod sys;

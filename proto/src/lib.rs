@@ -10,5 +10,7 @@ pub mod hostlist;
 pub mod job;
 pub mod node;
 pub mod patterns;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod units;
 pub mod users;

@@ -1,0 +1,184 @@
+//! `gsnoded`: the gsched node daemon (see `gsched_noded::daemon`).
+//!
+//! `gsnoded [-f|--config PATH] -N|--node NAME [-D]`. It always runs in the foreground (`-D`
+//! is accepted for Slurm compatibility); a service manager keeps it running. SIGTERM or
+//! SIGINT stop it; jobs keep running and are re-adopted by the next gsnoded.
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use gsched_noded::daemon::{self, Node, NodeSettings};
+use gsched_proto::config::{AuthType, Config};
+use std::io::IsTerminal;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::signal::unix::{signal, SignalKind};
+
+/// The gsched node daemon: runs the jobs the controller assigns to this node.
+#[derive(Parser, Debug)]
+#[command(name = "gsnoded", disable_version_flag = true)]
+struct Args {
+    /// Configuration file (default: $GSCHED_CONF, else /etc/gsched/gsched.conf).
+    #[arg(short = 'f', long = "config", value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// The name of this node, as in the config's NodeName lines.
+    #[arg(
+        short = 'N',
+        long = "node",
+        value_name = "NAME",
+        required_unless_present = "version"
+    )]
+    node: Option<String>,
+    /// Run in the foreground (the only mode; accepted for Slurm compatibility).
+    #[arg(short = 'D')]
+    foreground: bool,
+    /// Print the version and exit.
+    #[arg(short = 'V', long = "version")]
+    version: bool,
+}
+
+fn main() {
+    let args = Args::parse();
+    if args.version {
+        println!(
+            "gsched {} (slurm {} compatible)",
+            env!("CARGO_PKG_VERSION"),
+            gsched_proto::api::SLURM_COMPAT_VERSION
+        );
+        return;
+    }
+    if let Err(e) = run(args) {
+        eprintln!("gsnoded: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn init_logging() {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .or_else(|| {
+            std::env::var("GSCHED_DEBUG").ok().map(|v| match v.trim() {
+                "" | "0" => "info".to_string(),
+                "1" | "true" | "yes" => "debug".to_string(),
+                "2" => "trace".to_string(),
+                other => other.to_string(),
+            })
+        })
+        .unwrap_or_else(|| "info".to_string());
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|e| {
+        eprintln!("gsnoded: warning: bad log filter {filter:?} ({e}); using info");
+        tracing_subscriber::EnvFilter::new("info")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    init_logging();
+    let Some(node_name) = args.node else {
+        bail!("no node name given; pass -N <NodeName>");
+    };
+    let path = gsched_proto::config::resolve_config_path(args.config.as_deref());
+    let path = std::path::absolute(&path).unwrap_or(path);
+    let cfg = Config::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for w in &cfg.warnings {
+        eprintln!("gsnoded: warning: {w}");
+    }
+    let stepd = daemon::default_stepd_path().context("cannot locate gsstepd")?;
+    if !stepd.is_file() {
+        bail!(
+            "gsstepd not found at {}; install it next to gsnoded or set GSCHED_STEPD",
+            stepd.display()
+        );
+    }
+    let settings = NodeSettings::from_config(&cfg, &node_name, &path, stepd)?;
+    let auth = gsched_auth::by_name(&cfg.auth_type.to_string())?;
+
+    let host = cfg
+        .node_addr(&node_name)
+        .unwrap_or(node_name.as_str())
+        .to_string();
+    let port = cfg.node_port(&node_name);
+    let addrs: Vec<SocketAddr> = (host.as_str(), port)
+        .to_socket_addrs()
+        .with_context(|| {
+            format!("cannot resolve the address {host} of node {node_name} (NodeAddr=)")
+        })?
+        .collect();
+    if addrs.is_empty() {
+        bail!("the address {host} of node {node_name} resolves to nothing");
+    }
+    if cfg.auth_type == AuthType::None {
+        if let Some(a) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+            bail!(
+                "AuthType=auth/none accepts unauthenticated requests, so gsnoded only listens on \
+                 loopback, but node {node_name} listens on {host} ({}); set NodeAddr=127.0.0.1 \
+                 for a single-machine cluster, or use AuthType=auth/munge",
+                a.ip()
+            );
+        }
+    }
+
+    let node = Node::new(settings, auth)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .worker_threads(2)
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = rt.block_on(async move {
+        let listener = bind(&addrs).await.with_context(|| {
+            format!("cannot listen on {host}:{port} (is another gsnoded running for {node_name}?)")
+        })?;
+        let local = listener.local_addr().ok();
+        tracing::info!(
+            "gsnoded {} for node {node_name} listening on {}; spool {}, controller {}",
+            env!("CARGO_PKG_VERSION"),
+            local.map(|a| a.to_string()).unwrap_or_default(),
+            node.settings().spool_dir.display(),
+            node.settings().controller
+        );
+        let shutdown = shutdown_signal()?;
+        node.serve(listener, shutdown)
+            .await
+            .context("the API server failed")?;
+        tracing::info!("gsnoded stopped; jobs keep running");
+        anyhow::Ok(())
+    });
+    // Blocking calls to an unreachable controller may be in flight; do not wait for them.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+async fn bind(addrs: &[SocketAddr]) -> std::io::Result<tokio::net::TcpListener> {
+    let mut last = None;
+    for a in addrs {
+        match tokio::net::TcpListener::bind(a).await {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no address to listen on")))
+}
+
+/// Completes on SIGTERM or SIGINT. SIGHUP (Slurm's "reconfigure") only logs that a restart is
+/// needed, instead of killing the daemon.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    let mut hup = signal(SignalKind::hangup()).context("cannot handle SIGHUP")?;
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            tracing::warn!("SIGHUP: gsnoded does not reload its config; restart it to apply changes (jobs keep running)");
+        }
+    });
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM received; stopping"),
+            _ = int.recv() => tracing::info!("SIGINT received; stopping"),
+        }
+    })
+}

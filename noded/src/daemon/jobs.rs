@@ -1,0 +1,799 @@
+//! The jobs gsnoded holds: launching them (job folder + gsstepd), signalling and terminating
+//! their processes, watching their gsstepd, reporting how they ended, and re-adopting them
+//! from the spool directory after a restart.
+//!
+//! A job is in the table from the moment a launch is accepted until the controller
+//! acknowledged its completion report; the registration and heartbeat `running` lists are
+//! exactly the table, so the controller never mistakes a job whose report is still pending for
+//! one that was never launched.
+
+use super::{now, Node};
+use crate::env;
+use crate::jobdir::{self, JobDir, LaunchFile, StatusFile, TerminateFile, STEPD_LOG};
+use crate::procfs;
+use crate::sys;
+use gsched_proto::api::{
+    paths, Ack, ApiError, ErrorCode, JobCompleteRequest, LaunchRequest, NodeSignalRequest,
+    RunningJob, TerminateReason, TerminateRequest,
+};
+use gsched_proto::job::JobId;
+use std::collections::BTreeSet;
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// First and longest pause between attempts to deliver a completion report.
+const REPORT_BACKOFF_START: Duration = Duration::from_millis(200);
+const REPORT_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How often SIGKILL is repeated once a terminated job's `KillWait` has passed.
+const KILL_REPEAT: Duration = Duration::from_secs(1);
+/// How long re-adoption waits for a just-started gsstepd to write `pids.json`.
+const PIDS_GRACE: Duration = Duration::from_secs(1);
+
+/// A running gsstepd, identified across pid reuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stepd {
+    pub pid: i32,
+    pub start_ticks: u64,
+}
+
+impl Stepd {
+    fn is_alive(self) -> bool {
+        procfs::is_same_live_process(self.pid, self.start_ticks)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Folder being written, gsstepd being started.
+    Launching,
+    Running(Stepd),
+    /// gsstepd is gone; the report is not acknowledged yet.
+    Ended,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Job {
+    pub start_time: i64,
+    pub dir: JobDir,
+    pub phase: Phase,
+    pub terminate: Option<TerminateReason>,
+}
+
+fn internal(msg: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::Internal, msg)
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| internal(format!("internal task failed: {e}")))
+}
+
+/// The completion report for a job from its status.
+fn report_from(
+    node: &str,
+    job_id: JobId,
+    start_time: i64,
+    status: &StatusFile,
+    terminated_for: Option<TerminateReason>,
+) -> JobCompleteRequest {
+    JobCompleteRequest {
+        job_id,
+        node: node.to_string(),
+        start_time,
+        exit_code: status.exit_code,
+        signal: status.signal,
+        end_time: status.end_time,
+        launch_error: status.launch_error.clone(),
+        terminated_for,
+    }
+}
+
+/// How a gsstepd ended without a `status.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Missing {
+    /// It exited while gsnoded watched it (a gsstepd bug or crash: its log says why).
+    Exited,
+    /// It was gone when a restarted gsnoded looked (killed, or the node rebooted).
+    Disappeared,
+}
+
+/// The status of a job whose gsstepd is gone: `status.json`, or else a synthesised failure,
+/// which is written to the folder so that a later restart reports the same.
+fn final_status(dir: &JobDir, start_time: i64, missing: Missing) -> StatusFile {
+    match dir.read_status() {
+        Ok(Some(s)) => return s,
+        Ok(None) => {}
+        Err(e) => tracing::error!("{e}; reporting the job as failed"),
+    }
+    let (launch_error, signal) = match missing {
+        Missing::Exited => {
+            let mut m = "gsstepd ended without writing a status".to_string();
+            if let Some(line) = dir.last_log_line() {
+                m.push_str(&format!(" (last words in {STEPD_LOG}: {line})"));
+            }
+            (m, 0)
+        }
+        Missing::Disappeared => (
+            "job's gsstepd disappeared (node daemon restart)".to_string(),
+            libc::SIGKILL,
+        ),
+    };
+    let status = StatusFile {
+        exit_code: if signal == 0 { 1 } else { 0 },
+        signal,
+        start_time,
+        end_time: now(),
+        launch_error: Some(launch_error),
+    };
+    if let Err(e) = dir.write_status(&status) {
+        tracing::error!("{e}");
+    }
+    status
+}
+
+/// Every process of a job: the descendants of its gsstepd, gsstepd excluded.
+fn job_processes(stepd: Stepd) -> Vec<i32> {
+    if !stepd.is_alive() {
+        return Vec::new();
+    }
+    procfs::descendants(stepd.pid)
+}
+
+/// The batch shell, if it runs (still gsstepd's child: pid reuse cannot fool this).
+fn batch_shell(dir: &JobDir, stepd: Stepd) -> Option<i32> {
+    let shell = dir.read_pids().ok().flatten()?.shell_pid?;
+    let st = procfs::read_stat(shell).ok()?;
+    (st.ppid == stepd.pid && !st.is_zombie()).then_some(shell)
+}
+
+fn signal_all(pids: &[i32], sig: i32) -> usize {
+    pids.iter()
+        .filter(|&&p| sys::send_signal(p, sig).is_ok())
+        .count()
+}
+
+/// What re-adoption found in one folder.
+enum Found {
+    Alive {
+        id: JobId,
+        start_time: i64,
+        dir: JobDir,
+        stepd: Stepd,
+        terminate: Option<TerminateFile>,
+    },
+    Ended {
+        id: JobId,
+        start_time: i64,
+        dir: JobDir,
+        report: JobCompleteRequest,
+    },
+}
+
+/// Reads the spool directory for jobs not in `known` (blocking).
+fn scan_spool(spool: &Path, node: &str, known: &BTreeSet<JobId>) -> Vec<Found> {
+    let entries = match std::fs::read_dir(spool) {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::error!("cannot read the spool directory {}: {e}", spool.display());
+            return Vec::new();
+        }
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().and_then(jobdir::parse_job_dir_name) else {
+            continue;
+        };
+        if known.contains(&id) || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let dir = JobDir::new(entry.path());
+        if let Some(f) = examine(id, dir, node) {
+            found.push(f);
+        }
+    }
+    found
+}
+
+fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
+    let launch = match dir.read_launch() {
+        Ok(Some(l)) => l,
+        Ok(None) => {
+            // gsnoded stopped before it finished writing the folder: no gsstepd ever ran.
+            tracing::warn!(
+                "job {id}: {} has no {}; removing the unfinished launch",
+                dir.path().display(),
+                jobdir::LAUNCH_FILE
+            );
+            if let Err(e) = std::fs::remove_dir_all(dir.path()) {
+                tracing::error!("cannot remove {}: {e}", dir.path().display());
+            }
+            return None;
+        }
+        Err(e) => {
+            let aside = dir
+                .path()
+                .with_file_name(format!("broken_job_{id}_{}", now()));
+            tracing::error!(
+                "job {id}: {e}; moving the folder to {} for inspection",
+                aside.display()
+            );
+            if let Err(e) = std::fs::rename(dir.path(), &aside) {
+                tracing::error!("cannot move {}: {e}", dir.path().display());
+            }
+            return None;
+        }
+    };
+    let start_time = launch.request.start_time;
+    let terminate = dir.read_terminate().unwrap_or_else(|e| {
+        tracing::warn!("job {id}: {e}");
+        None
+    });
+    let terminated_for = terminate.map(|t| t.reason);
+    let ended = |status: StatusFile| Found::Ended {
+        id,
+        start_time,
+        report: report_from(node, id, start_time, &status, terminated_for),
+        dir: dir.clone(),
+    };
+    if let Ok(Some(status)) = dir.read_status() {
+        return Some(ended(status));
+    }
+    let mut pids = dir.read_pids().ok().flatten();
+    if pids.is_none() {
+        // A gsstepd started just before gsnoded stopped may not have written it yet.
+        let deadline = std::time::Instant::now() + PIDS_GRACE;
+        while pids.is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            pids = dir.read_pids().ok().flatten();
+        }
+    }
+    if let Some(p) = pids {
+        let stepd = Stepd {
+            pid: p.stepd_pid,
+            start_ticks: p.stepd_start_ticks,
+        };
+        if stepd.is_alive() {
+            return Some(Found::Alive {
+                id,
+                start_time,
+                dir,
+                stepd,
+                terminate,
+            });
+        }
+    }
+    // Its batch shell may have outlived it (re-parented to init): end what is still found.
+    if let Some((shell, ticks)) = pids.and_then(|p| Some((p.shell_pid?, p.shell_start_ticks?))) {
+        if procfs::is_same_live_process(shell, ticks) {
+            let mut procs = procfs::descendants(shell);
+            procs.push(shell);
+            let n = signal_all(&procs, libc::SIGKILL);
+            tracing::warn!("job {id}: its gsstepd is gone; killed {n} process(es) it left");
+        }
+    }
+    let status = final_status(&dir, start_time, Missing::Disappeared);
+    Some(ended(status))
+}
+
+impl Node {
+    /// The `running` list for registration and heartbeats: every job with a folder.
+    pub(crate) fn running(&self) -> Vec<RunningJob> {
+        self.jobs()
+            .iter()
+            .map(|(&job_id, j)| RunningJob {
+                job_id,
+                start_time: j.start_time,
+            })
+            .collect()
+    }
+
+    fn stepd_of(&self, id: JobId, start_time: i64) -> Option<Stepd> {
+        match self.jobs().get(&id) {
+            Some(j) if j.start_time == start_time => match j.phase {
+                Phase::Running(s) => Some(s),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// `POST /v1/node/launch`.
+    pub(crate) async fn launch(self: &Arc<Self>, req: LaunchRequest) -> Result<(), ApiError> {
+        env::check_request(&req).map_err(|m| ApiError::new(ErrorCode::BadRequest, m))?;
+        if !self.is_root && req.uid != self.own_uid {
+            return Err(ApiError::new(
+                ErrorCode::AccessDenied,
+                format!(
+                    "gsnoded runs as uid {} without root and can only run jobs of its own user (job {} is uid {})",
+                    self.own_uid, req.job_id, req.uid
+                ),
+            ));
+        }
+        let _guard = self.launch_lock.lock().await;
+        let (id, start_time) = (req.job_id, req.start_time);
+        let conflict = |other: i64| {
+            ApiError::new(
+                ErrorCode::JobAlreadyDone,
+                format!(
+                    "job {id} already has a run on node {} (start time {other}); refusing the run with start time {start_time}",
+                    self.settings.node
+                ),
+            )
+        };
+        if let Some(j) = self.jobs().get(&id) {
+            return if j.start_time == start_time {
+                Ok(())
+            } else {
+                Err(conflict(j.start_time))
+            };
+        }
+        let dir = JobDir::new(jobdir::job_dir(&self.settings.spool_dir, id));
+        if std::fs::symlink_metadata(dir.path()).is_ok() {
+            return Err(ApiError::new(
+                ErrorCode::JobAlreadyDone,
+                format!(
+                    "{} exists but gsnoded on {} does not hold job {id}; remove it once no process of the job is left",
+                    dir.path().display(),
+                    self.settings.node
+                ),
+            ));
+        }
+        self.jobs().insert(
+            id,
+            Job {
+                start_time,
+                dir: dir.clone(),
+                phase: Phase::Launching,
+                terminate: None,
+            },
+        );
+        match self.start_stepd(req, &dir).await {
+            Ok((stepd, child)) => {
+                if let Some(j) = self.jobs().get_mut(&id) {
+                    j.phase = Phase::Running(stepd);
+                }
+                tracing::info!(
+                    "job {id}: launched (start time {start_time}), gsstepd pid {}",
+                    stepd.pid
+                );
+                self.watch(id, start_time, stepd, Some(child));
+                Ok(())
+            }
+            Err(msg) => {
+                self.jobs().remove(&id);
+                let path = dir.path().to_path_buf();
+                let _ = blocking(move || std::fs::remove_dir_all(path)).await;
+                tracing::error!("job {id}: launch failed: {msg}");
+                Err(internal(format!(
+                    "cannot launch job {id} on node {}: {msg}",
+                    self.settings.node
+                )))
+            }
+        }
+    }
+
+    /// Writes the job folder and starts gsstepd on it.
+    async fn start_stepd(
+        &self,
+        req: LaunchRequest,
+        dir: &JobDir,
+    ) -> Result<(Stepd, tokio::process::Child), String> {
+        let node = self.settings.node.clone();
+        let stdio = env::stdio_paths(&req, &node);
+        let launch = LaunchFile {
+            environment: env::job_environment(&req, &node, &self.settings.config_path),
+            stdout: stdio.stdout,
+            stderr: stdio.stderr,
+            stdin: stdio.stdin,
+            open_mode: req.open_mode.unwrap_or_default(),
+            kill_wait: self.settings.kill_wait,
+            node,
+            request: req,
+        };
+        let folder = dir.clone();
+        let log = blocking(move || -> Result<std::fs::File, String> {
+            std::fs::DirBuilder::new()
+                .mode(0o711)
+                .create(folder.path())
+                .map_err(|e| format!("cannot create {}: {e}", folder.path().display()))?;
+            folder.write_launch(&launch).map_err(|e| e.to_string())?;
+            let log = folder.file(STEPD_LOG);
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .mode(0o600)
+                .open(&log)
+                .map_err(|e| format!("cannot create {}: {e}", log.display()))
+        })
+        .await
+        .map_err(|e| e.message)??;
+        let mut cmd = tokio::process::Command::new(&self.settings.stepd);
+        // From `/`, so that gsstepd (and a job whose chdir fails) keeps no directory of
+        // gsnoded's busy.
+        cmd.arg(dir.path())
+            .current_dir("/")
+            .env_clear()
+            .env(
+                "PATH",
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            )
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .kill_on_drop(false);
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.settings.stepd.display()))?;
+        let pid = child
+            .id()
+            .and_then(|p| i32::try_from(p).ok())
+            .ok_or("gsstepd exited before its pid could be read")?;
+        // Our unreaped child: /proc/<pid>/stat exists even if it already exited.
+        let start_ticks = procfs::start_ticks(pid)
+            .ok_or_else(|| format!("cannot read /proc/{pid}/stat of gsstepd"))?;
+        Ok((Stepd { pid, start_ticks }, child))
+    }
+
+    /// Watches a gsstepd until it exits, then reports the job. `child` is given for a
+    /// gsstepd this gsnoded started, which must also be reaped.
+    fn watch(
+        self: &Arc<Self>,
+        id: JobId,
+        start_time: i64,
+        stepd: Stepd,
+        child: Option<tokio::process::Child>,
+    ) {
+        // Open the pidfd before anything can reap the child, so the pid cannot be reused
+        // under us.
+        let pidfd = sys::pidfd_open(stepd.pid);
+        if let Some(mut child) = child {
+            tokio::spawn(async move {
+                match child.wait().await {
+                    Ok(st) => tracing::debug!("job {id}: gsstepd exited: {st}"),
+                    Err(e) => tracing::warn!("job {id}: waiting for gsstepd: {e}"),
+                }
+            });
+        }
+        let node = self.clone();
+        tokio::spawn(async move {
+            let watched = match pidfd {
+                // A recycled pid between the liveness check and pidfd_open (adoption).
+                Ok(_) if !stepd.is_alive() => Ok(()),
+                Ok(fd) => sys::wait_pidfd(fd).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = watched {
+                tracing::debug!("job {id}: no pidfd for gsstepd ({e}); polling /proc instead");
+                while stepd.is_alive() {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+            node.stepd_ended(id, start_time).await;
+        });
+    }
+
+    /// gsstepd is gone: read the status and report it.
+    async fn stepd_ended(self: Arc<Self>, id: JobId, start_time: i64) {
+        let (dir, terminate) = {
+            let mut jobs = self.jobs();
+            let Some(j) = jobs.get_mut(&id) else { return };
+            if j.start_time != start_time || j.phase == Phase::Ended {
+                return;
+            }
+            j.phase = Phase::Ended;
+            (j.dir.clone(), j.terminate)
+        };
+        let node = self.settings.node.clone();
+        let report = blocking(move || {
+            let status = final_status(&dir, start_time, Missing::Exited);
+            let terminated_for =
+                terminate.or_else(|| dir.read_terminate().ok().flatten().map(|t| t.reason));
+            report_from(&node, id, start_time, &status, terminated_for)
+        })
+        .await;
+        match report {
+            Ok(report) => {
+                tracing::info!(
+                    "job {id}: ended (exit code {} signal {}{})",
+                    report.exit_code,
+                    report.signal,
+                    report
+                        .launch_error
+                        .as_deref()
+                        .map(|e| format!(", launch error: {e}"))
+                        .unwrap_or_default()
+                );
+                self.report(report).await;
+            }
+            Err(e) => tracing::error!("job {id}: cannot build the report: {e}"),
+        }
+    }
+
+    /// Sends a completion report until the controller acknowledges it (or does not know the
+    /// job), then forgets the job and deletes its folder.
+    async fn report(self: Arc<Self>, report: JobCompleteRequest) {
+        let (id, start_time) = (report.job_id, report.start_time);
+        let mut delay = REPORT_BACKOFF_START;
+        let mut failures = 0u32;
+        loop {
+            let client = self.client.clone();
+            let r = report.clone();
+            let answer = tokio::task::spawn_blocking(move || {
+                client.post::<_, Ack>(paths::JOBS_COMPLETE, &r)
+            })
+            .await;
+            match answer {
+                Ok(Ok(_)) => {
+                    tracing::debug!("job {id}: report acknowledged");
+                    break;
+                }
+                Ok(Err(e)) if e.code() == Some(ErrorCode::InvalidJobId) => {
+                    tracing::warn!(
+                        "job {id}: the controller does not know this job; dropping its report"
+                    );
+                    break;
+                }
+                Ok(Err(e)) => {
+                    failures += 1;
+                    if failures == 1 {
+                        tracing::warn!("job {id}: cannot report the job's end ({e}); retrying until the controller answers");
+                    } else {
+                        tracing::debug!("job {id}: report attempt {failures} failed: {e}");
+                    }
+                }
+                Err(e) => tracing::error!("job {id}: report task failed: {e}"),
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(REPORT_BACKOFF_MAX);
+        }
+        let dir = {
+            let jobs = self.jobs();
+            match jobs.get(&id) {
+                Some(j) if j.start_time == start_time && j.phase == Phase::Ended => {
+                    Some(j.dir.clone())
+                }
+                _ => None,
+            }
+        };
+        if let Some(dir) = dir {
+            let path = dir.path().to_path_buf();
+            let removed =
+                blocking(move || std::fs::remove_dir_all(&path).map_err(|e| (path, e))).await;
+            match removed {
+                Ok(Ok(())) => {}
+                Ok(Err((path, e))) => {
+                    tracing::error!("job {id}: cannot remove {}: {e}", path.display())
+                }
+                Err(e) => tracing::error!("job {id}: {e}"),
+            }
+            let mut jobs = self.jobs();
+            if jobs
+                .get(&id)
+                .is_some_and(|j| j.start_time == start_time && j.phase == Phase::Ended)
+            {
+                jobs.remove(&id);
+            }
+        }
+    }
+
+    /// The running job `id` for signal/terminate: `Err` for unknown jobs; `Ok(None)` for a job
+    /// that already ended (report pending) or is still being launched.
+    fn running_job(&self, id: JobId) -> Result<Option<(Stepd, Job)>, ApiError> {
+        let jobs = self.jobs();
+        let j = jobs.get(&id).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidJobId,
+                format!(
+                    "Invalid job id specified: node {} does not run job {id}",
+                    self.settings.node
+                ),
+            )
+        })?;
+        Ok(match j.phase {
+            Phase::Running(s) => Some((s, j.clone())),
+            _ => None,
+        })
+    }
+
+    /// `POST /v1/node/signal`.
+    pub(crate) async fn signal(&self, req: NodeSignalRequest) -> Result<(), ApiError> {
+        let id = req.job_id;
+        if !(1..=sys::MAX_SIGNAL).contains(&req.signal) {
+            return Err(ApiError::new(
+                ErrorCode::BadRequest,
+                format!(
+                    "invalid signal number {} (1..={})",
+                    req.signal,
+                    sys::MAX_SIGNAL
+                ),
+            ));
+        }
+        let _guard = self.launch_lock.lock().await;
+        let Some((stepd, job)) = self.running_job(id)? else {
+            return Err(ApiError::new(
+                ErrorCode::JobAlreadyDone,
+                format!(
+                    "Job/step already completing or completed: job {id} has ended on node {}",
+                    self.settings.node
+                ),
+            ));
+        };
+        let (sig, batch_only) = (req.signal, req.batch_only);
+        let n = blocking(move || {
+            let targets = if batch_only {
+                batch_shell(&job.dir, stepd).into_iter().collect()
+            } else {
+                job_processes(stepd)
+            };
+            signal_all(&targets, sig)
+        })
+        .await?;
+        tracing::info!(
+            "job {id}: signal {sig} sent to {n} process(es){}",
+            if batch_only { " (batch shell)" } else { "" }
+        );
+        Ok(())
+    }
+
+    /// `POST /v1/node/terminate`, and the controller's kill lists.
+    pub(crate) async fn terminate(self: &Arc<Self>, req: TerminateRequest) -> Result<(), ApiError> {
+        let id = req.job_id;
+        let _guard = self.launch_lock.lock().await;
+        let Some((stepd, job)) = self.running_job(id)? else {
+            // Already ended: its report is on the way.
+            return Ok(());
+        };
+        let record = TerminateFile {
+            reason: job.terminate.unwrap_or(req.reason),
+            kill_wait: req.kill_wait,
+            requested_at: now(),
+        };
+        if job.terminate.is_none() {
+            let dir = job.dir.clone();
+            blocking(move || dir.write_terminate(&record))
+                .await?
+                .map_err(|e| internal(e.to_string()))?;
+            if let Some(j) = self.jobs().get_mut(&id) {
+                j.terminate = Some(record.reason);
+            }
+        }
+        let n = blocking(move || {
+            let procs = job_processes(stepd);
+            signal_all(&procs, libc::SIGCONT);
+            signal_all(&procs, libc::SIGTERM)
+        })
+        .await?;
+        tracing::info!(
+            "job {id}: terminating ({:?}): SIGTERM to {n} process(es), SIGKILL after {}s",
+            req.reason,
+            req.kill_wait
+        );
+        self.arm_kill(
+            id,
+            job.start_time,
+            Duration::from_secs(req.kill_wait.into()),
+        );
+        Ok(())
+    }
+
+    /// After `after`, SIGKILLs every process of the job, repeatedly, until its gsstepd ends.
+    fn arm_kill(self: &Arc<Self>, id: JobId, start_time: i64, after: Duration) {
+        let node = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            while let Some(stepd) = node.stepd_of(id, start_time) {
+                let n = tokio::task::spawn_blocking(move || {
+                    signal_all(&job_processes(stepd), libc::SIGKILL)
+                })
+                .await
+                .unwrap_or(0);
+                if n > 0 {
+                    tracing::info!("job {id}: SIGKILL sent to {n} process(es)");
+                }
+                tokio::time::sleep(KILL_REPEAT).await;
+            }
+        });
+    }
+
+    /// Kills the jobs the controller no longer assigns to this node.
+    pub(crate) async fn kill_unassigned(self: &Arc<Self>, ids: &[JobId]) {
+        for &job_id in ids {
+            tracing::warn!(
+                "job {job_id}: the controller does not assign it to this node; killing it"
+            );
+            let req = TerminateRequest {
+                job_id,
+                kill_wait: 0,
+                reason: TerminateReason::NotAssigned,
+            };
+            if let Err(e) = self.terminate(req).await {
+                tracing::debug!("job {job_id}: {e}");
+            }
+        }
+    }
+
+    /// Adds the jobs of the spool directory that are not in the table: live ones are watched
+    /// again, ended ones reported.
+    pub(crate) async fn adopt_spool(self: &Arc<Self>) {
+        let _guard = self.launch_lock.lock().await;
+        let known: BTreeSet<JobId> = self.jobs().keys().copied().collect();
+        let spool = self.settings.spool_dir.clone();
+        let node = self.settings.node.clone();
+        let found = match blocking(move || scan_spool(&spool, &node, &known)).await {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::error!("cannot scan the spool directory: {e}");
+                return;
+            }
+        };
+        for f in found {
+            match f {
+                Found::Alive {
+                    id,
+                    start_time,
+                    dir,
+                    stepd,
+                    terminate,
+                } => {
+                    tracing::info!("job {id}: re-adopted (gsstepd pid {})", stepd.pid);
+                    self.jobs().insert(
+                        id,
+                        Job {
+                            start_time,
+                            dir,
+                            phase: Phase::Running(stepd),
+                            terminate: terminate.map(|t| t.reason),
+                        },
+                    );
+                    self.watch(id, start_time, stepd, None);
+                    if let Some(t) = terminate {
+                        let due = t.requested_at.saturating_add(t.kill_wait.into());
+                        let left = u64::try_from(due.saturating_sub(now())).unwrap_or(0);
+                        self.arm_kill(id, start_time, Duration::from_secs(left));
+                    }
+                }
+                Found::Ended {
+                    id,
+                    start_time,
+                    dir,
+                    report,
+                } => {
+                    tracing::info!(
+                        "job {id}: ended while gsnoded was away; reporting it{}",
+                        report
+                            .launch_error
+                            .as_deref()
+                            .map(|e| format!(" ({e})"))
+                            .unwrap_or_default()
+                    );
+                    self.jobs().insert(
+                        id,
+                        Job {
+                            start_time,
+                            dir,
+                            phase: Phase::Ended,
+                            terminate: report.terminated_for,
+                        },
+                    );
+                    tokio::spawn(self.clone().report(report));
+                }
+            }
+        }
+    }
+}
+
+/// Where gsstepd lives: `$GSCHED_STEPD`, else next to the running gsnoded.
+pub fn default_stepd_path() -> std::io::Result<PathBuf> {
+    if let Some(p) = std::env::var_os("GSCHED_STEPD").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe()?;
+    Ok(exe.with_file_name("gsstepd"))
+}

@@ -1,0 +1,100 @@
+//! gsnoded's side of the API (`/v1/node/...`): the routes, and the one place where every
+//! request's protocol version and credential are checked. Only root, `SlurmUser` and
+//! gsnoded's own user may call it; in practice that is the controller.
+
+use super::{now, Node};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use gsched_proto::api::{
+    self, paths, Ack, ApiError, ErrorCode, LaunchRequest, NodeSignalRequest, PingResponse,
+    TerminateRequest,
+};
+pub use gsched_proto::server::{check_request, ApiErr, Body};
+use std::sync::Arc;
+
+async fn auth_layer(State(node): State<Arc<Node>>, mut req: Request, next: Next) -> Response {
+    match check_request(node.auth.clone(), req.headers(), "gsnoded").await {
+        Ok(id) if node.may_call(id.uid) => {
+            req.extensions_mut().insert(id);
+            next.run(req).await
+        }
+        Ok(id) => ApiErr(ApiError::new(
+            ErrorCode::AccessDenied,
+            format!(
+                "Access/permission denied: uid {} may not call gsnoded; only root, SlurmUser{} and gsnoded's own uid {} may",
+                id.uid,
+                node.settings
+                    .slurm_uid
+                    .map(|u| format!(" (uid {u})"))
+                    .unwrap_or_default(),
+                node.own_uid
+            ),
+        ))
+        .into_response(),
+        Err(e) => {
+            tracing::debug!("refused a request: {e}");
+            ApiErr(e).into_response()
+        }
+    }
+}
+
+/// The router with every gsnoded path.
+pub fn router(node: Arc<Node>) -> Router {
+    Router::new()
+        .route(paths::NODE_PING, get(ping).post(ping))
+        .route(paths::NODE_LAUNCH, post(launch))
+        .route(paths::NODE_SIGNAL, post(signal))
+        .route(paths::NODE_TERMINATE, post(terminate))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(node.clone(), auth_layer))
+        .layer(DefaultBodyLimit::max(api::MAX_BODY_BYTES))
+        .with_state(node)
+}
+
+type Node_ = State<Arc<Node>>;
+
+async fn ping(State(node): Node_) -> Json<PingResponse> {
+    Json(PingResponse {
+        cluster: node.settings.cluster.clone(),
+        host: node.settings.node.clone(),
+        version: api::GSCHED_VERSION.to_string(),
+        protocol: api::PROTOCOL_VERSION,
+        start_time: node.start_time,
+        now: now(),
+    })
+}
+
+async fn launch(State(node): Node_, Body(req): Body<LaunchRequest>) -> Result<Json<Ack>, ApiErr> {
+    node.launch(req).await?;
+    Ok(Json(Ack { ok: true }))
+}
+
+async fn signal(
+    State(node): Node_,
+    Body(req): Body<NodeSignalRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    node.signal(req).await?;
+    Ok(Json(Ack { ok: true }))
+}
+
+async fn terminate(
+    State(node): Node_,
+    Body(req): Body<TerminateRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    node.terminate(req).await?;
+    Ok(Json(Ack { ok: true }))
+}
+
+async fn not_found(req: Request) -> ApiErr {
+    ApiErr(ApiError::new(
+        ErrorCode::NotFound,
+        format!(
+            "Not found: gsnoded has no {} {}",
+            req.method(),
+            req.uri().path()
+        ),
+    ))
+}

@@ -1,0 +1,242 @@
+//! What the node side reads from `/proc`: a process's parent and start time (to find every
+//! process of a job and to tell a live gsstepd from a recycled pid), and the boot time.
+//!
+//! A job's processes are found by walking parent links down from its gsstepd. gsstepd is a
+//! child subreaper, so a double-forked daemon of the job is re-parented to gsstepd rather than
+//! to init and stays findable. (cgroups, added separately, make this exact; until then the
+//! walk is what bounds a job.)
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::Path;
+
+/// The fields of `/proc/<pid>/stat` the node side uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: i32,
+    /// Field 3: `R`, `S`, `Z`, ...
+    pub state: char,
+    /// Field 4.
+    pub ppid: i32,
+    /// Field 22: start time in clock ticks after boot. With the pid it identifies a process
+    /// for its whole life, across pid reuse.
+    pub start_ticks: u64,
+}
+
+impl ProcStat {
+    pub fn is_zombie(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+}
+
+/// Parses the text of `/proc/<pid>/stat`. The command name (field 2) is in parentheses and
+/// may itself contain spaces and parentheses, so fields are counted after the *last* `)`.
+pub fn parse_stat(text: &str) -> Option<ProcStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    if close < open {
+        return None;
+    }
+    let pid: i32 = text[..open].trim().parse().ok()?;
+    let mut fields = text[close + 1..].split_ascii_whitespace();
+    // Fields from 3 on: state(3) ppid(4) pgrp(5) session(6) tty_nr(7) tpgid(8) flags(9)
+    // minflt(10) cminflt(11) majflt(12) cmajflt(13) utime(14) stime(15) cutime(16)
+    // cstime(17) priority(18) nice(19) num_threads(20) itrealvalue(21) starttime(22).
+    let state = fields.next()?.chars().next()?;
+    let ppid: i32 = fields.next()?.parse().ok()?;
+    let start_ticks: u64 = fields.nth(22 - 5)?.parse().ok()?;
+    Some(ProcStat {
+        pid,
+        state,
+        ppid,
+        start_ticks,
+    })
+}
+
+/// Reads `/proc/<pid>/stat`.
+pub fn read_stat(pid: i32) -> io::Result<ProcStat> {
+    read_stat_in(Path::new("/proc"), pid)
+}
+
+fn read_stat_in(proc_root: &Path, pid: i32) -> io::Result<ProcStat> {
+    let path = proc_root.join(pid.to_string()).join("stat");
+    let text = std::fs::read_to_string(&path)?;
+    parse_stat(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("cannot parse {}", path.display()),
+        )
+    })
+}
+
+/// Start ticks of a process, if it exists.
+pub fn start_ticks(pid: i32) -> Option<u64> {
+    read_stat(pid).ok().map(|s| s.start_ticks)
+}
+
+/// Whether `pid` is alive (not a zombie) and is the process that started at `start_ticks`
+/// (not a later process that got the same pid).
+pub fn is_same_live_process(pid: i32, start_ticks: u64) -> bool {
+    pid > 0 && read_stat(pid).is_ok_and(|s| s.start_ticks == start_ticks && !s.is_zombie())
+}
+
+/// Every process's `(pid, ppid)` under a proc root. Processes that vanish while being read
+/// are skipped.
+pub fn process_table(proc_root: &Path) -> io::Result<Vec<(i32, i32)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(proc_root)? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if let Ok(st) = read_stat_in(proc_root, pid) {
+            out.push((st.pid, st.ppid));
+        }
+    }
+    Ok(out)
+}
+
+/// All descendants of `root` in a `(pid, ppid)` table, excluding `root` itself, in
+/// breadth-first order (parents before children). Cycles (impossible in a real table, but
+/// a table read while processes come and go can be odd) do not loop.
+pub fn descendants_of(table: &[(i32, i32)], root: i32) -> Vec<i32> {
+    let mut children: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+    for &(pid, ppid) in table {
+        if pid != ppid {
+            children.entry(ppid).or_default().push(pid);
+        }
+    }
+    let mut seen = BTreeSet::from([root]);
+    let mut out = Vec::new();
+    let mut queue = std::collections::VecDeque::from([root]);
+    while let Some(p) = queue.pop_front() {
+        for &c in children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
+            if seen.insert(c) {
+                out.push(c);
+                queue.push_back(c);
+            }
+        }
+    }
+    out
+}
+
+/// All live descendants of `root` (excluding `root`), read from `/proc` now.
+pub fn descendants(root: i32) -> Vec<i32> {
+    match process_table(Path::new("/proc")) {
+        Ok(t) => descendants_of(&t, root),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Parses `btime` (boot time, seconds since the epoch) from the text of `/proc/stat`.
+pub fn parse_btime(text: &str) -> Option<i64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The boot time of this machine (seconds since the epoch).
+pub fn boot_time() -> io::Result<i64> {
+    let text = std::fs::read_to_string("/proc/stat")?;
+    parse_btime(&text)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no btime line in /proc/stat"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STAT: &str = "4242 (my (odd) prog) S 17 4242 4242 0 -1 4194560 135 0 0 0 1 2 0 0 20 0 1 0 987654 1234 56 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+
+    #[test]
+    fn stat_with_parentheses_in_name() {
+        let s = parse_stat(STAT).unwrap();
+        assert_eq!(
+            s,
+            ProcStat {
+                pid: 4242,
+                state: 'S',
+                ppid: 17,
+                start_ticks: 987654
+            }
+        );
+        assert!(!s.is_zombie());
+        assert!(parse_stat("garbage").is_none());
+        assert!(parse_stat("1 (x) S").is_none());
+        assert!(parse_stat(") 1 (x").is_none());
+    }
+
+    #[test]
+    fn own_stat_matches() {
+        let me = std::process::id() as i32;
+        let s = read_stat(me).unwrap();
+        assert_eq!(s.pid, me);
+        assert_eq!(s.ppid as u32, std::os::unix::process::parent_id());
+        assert!(is_same_live_process(me, s.start_ticks));
+        assert!(!is_same_live_process(me, s.start_ticks + 1));
+        assert!(!is_same_live_process(0, s.start_ticks));
+    }
+
+    #[test]
+    fn descendant_walk() {
+        // 1 ─ 10 ─ 11 ─ 12
+        //        └ 13      20 ─ 21 (unrelated)
+        let table = [
+            (1, 0),
+            (10, 1),
+            (11, 10),
+            (12, 11),
+            (13, 10),
+            (20, 1),
+            (21, 20),
+            (30, 30),
+        ];
+        assert_eq!(descendants_of(&table, 10), vec![11, 13, 12]);
+        assert_eq!(descendants_of(&table, 12), Vec::<i32>::new());
+        assert_eq!(descendants_of(&table, 99), Vec::<i32>::new());
+        // A (bogus) cycle does not loop.
+        assert_eq!(descendants_of(&[(2, 3), (3, 2)], 2), vec![3]);
+    }
+
+    #[test]
+    fn real_children_are_descendants() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let me = std::process::id() as i32;
+        let pid = child.id() as i32;
+        // Wait until the grandchild exists.
+        let mut found = Vec::new();
+        for _ in 0..200 {
+            found = descendants(me);
+            if found.len() >= 2 && found.contains(&pid) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let kids = descendants(pid);
+        assert!(found.contains(&pid), "{found:?}");
+        assert_eq!(kids.len(), 1, "{kids:?}");
+        assert!(found.contains(&kids[0]));
+        let _ = child.kill();
+        for k in kids {
+            let _ = crate::sys::send_signal(k, libc::SIGKILL);
+        }
+        let _ = child.wait();
+    }
+
+    #[test]
+    fn btime() {
+        assert_eq!(
+            parse_btime("cpu 1 2 3\nbtime 1767225600\nprocesses 5\n"),
+            Some(1767225600)
+        );
+        assert_eq!(parse_btime("cpu 1\n"), None);
+        assert!(boot_time().unwrap() > 1_000_000_000);
+    }
+}

@@ -1,0 +1,112 @@
+//! The server side of the API that gsctld and gsnoded share (feature `server`): API errors as
+//! HTTP answers, JSON bodies whose decoding errors are API errors, and [`check_request`], the
+//! one function that checks every request's protocol version and credential.
+
+use crate::api::{self, ApiError, ErrorCode};
+use crate::auth::{Authenticator, Identity};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+
+/// An [`ApiError`] as an HTTP answer with the code's status.
+#[derive(Debug)]
+pub struct ApiErr(pub ApiError);
+
+impl From<ApiError> for ApiErr {
+    fn from(e: ApiError) -> Self {
+        ApiErr(e)
+    }
+}
+
+impl IntoResponse for ApiErr {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.0.code.http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(self.0)).into_response()
+    }
+}
+
+/// A JSON body whose decoding errors are API errors (not axum's plain-text rejections).
+#[derive(Debug)]
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiErr;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            ApiErr(ApiError::new(
+                ErrorCode::BadRequest,
+                format!(
+                    "cannot read the request body: {e} (at most {} bytes)",
+                    api::MAX_BODY_BYTES
+                ),
+            ))
+        })?;
+        serde_json::from_slice(&bytes).map(Body).map_err(|e| {
+            ApiErr(ApiError::new(
+                ErrorCode::BadRequest,
+                format!("malformed request body: {e}"),
+            ))
+        })
+    }
+}
+
+/// Checks a request's protocol version and credential; returns who sent it. `server` names
+/// the daemon in messages (`gsctld`, `gsnoded`).
+pub async fn check_request(
+    auth: Arc<dyn Authenticator>,
+    headers: &HeaderMap,
+    server: &str,
+) -> Result<Identity, ApiError> {
+    let range = format!("{}..={}", api::MIN_PROTOCOL_VERSION, api::PROTOCOL_VERSION);
+    let version = headers
+        .get(api::PROTOCOL_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u32>().ok());
+    match version {
+        Some(v) if (api::MIN_PROTOCOL_VERSION..=api::PROTOCOL_VERSION).contains(&v) => {}
+        Some(v) => {
+            return Err(ApiError::new(
+                ErrorCode::ProtocolVersion,
+                format!(
+                    "Incompatible versions of client and server code: the request uses protocol {v}, this {server} speaks {range}; upgrade the older side"
+                ),
+            ))
+        }
+        None => {
+            return Err(ApiError::new(
+                ErrorCode::ProtocolVersion,
+                format!(
+                    "Incompatible versions of client and server code: missing or malformed {} header (this {server} speaks {range}); upgrade the older side",
+                    api::PROTOCOL_HEADER
+                ),
+            ))
+        }
+    }
+    let cred = headers
+        .get(api::AUTH_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Gsched "))
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::AuthenticationFailed,
+                "Protocol authentication error: the request carries no credential (authorization: Gsched <credential>)",
+            )
+        })?
+        .to_string();
+    // Verifying may talk to a local daemon (munged): keep it off the async threads.
+    tokio::task::spawn_blocking(move || auth.verify(&cred))
+        .await
+        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
+        .map_err(|e| {
+            ApiError::new(
+                ErrorCode::AuthenticationFailed,
+                format!("Protocol authentication error: {e}"),
+            )
+        })
+}

@@ -393,7 +393,9 @@ impl Session<'_> {
         } else if kw(tag, "Federations", 1) || kw(tag, "FrontendName", 1) {
             entity_unsupported(self, out, tag);
         } else if kw(tag, "hostnames", 5) {
-            let list = val.or_else(|| (self.env)("SLURM_NODELIST"));
+            let list = val
+                .or_else(|| (self.env)("SLURM_NODELIST"))
+                .or_else(|| (self.env)("SLURM_JOB_NODELIST"));
             match list {
                 None => {
                     if !self.quiet() {

@@ -1193,7 +1193,11 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         Parsed::Run(p) => p,
     };
     for e in &p.format.errors {
-        common::err_line(e);
+        if e.starts_with("Invalid node") {
+            common::err_line(e);
+        } else {
+            common::err_line(&format!("{prog}: error: {e}"));
+        }
     }
     let (cfg, client) = common::connect(prog)?;
     if let Some(c) = &p.clusters {

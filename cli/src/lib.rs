@@ -7,6 +7,7 @@ pub mod common;
 pub mod getopt;
 pub mod sbatch;
 pub mod scancel;
+pub mod scontrol;
 pub mod signals;
 pub mod sinfo;
 pub mod squeue;

@@ -1089,8 +1089,10 @@ fn value(kind: F, r: &Record, cluster: &str, slurmd_port: u16) -> String {
             .unwrap_or_else(|| "N/A".to_string()),
         F::Cluster => cluster.to_string(),
         F::Weight => min_max(r.nodes.iter().map(|n| n.weight)),
-        F::Sockets | F::Cores | F::Threads => "N/A".to_string(),
-        F::Sct => "N/A:N/A:N/A".to_string(),
+        // gsched knows only CPU counts; Slurm then reports CPUs sockets of one core.
+        F::Sockets => min_max(r.nodes.iter().map(|n| n.cpus)),
+        F::Cores | F::Threads => "1".to_string(),
+        F::Sct => format!("{}:1:1", min_max(r.nodes.iter().map(|n| n.cpus))),
         F::Port => first.map(|n| n.port).unwrap_or(slurmd_port).to_string(),
         F::Comment | F::Extra => "(null)".to_string(),
         F::Invalid => String::new(),
@@ -1191,7 +1193,11 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         Parsed::Run(p) => p,
     };
     for e in &p.format.errors {
-        common::err_line(e);
+        if e.starts_with("Invalid node") {
+            common::err_line(e);
+        } else {
+            common::err_line(&format!("{prog}: error: {e}"));
+        }
     }
     let (cfg, client) = common::connect(prog)?;
     if let Some(c) = &p.clusters {

@@ -54,6 +54,12 @@ fn gid_by_name(name: &str) -> Option<u32> {
     }
 }
 
+/// Whether standard input is a terminal.
+pub fn stdin_is_tty() -> bool {
+    // SAFETY: isatty only inspects the descriptor number.
+    unsafe { libc::isatty(0) == 1 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,8 +80,13 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
         Some(MemRequest::PerCpu(m)) => set(&mut env, "SLURM_MEM_PER_CPU", m.to_string()),
         None => {}
     }
-    set(&mut env, "SLURM_SUBMIT_DIR", &spec.work_dir);
-    set(&mut env, "SLURM_SUBMIT_HOST", &spec.submit_host);
+    // gsbatch sends the directory and host it was run from; API callers may not.
+    if !env.iter().any(|(k, _)| k == "SLURM_SUBMIT_DIR") {
+        set(&mut env, "SLURM_SUBMIT_DIR", &spec.work_dir);
+    }
+    if !env.iter().any(|(k, _)| k == "SLURM_SUBMIT_HOST") {
+        set(&mut env, "SLURM_SUBMIT_HOST", &spec.submit_host);
+    }
     set(&mut env, "SLURM_CLUSTER_NAME", &cfg.cluster_name);
     set(&mut env, "SLURM_JOB_USER", &job.user_name);
     set(&mut env, "SLURM_JOB_UID", job.user_id.to_string());

@@ -1,0 +1,5 @@
+//! `gscontrol`: Slurm's `scontrol`.
+fn main() {
+    let args = gsched_cli::common::args_to_strings(std::env::args_os());
+    std::process::exit(gsched_cli::scontrol::main(args));
+}

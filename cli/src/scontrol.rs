@@ -1,0 +1,1984 @@
+//! `gscontrol` (`scontrol`): show and change jobs, nodes and partitions.
+//!
+//! Commands and entities are matched like scontrol does: case-insensitive prefixes with a
+//! minimum length per keyword, checked in scontrol's order (`show part`, `show hostname`).
+//! The `show` layouts are Slurm 22.05's `Key=Value` blocks (three-space continuation lines
+//! and a blank line between records; `-o` one line per record). Without a command, commands
+//! are read from standard input, one per line, as in scontrol's interactive mode.
+
+use crate::common::{self, make_time_str, opt_time_str, Fail};
+use crate::getopt::{self, HasArg, Item, Opt, Ordering};
+use gsched_proto::api::{
+    paths, Ack, ConfigResponse, ErrorCode, HoldRequest, JobActionResponse, JobFilter, JobQuery,
+    JobUpdateRequest, JobsResponse, NodeStateUpdate, NodeUpdateRequest, NodesResponse,
+    PartitionsResponse, PingResponse,
+};
+use gsched_proto::client::Client;
+use gsched_proto::config::Config;
+use gsched_proto::hostlist;
+use gsched_proto::job::{JobInfo, JobState, MemRequest};
+use gsched_proto::node::{NodeInfo, PartitionInfo};
+use gsched_proto::units;
+
+use HasArg::{No, Required as Req};
+
+const OPTIONS: &[Opt] = &[
+    Opt::new("all", Some('a'), &["all"], No),
+    Opt::new("clusters", Some('M'), &["cluster", "clusters"], Req),
+    Opt::new("details", Some('d'), &["details"], No),
+    Opt::new("federation", None, &["federation"], No),
+    Opt::new("future", Some('F'), &["future"], No),
+    Opt::new("help", Some('h'), &["help", "usage"], No),
+    Opt::new("hide", None, &["hide"], No),
+    Opt::new("local", None, &["local"], No),
+    Opt::new("oneliner", Some('o'), &["oneliner"], No),
+    Opt::new("quiet", Some('Q'), &["quiet"], No),
+    Opt::new("sibling", None, &["sibling"], No),
+    Opt::new("uid", Some('u'), &["uid"], Req),
+    Opt::new("verbose", Some('v'), &["verbose"], No),
+    Opt::new("version", Some('V'), &["version"], No),
+];
+
+/// scontrol's keyword test: `tag` is a case-insensitive prefix of `name` at least `min`
+/// characters long (`xstrncasecmp(tag, name, MAX(strlen(tag), min))`).
+pub fn kw(tag: &str, name: &str, min: usize) -> bool {
+    tag.len() >= min
+        && name.len() >= tag.len()
+        && name.as_bytes()[..tag.len()].eq_ignore_ascii_case(tag.as_bytes())
+}
+
+/// Output produced by a command: stdout text, stderr lines, and whether it failed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Out {
+    pub stdout: String,
+    pub stderr: Vec<String>,
+    pub failed: bool,
+    /// `exit`/`quit` in interactive mode.
+    pub quit: bool,
+}
+
+impl Out {
+    fn print(&mut self, s: &str) {
+        self.stdout.push_str(s);
+    }
+    fn err(&mut self, s: impl Into<String>) {
+        self.stderr.push(s.into());
+        self.failed = true;
+    }
+    fn fail(&mut self) {
+        self.failed = true;
+    }
+}
+
+/// Session flags (set by options or by the `oneliner`, `details`, ... commands).
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    pub one_liner: bool,
+    pub details: bool,
+    /// 1 quiet, 0 normal, -1 verbose (scontrol's `quiet_flag`).
+    pub quiet: i32,
+}
+
+/// The controller, when a command needs it.
+pub trait Api {
+    fn jobs(&self, filter: JobFilter) -> Result<JobsResponse, String>;
+    fn nodes(&self) -> Result<NodesResponse, String>;
+    fn partitions(&self) -> Result<PartitionsResponse, String>;
+    fn config(&self) -> Result<ConfigResponse, String>;
+    fn ping(&self) -> Result<PingResponse, String>;
+    fn hold(&self, req: &HoldRequest) -> Result<JobActionResponse, String>;
+    fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)>;
+    fn update_nodes(&self, req: &NodeUpdateRequest) -> Result<(), String>;
+}
+
+/// The real controller.
+pub struct Remote {
+    pub client: Client,
+}
+
+impl Api for Remote {
+    fn jobs(&self, filter: JobFilter) -> Result<JobsResponse, String> {
+        self.client
+            .post(paths::JOBS_QUERY, &JobQuery { filter })
+            .map_err(|e| common::client_error_text(&e))
+    }
+    fn nodes(&self) -> Result<NodesResponse, String> {
+        self.client
+            .get(paths::NODES)
+            .map_err(|e| common::client_error_text(&e))
+    }
+    fn partitions(&self) -> Result<PartitionsResponse, String> {
+        self.client
+            .get(paths::PARTITIONS)
+            .map_err(|e| common::client_error_text(&e))
+    }
+    fn config(&self) -> Result<ConfigResponse, String> {
+        self.client
+            .get(paths::CONFIG)
+            .map_err(|e| common::client_error_text(&e))
+    }
+    fn ping(&self) -> Result<PingResponse, String> {
+        self.client
+            .get(paths::PING)
+            .map_err(|e| common::client_error_text(&e))
+    }
+    fn hold(&self, req: &HoldRequest) -> Result<JobActionResponse, String> {
+        self.client
+            .post(paths::JOBS_HOLD, req)
+            .map_err(|e| common::client_error_text(&e))
+    }
+    fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)> {
+        self.client
+            .post::<_, Ack>(paths::JOBS_UPDATE, req)
+            .map(|_| ())
+            .map_err(|e| (e.code(), common::client_error_text(&e)))
+    }
+    fn update_nodes(&self, req: &NodeUpdateRequest) -> Result<(), String> {
+        self.client
+            .post::<_, Ack>(paths::NODES_UPDATE, req)
+            .map(|_| ())
+            .map_err(|e| common::client_error_text(&e))
+    }
+}
+
+/// What the commands need besides the controller.
+pub struct Session<'a> {
+    pub prog: String,
+    pub flags: Flags,
+    /// Lazily connects (so `version`, `show hostnames` work without a controller).
+    pub api: &'a dyn Fn() -> Result<Box<dyn Api + 'a>, String>,
+    /// `SlurmctldHost` name, `SlurmdPort`, for ping and node display.
+    pub ctld_name: String,
+    pub slurmd_port: u16,
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    pub now: i64,
+    pub uid: u32,
+}
+
+impl Session<'_> {
+    fn connect(&self, out: &mut Out) -> Option<Box<dyn Api + '_>> {
+        match (self.api)() {
+            Ok(a) => Some(a),
+            Err(e) => {
+                out.err(format!("{}: error: {e}", self.prog));
+                None
+            }
+        }
+    }
+
+    fn quiet(&self) -> bool {
+        self.flags.quiet == 1
+    }
+
+    /// `slurm_perror`: `<what>: <msg>` unless quiet.
+    fn perror(&self, out: &mut Out, what: &str, msg: &str) {
+        if self.quiet() {
+            out.fail();
+        } else {
+            out.err(format!("{what}: {msg}"));
+        }
+    }
+
+    /// Runs one command (argv without the program name and options).
+    pub fn command(&mut self, argv: &[String]) -> Out {
+        let mut out = Out::default();
+        let Some(tag) = argv.first() else {
+            out.fail();
+            return out;
+        };
+        let tag = tag.as_str();
+        let n = argv.len();
+        let too_many = |out: &mut Out| out.err(format!("too many arguments for keyword:{tag}"));
+        let too_few = |out: &mut Out| out.err(format!("too few arguments for keyword:{tag}"));
+        // Keywords in scontrol's order of tests, with their minimum lengths.
+        if kw(tag, "abort", 5) {
+            self.unsupported(&mut out, "abort");
+        } else if kw(tag, "all", 2) {
+        } else if kw(tag, "cancel_reboot", 3) {
+            self.unsupported(&mut out, "cancel_reboot");
+        } else if kw(tag, "completing", 2) {
+            self.unsupported(&mut out, "completing");
+        } else if kw(tag, "cluster", 2) {
+            self.unsupported(&mut out, "cluster");
+        } else if kw(tag, "create", 2) {
+            self.unsupported(&mut out, "create");
+        } else if kw(tag, "details", 1) {
+            if n > 1 {
+                too_many(&mut out);
+            } else {
+                self.flags.details = true;
+            }
+        } else if kw(tag, "errnumstr", 2) || kw(tag, "errnostr", 2) {
+            self.unsupported(&mut out, "errnumstr");
+        } else if kw(tag, "exit", 2) {
+            if n > 1 {
+                too_many(&mut out);
+            }
+            out.quit = true;
+        } else if kw(tag, "gethost", 7) {
+            self.unsupported(&mut out, "gethost");
+        } else if kw(tag, "help", 2) {
+            if n > 1 {
+                too_many(&mut out);
+            }
+            out.print(&usage_text());
+        } else if kw(tag, "hide", 2) {
+            self.flags.details = false;
+        } else if kw(tag, "oneliner", 1) {
+            if n > 1 {
+                too_many(&mut out);
+            }
+            self.flags.one_liner = true;
+        } else if kw(tag, "pidinfo", 3) {
+            self.unsupported(&mut out, "pidinfo");
+        } else if kw(tag, "ping", 3) {
+            if n > 1 {
+                too_many(&mut out);
+            } else {
+                self.ping(&mut out);
+            }
+        } else if tag.len() >= 2 && tag[..2].eq_ignore_ascii_case("\\q") || kw(tag, "quiet", 4) {
+            if n > 1 {
+                too_many(&mut out);
+            }
+            self.flags.quiet = 1;
+        } else if kw(tag, "quit", 4) {
+            if n > 1 {
+                too_many(&mut out);
+            }
+            out.quit = true;
+        } else if kw(tag, "reboot_nodes", 3) {
+            self.unsupported(&mut out, "reboot");
+        } else if kw(tag, "reconfigure", 3) {
+            self.unsupported(&mut out, "reconfigure");
+        } else if kw(tag, "requeue", 3) {
+            self.unsupported(&mut out, "requeue");
+        } else if tag.len() >= 11 && tag[..11].eq_ignore_ascii_case("requeuehold") {
+            self.unsupported(&mut out, "requeuehold");
+        } else if (tag.len() >= 4 && tag[..4].eq_ignore_ascii_case("hold"))
+            || (tag.len() >= 5
+                && (tag[..5].eq_ignore_ascii_case("holdu")
+                    || tag[..5].eq_ignore_ascii_case("uhold")))
+            || kw(tag, "release", 3)
+        {
+            if n < 2 {
+                if !self.quiet() {
+                    too_few(&mut out);
+                } else {
+                    out.fail();
+                }
+            } else {
+                let release = kw(tag, "release", 3);
+                self.hold(&mut out, &argv[1..], release);
+            }
+        } else if kw(tag, "suspend", 2) || kw(tag, "resume", 3) {
+            self.unsupported(&mut out, "suspend/resume");
+        } else if kw(tag, "top", 3) {
+            self.unsupported(&mut out, "top");
+        } else if kw(tag, "token", 3) {
+            self.unsupported(&mut out, "token");
+        } else if kw(tag, "wait_job", 2) {
+            self.unsupported(&mut out, "wait_job");
+        } else if kw(tag, "setdebugflags", 9) {
+            self.unsupported(&mut out, "setdebugflags");
+        } else if kw(tag, "fsdampeningfactor", 3) || kw(tag, "fairsharedampeningfactor", 3) {
+            self.unsupported(&mut out, "fsdampeningfactor");
+        } else if kw(tag, "setdebug", 2) {
+            self.unsupported(&mut out, "setdebug");
+        } else if kw(tag, "schedloglevel", 3) {
+            self.unsupported(&mut out, "schedloglevel");
+        } else if kw(tag, "show", 3) {
+            self.show(&mut out, argv);
+        } else if kw(tag, "write", 5) {
+            self.unsupported(&mut out, "write");
+        } else if kw(tag, "takeover", 8) {
+            self.unsupported(&mut out, "takeover");
+        } else if kw(tag, "shutdown", 8) {
+            self.unsupported(&mut out, "shutdown");
+        } else if kw(tag, "update", 1) {
+            if n < 2 {
+                out.err(format!("too few arguments for {tag} keyword"));
+            } else {
+                self.update(&mut out, &argv[1..]);
+            }
+        } else if kw(tag, "delete", 1) {
+            self.unsupported(&mut out, "delete");
+        } else if kw(tag, "verbose", 4) {
+            if n > 1 {
+                out.err(format!("too many arguments for {tag} keyword"));
+            }
+            self.flags.quiet = -1;
+        } else if kw(tag, "version", 4) {
+            if n > 1 {
+                out.err(format!("too many arguments for {tag} keyword"));
+            }
+            out.print(&format!("{}\n", common::version_line()));
+        } else if kw(tag, "listpids", 1) {
+            self.unsupported(&mut out, "listpids");
+        } else if kw(tag, "getent", 6) {
+            self.unsupported(&mut out, "getent");
+        } else if kw(tag, "notify", 1) {
+            self.unsupported(&mut out, "notify");
+        } else if kw(tag, "callerid", 3) {
+            self.unsupported(&mut out, "callerid");
+        } else {
+            out.err(format!("invalid keyword: {tag}"));
+        }
+        out
+    }
+
+    fn unsupported(&self, out: &mut Out, what: &str) {
+        out.err(format!(
+            "{}: error: {what} is not supported by gsched yet",
+            self.prog
+        ));
+    }
+
+    fn ping(&self, out: &mut Out) {
+        let up = (self.api)().ok().and_then(|a| a.ping().ok()).is_some();
+        out.print(&format!(
+            "Slurmctld(primary) at {} is {}\n",
+            self.ctld_name,
+            if up { "UP" } else { "DOWN" }
+        ));
+        if !up {
+            out.fail();
+            if self.uid == 0 {
+                out.print(
+                    "*****************************************\n\
+                     ** RESTORE SLURMCTLD DAEMON TO SERVICE **\n\
+                     *****************************************\n",
+                );
+            }
+        }
+    }
+
+    fn show(&mut self, out: &mut Out, argv: &[String]) {
+        if argv.len() < 2 {
+            if !self.quiet() {
+                out.err(format!("too few arguments for keyword:{}", argv[0]));
+            } else {
+                out.fail();
+            }
+            return;
+        }
+        if argv.len() > 3 {
+            if !self.quiet() {
+                out.err(format!("too many arguments for keyword:{}", argv[0]));
+            } else {
+                out.fail();
+            }
+            return;
+        }
+        let (tag, val) = match argv[1].split_once('=') {
+            Some((t, v)) => (t, Some(v.to_string())),
+            None => (argv[1].as_str(), argv.get(2).cloned()),
+        };
+        let entity_unsupported = |s: &Self, out: &mut Out, what: &str| {
+            out.err(format!(
+                "{}: error: show {what} is not supported by gsched yet",
+                s.prog
+            ))
+        };
+        if kw(tag, "aliases", 1) {
+            entity_unsupported(self, out, "aliases");
+        } else if kw(tag, "bbstat", 2) || kw(tag, "dwstat", 2) || kw(tag, "burstbuffer", 2) {
+            entity_unsupported(self, out, "burstbuffer");
+        } else if kw(tag, "assoc_mgr", 2) || kw(tag, "cache", 2) {
+            entity_unsupported(self, out, "assoc_mgr");
+        } else if kw(tag, "config", 1) {
+            self.show_config(out);
+        } else if kw(tag, "daemons", 1) {
+            entity_unsupported(self, out, "daemons");
+        } else if kw(tag, "Federations", 1) || kw(tag, "FrontendName", 1) {
+            entity_unsupported(self, out, tag);
+        } else if kw(tag, "hostnames", 5) {
+            let list = val
+                .or_else(|| (self.env)("SLURM_NODELIST"))
+                .or_else(|| (self.env)("SLURM_JOB_NODELIST"));
+            match list {
+                None => {
+                    if !self.quiet() {
+                        out.stderr
+                            .push(format!("{}: error: host list is empty", self.prog));
+                    }
+                }
+                Some(l) => match hostlist::expand(&l) {
+                    Ok(hosts) => {
+                        for h in hosts {
+                            out.print(&format!("{h}\n"));
+                        }
+                    }
+                    Err(_) => out.stderr.push(format!("Invalid hostlist: {l}")),
+                },
+            }
+        } else if kw(tag, "hostlist", 5) || kw(tag, "hostlistsorted", 9) {
+            let sorted = kw(tag, "hostlistsorted", 9) && !kw(tag, "hostlist", 5);
+            match val {
+                None => {
+                    out.err("invalid encode argument");
+                    out.stderr.push(usage_text().trim_end().to_string());
+                }
+                Some(v) => self.encode_hostlist(out, &v, sorted),
+            }
+        } else if kw(tag, "jobs", 1) || kw(tag, "jobid", 1) {
+            self.show_job(out, val.as_deref());
+        } else if kw(tag, "licenses", 2) {
+            entity_unsupported(self, out, "licenses");
+        } else if kw(tag, "nodes", 1) {
+            self.show_nodes(out, val.as_deref());
+        } else if kw(tag, "partitions", 2) || kw(tag, "partitionname", 2) {
+            self.show_partitions(out, val.as_deref());
+        } else if kw(tag, "reservations", 1) || kw(tag, "reservationname", 1) {
+            match val {
+                Some(v) => {
+                    out.print(&format!("Reservation {v} not found\n"));
+                    out.fail();
+                }
+                None => out.print("No reservations in the system\n"),
+            }
+        } else if kw(tag, "slurmd", 2) {
+            entity_unsupported(self, out, "slurmd");
+        } else if kw(tag, "steps", 2) {
+            entity_unsupported(self, out, "steps");
+        } else if kw(tag, "topology", 1) {
+            entity_unsupported(self, out, "topology");
+        } else if !self.quiet() {
+            out.err(format!("invalid entity:{tag} for keyword:{} ", argv[0]));
+        } else {
+            out.fail();
+        }
+    }
+
+    fn encode_hostlist(&self, out: &mut Out, v: &str, sorted: bool) {
+        let text = if v.starts_with('/') {
+            match std::fs::read_to_string(v) {
+                Ok(t) => {
+                    let joined: Vec<&str> = t
+                        .split(['\n', ','])
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .collect();
+                    joined.join(",")
+                }
+                Err(_) => {
+                    out.err(format!("Can not open {v}"));
+                    return;
+                }
+            }
+        } else {
+            v.to_string()
+        };
+        match hostlist::expand(&text) {
+            Ok(hosts) => {
+                let s = if sorted {
+                    hostlist::compress_sorted(&hosts)
+                } else {
+                    hostlist::compress(&hosts)
+                };
+                out.print(&format!("{s}\n"));
+            }
+            Err(_) => out.err(format!("Invalid hostlist: {text}")),
+        }
+    }
+
+    fn show_config(&self, out: &mut Out) {
+        let Some(api) = self.connect(out) else { return };
+        match api.config() {
+            Ok(c) => {
+                out.print(&format_config(&c));
+                out.print("\n");
+                self.ping(out);
+            }
+            Err(e) => self.perror(out, "slurm_load_ctl_conf error", &e),
+        }
+    }
+
+    fn show_job(&self, out: &mut Out, id: Option<&str>) {
+        let mut filter = JobFilter::default();
+        if let Some(s) = id {
+            if !s
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '_' || c == '+')
+                || s.is_empty()
+            {
+                self.perror(out, "scontrol_print_job error", "Invalid job id specified");
+                return;
+            }
+            let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+            let n: u32 = digits.parse().unwrap_or(0);
+            if digits.len() != s.len() {
+                // An array task or het-job component: gsched has neither.
+                let Some(api) = self.connect(out) else { return };
+                match api.jobs(JobFilter {
+                    ids: vec![n],
+                    ..Default::default()
+                }) {
+                    Ok(r) if !r.jobs.is_empty() => {
+                        out.fail();
+                        if !self.quiet() {
+                            out.print(&format!("Job {s} not found\n"));
+                        }
+                    }
+                    Ok(_) => self.perror(out, "slurm_load_jobs error", "Invalid job id specified"),
+                    Err(e) => self.perror(out, "slurm_load_jobs error", &e),
+                }
+                return;
+            }
+            filter.ids = vec![n];
+        }
+        let Some(api) = self.connect(out) else { return };
+        match api.jobs(filter) {
+            Ok(r) => {
+                if r.jobs.is_empty() {
+                    if id.is_some() {
+                        self.perror(out, "slurm_load_jobs error", "Invalid job id specified");
+                    } else if !self.quiet() {
+                        out.print("No jobs in the system\n");
+                    }
+                    return;
+                }
+                let mut jobs = r.jobs.clone();
+                jobs.sort_by_key(|j| std::cmp::Reverse(j.job_id));
+                for j in &jobs {
+                    out.print(&format_job(
+                        j,
+                        r.now,
+                        self.flags.one_liner,
+                        self.flags.details,
+                    ));
+                }
+            }
+            Err(e) => self.perror(out, "slurm_load_jobs error", &e),
+        }
+    }
+
+    fn show_nodes(&self, out: &mut Out, name: Option<&str>) {
+        let Some(api) = self.connect(out) else { return };
+        let r = match api.nodes() {
+            Ok(r) => r,
+            Err(e) => return self.perror(out, "slurm_load_node error", &e),
+        };
+        match name {
+            None => {
+                if r.nodes.is_empty() {
+                    if !self.quiet() {
+                        out.print("No nodes in the system\n");
+                    }
+                    return;
+                }
+                for n in &r.nodes {
+                    out.print(&format_node(n, self.flags.one_liner, self.slurmd_port));
+                }
+            }
+            Some(expr) => {
+                let names = hostlist::expand(expr).unwrap_or_else(|_| vec![expr.to_string()]);
+                for nm in names {
+                    match r.nodes.iter().find(|n| n.name == nm) {
+                        Some(n) => {
+                            out.print(&format_node(n, self.flags.one_liner, self.slurmd_port))
+                        }
+                        None => {
+                            out.fail();
+                            if !self.quiet() {
+                                out.print(&format!("Node {nm} not found\n"));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn show_partitions(&self, out: &mut Out, name: Option<&str>) {
+        let Some(api) = self.connect(out) else { return };
+        let parts = match api.partitions() {
+            Ok(r) => r.partitions,
+            Err(e) => return self.perror(out, "slurm_load_partitions error", &e),
+        };
+        // Node memory for the TRES line; a failure here only loses that detail.
+        let nodes = api.nodes().map(|r| r.nodes).unwrap_or_default();
+        let shown: Vec<&PartitionInfo> = parts
+            .iter()
+            .filter(|p| name.is_none_or(|n| n == p.name))
+            .collect();
+        if shown.is_empty() {
+            if let Some(n) = name {
+                out.fail();
+                if !self.quiet() {
+                    out.print(&format!("Partition {n} not found\n"));
+                }
+            } else if !self.quiet() {
+                out.print("No partitions in the system\n");
+            }
+            return;
+        }
+        for p in shown {
+            out.print(&format_partition(p, &nodes, self.flags.one_liner));
+        }
+    }
+
+    fn hold(&self, out: &mut Out, args: &[String], release: bool) {
+        let mut ids = Vec::new();
+        let mut names = Vec::new();
+        for a in args {
+            let mut s = a.as_str();
+            for pre in ["JobID=", "Job="] {
+                if s.len() >= pre.len() && s[..pre.len()].eq_ignore_ascii_case(pre) {
+                    s = &s[pre.len()..];
+                }
+            }
+            if let Some(list) = job_id_list(s) {
+                ids.extend(list);
+            } else if s.len() >= 5 && s[..5].eq_ignore_ascii_case("Name=") {
+                names.push(s[5..].to_string());
+            } else if s.len() >= 8 && s[..8].eq_ignore_ascii_case("JobName=") {
+                names.push(s[8..].to_string());
+            } else {
+                out.fail();
+                if !self.quiet() {
+                    out.stderr
+                        .push(format!("Invalid job id specified for job {s}"));
+                }
+            }
+        }
+        if ids.is_empty() && names.is_empty() {
+            return;
+        }
+        let Some(api) = self.connect(out) else { return };
+        match api.hold(&HoldRequest {
+            ids,
+            names,
+            release,
+        }) {
+            Ok(r) => {
+                for res in &r.results {
+                    if let Some(e) = &res.error {
+                        out.fail();
+                        if !self.quiet() {
+                            out.stderr
+                                .push(format!("{} for job {}", e.message, res.job_id));
+                        }
+                    }
+                }
+            }
+            Err(e) => self.perror(out, "slurm_suspend error", &e),
+        }
+    }
+
+    fn update(&self, out: &mut Out, args: &[String]) {
+        // Identify the entity, as scontrol's _update_it.
+        let (mut job, mut node, mut part, mut step, mut resv, mut front, mut debug) =
+            (false, false, false, false, false, false, false);
+        let mut i = 0;
+        while i < args.len() {
+            let tag = match args[i].split_once('=') {
+                Some((t, _)) => t,
+                None => {
+                    // "Tag Value": the value is the next word.
+                    i += 1;
+                    args[i - 1].as_str()
+                }
+            };
+            if kw(tag, "NodeName", 3) {
+                node = true;
+            } else if kw(tag, "PartitionName", 3) {
+                part = true;
+            } else if kw(tag, "JobId", 3) || kw(tag, "JobNAME", 3) {
+                job = true;
+            } else if kw(tag, "StepId", 4) {
+                step = true;
+            } else if kw(tag, "FrontendName", 2) {
+                front = true;
+            } else if kw(tag, "ReservationName", 3) {
+                resv = true;
+            } else if kw(tag, "SlurmctldDebug", 2) {
+                debug = true;
+            }
+            i += 1;
+        }
+        let unsupported = |out: &mut Out, what: &str| {
+            out.err(format!(
+                "{}: error: update of {what} is not supported by gsched yet",
+                self.prog
+            ))
+        };
+        if job {
+            self.update_job(out, args);
+        } else if step {
+            unsupported(out, "job steps");
+        } else if resv {
+            unsupported(out, "reservations");
+        } else if node {
+            self.update_node(out, args);
+        } else if front {
+            unsupported(out, "front end nodes");
+        } else if part {
+            unsupported(out, "partitions");
+        } else if debug {
+            unsupported(out, "SlurmctldDebug");
+        } else {
+            out.err("No valid entity in update command");
+            out.err("Input line must include \"NodeName\", \"PartitionName\", \"Reservation\", \"JobId\", or \"SlurmctldDebug\"");
+        }
+    }
+
+    fn update_job(&self, out: &mut Out, args: &[String]) {
+        let mut ids: Option<Vec<u32>> = None;
+        let mut id_str = String::new();
+        let mut limit: Option<(char, Option<u32>)> = None;
+        let mut i = 0;
+        while i < args.len() {
+            let (tag, val) = match args[i].split_once('=') {
+                Some((t, v)) => (t.to_string(), v.to_string()),
+                None if i + 1 < args.len() => {
+                    i += 1;
+                    (args[i - 1].clone(), args[i].clone())
+                }
+                None => {
+                    out.err(format!("Invalid input: {}", args[i]));
+                    out.stderr.push("Request aborted".into());
+                    return;
+                }
+            };
+            i += 1;
+            if kw(&tag, "JobId", 3) {
+                id_str = val.clone();
+                ids = job_id_list(&val);
+            } else if kw(&tag, "TimeLimit", 5) {
+                let (sign, v) = match val.chars().next() {
+                    Some(c @ ('+' | '-')) => (c, &val[1..]),
+                    _ => ('=', val.as_str()),
+                };
+                match units::parse_time_minutes(v) {
+                    Ok(m) => limit = Some((sign, m)),
+                    Err(_) => {
+                        out.err(format!("{}: error: Invalid TimeLimit value", self.prog));
+                        return;
+                    }
+                }
+            } else if kw(&tag, "JobNAME", 3) {
+                out.err(format!(
+                    "{}: error: update by JobName is not supported by gsched yet; use JobId",
+                    self.prog
+                ));
+                return;
+            } else {
+                out.err(format!(
+                    "Update of this parameter is not supported: {}",
+                    args[i - 1]
+                ));
+                out.stderr.push("Request aborted".into());
+                return;
+            }
+        }
+        let Some((sign, new)) = limit else {
+            out.err("No changes specified");
+            return;
+        };
+        if id_str.is_empty() {
+            out.err(format!("{}: error: No job ID specified", self.prog));
+            return;
+        }
+        let Some(ids) = ids else {
+            out.fail();
+            if !self.quiet() {
+                out.stderr
+                    .push(format!("Invalid job id specified for job {id_str}"));
+            }
+            return;
+        };
+        let Some(api) = self.connect(out) else { return };
+        for id in ids {
+            let value = if sign == '=' {
+                new
+            } else {
+                // Relative change: needs the current limit.
+                let cur = match api.jobs(JobFilter {
+                    ids: vec![id],
+                    ..Default::default()
+                }) {
+                    Ok(r) => r.jobs.first().map(|j| j.time_limit),
+                    Err(_) => None,
+                };
+                match (cur, new) {
+                    (None, _) => {
+                        out.fail();
+                        if !self.quiet() {
+                            out.stderr
+                                .push(format!("Invalid job id specified for job {id}"));
+                        }
+                        continue;
+                    }
+                    (Some(None), _) | (Some(_), None) => None,
+                    (Some(Some(c)), Some(d)) => {
+                        if sign == '+' {
+                            Some(c.saturating_add(d))
+                        } else if d > c {
+                            out.err(format!(
+                                "{}: error: TimeLimit decrement larger than current time limit ({d} > {c})",
+                                self.prog
+                            ));
+                            continue;
+                        } else {
+                            Some(c - d)
+                        }
+                    }
+                }
+            };
+            let req = JobUpdateRequest {
+                job_id: id,
+                time_limit: Some(value),
+            };
+            if let Err((_, msg)) = api.update_job(&req) {
+                out.fail();
+                if !self.quiet() {
+                    out.stderr.push(format!("{msg} for job {id}"));
+                }
+            }
+        }
+    }
+
+    fn update_node(&self, out: &mut Out, args: &[String]) {
+        let mut names: Option<String> = None;
+        let mut state: Option<NodeStateUpdate> = None;
+        let mut state_needs_reason = false;
+        let mut reason: Option<String> = None;
+        let mut count = 0;
+        for a in args {
+            let Some((tag, val)) = a.split_once('=') else {
+                out.err(format!(
+                    "{}: error: Invalid input: {a}  Request aborted",
+                    self.prog
+                ));
+                return;
+            };
+            if kw(tag, "NodeAddr", 5)
+                || kw(tag, "NodeHostName", 5)
+                || kw(tag, "ActiveFeatures", 3)
+                || kw(tag, "CpuBind", 7)
+                || kw(tag, "Extra", 1)
+                || kw(tag, "Features", 1)
+                || kw(tag, "AvailableFeatures", 3)
+                || kw(tag, "Gres", 1)
+                || kw(tag, "Weight", 1)
+                || kw(tag, "Comment", 2)
+            {
+                out.err(format!("Update of this parameter is not supported: {a}"));
+                out.stderr.push("Request aborted".into());
+                return;
+            } else if kw(tag, "NodeName", 1) {
+                names = Some(val.to_string());
+            } else if kw(tag, "Reason", 1) {
+                let v = val.strip_prefix('"').unwrap_or(val);
+                let v = v.strip_suffix('"').unwrap_or(v);
+                reason = Some(v.to_string());
+                count += 1;
+            } else if kw(tag, "State", 1) {
+                match parse_node_state_update(val) {
+                    Ok((s, needs)) => {
+                        state = Some(s);
+                        state_needs_reason = needs;
+                        count += 1;
+                    }
+                    Err(Some(name)) => {
+                        out.err(format!(
+                            "{}: error: State={name} is not supported by gsched yet",
+                            self.prog
+                        ));
+                        return;
+                    }
+                    Err(None) => {
+                        out.err(format!("Invalid input: {a}"));
+                        out.stderr.push("Request aborted".into());
+                        out.stderr.push("Valid states are: NoResp DRAIN FAIL FUTURE RESUME POWER_DOWN POWER_UP UNDRAIN".into());
+                        out.stderr
+                            .push("Not all states are valid given a node's prior state".into());
+                        return;
+                    }
+                }
+            } else {
+                out.err(format!("Update of this parameter is not supported: {a}"));
+                out.stderr.push("Request aborted".into());
+                return;
+            }
+        }
+        if state_needs_reason && reason.as_deref().unwrap_or("").is_empty() {
+            out.err("You must specify a reason when DOWNING or DRAINING a node. Request denied");
+            return;
+        }
+        if count == 0 {
+            out.err("No changes specified");
+            return;
+        }
+        let Some(state) = state else {
+            out.err(format!(
+                "{}: error: updating a node's Reason without a State is not supported by gsched yet",
+                self.prog
+            ));
+            return;
+        };
+        let Some(api) = self.connect(out) else { return };
+        let req = NodeUpdateRequest {
+            names: names.into_iter().collect(),
+            state,
+            reason,
+        };
+        if let Err(e) = api.update_nodes(&req) {
+            out.err(format!("slurm_update error: {e}"));
+        }
+    }
+}
+
+/// A `State=` value of a node update: the request and whether a reason is required.
+/// `Err(Some(name))`: a Slurm state gsched does not support; `Err(None)`: invalid.
+pub fn parse_node_state_update(val: &str) -> Result<(NodeStateUpdate, bool), Option<&'static str>> {
+    let v3 = |name: &str| kw(val, name, 3);
+    if v3("NoResp") {
+        return Err(Some("NoResp"));
+    }
+    if v3("CANCEL_REBOOT") {
+        return Err(Some("CANCEL_REBOOT"));
+    }
+    if v3("DRAIN") {
+        return Ok((NodeStateUpdate::Drain, true));
+    }
+    if v3("FAIL") {
+        return Err(Some("FAIL"));
+    }
+    if v3("FUTURE") {
+        return Err(Some("FUTURE"));
+    }
+    if v3("RESUME") {
+        return Ok((NodeStateUpdate::Resume, false));
+    }
+    if kw(val, "POWER_DOWN_ASAP", 12) || kw(val, "POWER_DOWN_FORCE", 12) || kw(val, "POWER_DOWN", 7)
+    {
+        return Err(Some("POWER_DOWN"));
+    }
+    if kw(val, "POWER_UP", 7) {
+        return Err(Some("POWER_UP"));
+    }
+    if v3("UNDRAIN") {
+        return Err(Some("UNDRAIN"));
+    }
+    // Base node state names, in Slurm's order.
+    for (name, res) in [
+        ("UNKNOWN", Err(Some("UNKNOWN"))),
+        ("DOWN", Ok((NodeStateUpdate::Down, true))),
+        ("IDLE", Ok((NodeStateUpdate::Idle, false))),
+        ("ALLOCATED", Err(Some("ALLOCATED"))),
+        ("ERROR", Err(Some("ERROR"))),
+        ("MIXED", Err(Some("MIXED"))),
+    ] {
+        if v3(name) {
+            return res;
+        }
+    }
+    Err(None)
+}
+
+/// Plain job ids, comma separated (`12`, `12,13`); `None` for anything else.
+fn job_id_list(s: &str) -> Option<Vec<u32>> {
+    if s.is_empty() {
+        return None;
+    }
+    s.split(',')
+        .map(|t| t.parse::<u32>().ok().filter(|n| *n > 0))
+        .collect()
+}
+
+/// `Configuration data as of ...` and the `%-23s = %s` lines.
+pub fn format_config(c: &ConfigResponse) -> String {
+    let mut s = format!("Configuration data as of {}\n", make_time_str(c.now));
+    for (k, v) in &c.entries {
+        s.push_str(&format!("{k:<23} = {v}\n"));
+    }
+    s
+}
+
+/// scontrol's limited output-path expansion (`%A %a %j %u %x`), made absolute.
+fn fname(job: &JobInfo, pat: &str) -> String {
+    let user = if job.user_name.is_empty() {
+        job.user_id.to_string()
+    } else {
+        job.user_name.clone()
+    };
+    let t = pat
+        .replace("%A", &job.job_id.to_string())
+        .replace("%a", &gsched_proto::patterns::NO_ARRAY_TASK.to_string())
+        .replace("%j", &job.job_id.to_string())
+        .replace("%u", &user)
+        .replace("%x", &job.name);
+    if t.starts_with('/') {
+        t
+    } else {
+        format!("{}/{t}", job.spec.work_dir)
+    }
+}
+
+fn null(s: &str) -> &str {
+    if s.is_empty() {
+        "(null)"
+    } else {
+        s
+    }
+}
+
+/// TRES string: `cpu=N,mem=M,node=K,billing=N`.
+fn tres(cpus: u32, mem_mb: u64, nodes: u32) -> String {
+    let mut s = format!("cpu={cpus}");
+    if mem_mb > 0 {
+        s.push_str(&format!(",mem={}", units::format_memory_mb(mem_mb)));
+    }
+    s.push_str(&format!(",node={nodes},billing={cpus}"));
+    s
+}
+
+/// `scontrol show job` for one job.
+pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> String {
+    let le = if one_liner { " " } else { "\n   " };
+    let spec = &j.spec;
+    let mut o = String::new();
+    o.push_str(&format!("JobId={} JobName={}{le}", j.job_id, j.name));
+    let user = if j.user_name.is_empty() {
+        j.user_id.to_string()
+    } else {
+        j.user_name.clone()
+    };
+    let group = if j.group_name.is_empty() {
+        j.group_id.to_string()
+    } else {
+        j.group_name.clone()
+    };
+    o.push_str(&format!(
+        "UserId={user}({}) GroupId={group}({}) MCS_label=N/A{le}",
+        j.user_id, j.group_id
+    ));
+    o.push_str(&format!(
+        "Priority={} Nice=0 Account=(null) QOS=(null){le}",
+        j.priority
+    ));
+    o.push_str(&format!(
+        "JobState={} Reason={} Dependency=(null){le}",
+        j.state.long(),
+        j.reason.as_str().replace(char::is_whitespace, "_")
+    ));
+    o.push_str(&format!(
+        "Requeue=0 Restarts=0 BatchFlag=1 Reboot=0 ExitCode={}{le}",
+        j.exit_code_string()
+    ));
+    if details {
+        o.push_str(&format!("DerivedExitCode={}{le}", j.exit_code_string()));
+    }
+    let run = if j.state == JobState::Pending {
+        0
+    } else {
+        j.run_time(now).max(0) as u64
+    };
+    o.push_str(&format!(
+        "RunTime={} TimeLimit={} TimeMin=N/A{le}",
+        units::format_secs_scontrol(run),
+        units::format_time_limit_scontrol(j.time_limit)
+    ));
+    o.push_str(&format!(
+        "SubmitTime={} EligibleTime={}{le}",
+        make_time_str(j.submit_time),
+        opt_time_str(j.eligible_time)
+    ));
+    o.push_str(&format!("AccrueTime={}{le}", opt_time_str(j.eligible_time)));
+    let end = match (j.state, j.time_limit, j.start_time) {
+        (JobState::Pending, _, _) => "Unknown".to_string(),
+        (JobState::Running | JobState::Completing, None, _) => "Unknown".to_string(),
+        (JobState::Running | JobState::Completing, Some(m), Some(s)) => {
+            make_time_str(s + i64::from(m) * 60)
+        }
+        _ => opt_time_str(j.end_time),
+    };
+    o.push_str(&format!(
+        "StartTime={} EndTime={end} Deadline=N/A{le}",
+        opt_time_str(j.start_time)
+    ));
+    o.push_str(&format!(
+        "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main{le}",
+        opt_time_str(j.start_time.or(j.eligible_time))
+    ));
+    o.push_str(&format!(
+        "Partition={} AllocNode:Sid={}:0{le}",
+        j.partition,
+        null(&spec.submit_host)
+    ));
+    o.push_str(&format!("ReqNodeList=(null) ExcNodeList=(null){le}"));
+    let nodelist = if j.nodes.is_empty() {
+        "(null)".to_string()
+    } else {
+        hostlist::compress_sorted(&j.nodes)
+    };
+    o.push_str(&format!("NodeList={nodelist}{le}"));
+    if let Some(b) = j.nodes.first() {
+        o.push_str(&format!("BatchHost={b}{le}"));
+    }
+    o.push_str(&format!(
+        "NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*{le}",
+        j.num_nodes,
+        j.num_cpus,
+        j.num_tasks,
+        spec.cpus_per_task()
+    ));
+    o.push_str(&format!(
+        "TRES={}{le}",
+        tres(
+            j.num_cpus,
+            j.mem_per_node_mb.saturating_mul(u64::from(j.num_nodes)),
+            j.num_nodes
+        )
+    ));
+    o.push_str(&format!(
+        "Socks/Node=* NtasksPerN:B:S:C={}:0:*:* CoreSpec=*{le}",
+        spec.ntasks_per_node.unwrap_or(0)
+    ));
+    let (mem_kind, mem) = match spec.mem {
+        Some(MemRequest::PerCpu(m)) => ("CPU", m),
+        Some(MemRequest::PerNode(m)) => ("Node", m),
+        None => ("Node", j.mem_per_node_mb),
+    };
+    o.push_str(&format!(
+        "MinCPUsNode={} MinMemory{mem_kind}={} MinTmpDiskNode=0{le}",
+        spec.cpus_per_task() * spec.ntasks_per_node.unwrap_or(1).max(1),
+        units::format_memory_mb(mem)
+    ));
+    o.push_str(&format!("Features=(null) DelayBoot=00:00:00{le}"));
+    o.push_str(&format!(
+        "OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null){le}"
+    ));
+    o.push_str(&format!("Command={}{le}", null(&spec.command)));
+    o.push_str(&format!("SubmitLine={}{le}", null(&spec.submit_line)));
+    o.push_str(&format!("WorkDir={}", spec.work_dir));
+    let stdout = spec
+        .stdout
+        .as_deref()
+        .map(|p| fname(j, p))
+        .unwrap_or_else(|| format!("{}/slurm-{}.out", spec.work_dir, j.job_id));
+    let stderr = spec
+        .stderr
+        .as_deref()
+        .map(|p| fname(j, p))
+        .unwrap_or_else(|| stdout.clone());
+    let stdin = spec
+        .stdin
+        .as_deref()
+        .map(|p| fname(j, p))
+        .unwrap_or_else(|| "/dev/null".to_string());
+    o.push_str(&format!("{le}StdErr={stderr}"));
+    o.push_str(&format!("{le}StdIn={stdin}"));
+    o.push_str(&format!("{le}StdOut={stdout}"));
+    o.push_str(&format!("{le}Power="));
+    o.push_str(le);
+    o.push_str(if one_liner { "\n" } else { "\n\n" });
+    o
+}
+
+/// `scontrol show node` for one node.
+pub fn format_node(n: &NodeInfo, one_liner: bool, slurmd_port: u16) -> String {
+    let le = if one_liner { " " } else { "\n   " };
+    let mut o = String::new();
+    o.push_str(&format!("NodeName={} CoresPerSocket=1 {le}", n.name));
+    o.push_str(&format!(
+        "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad=N/A{le}",
+        n.alloc_cpus, n.cpus, n.cpus
+    ));
+    let feats = if n.features.is_empty() {
+        "(null)".to_string()
+    } else {
+        n.features.join(",")
+    };
+    o.push_str(&format!("AvailableFeatures={feats}{le}"));
+    o.push_str(&format!("ActiveFeatures={feats}{le}"));
+    o.push_str(&format!("Gres={}{le}", null(&n.gres)));
+    o.push_str(&format!("NodeAddr={} NodeHostName={} ", n.addr, n.name));
+    if n.port != slurmd_port {
+        o.push_str(&format!("Port={} ", n.port));
+    }
+    if let Some(v) = &n.version {
+        o.push_str(&format!("Version={v}"));
+    }
+    o.push_str(le);
+    o.push_str(&format!(
+        "RealMemory={} AllocMem={} FreeMem=N/A Sockets={} Boards=1{le}",
+        n.real_memory_mb, n.alloc_mem_mb, n.cpus
+    ));
+    o.push_str(&format!(
+        "State={} ThreadsPerCore=1 TmpDisk=0 Weight={} Owner=N/A MCS_label=N/A{le}",
+        n.state_scontrol(),
+        n.weight
+    ));
+    if !n.partitions.is_empty() {
+        o.push_str(&format!("Partitions={} {le}", n.partitions.join(",")));
+    }
+    let boot = n
+        .boot_time
+        .filter(|t| *t != 0)
+        .map(make_time_str)
+        .unwrap_or_else(|| "None".to_string());
+    let start = n
+        .slurmd_start_time
+        .filter(|t| *t != 0)
+        .map(make_time_str)
+        .unwrap_or_else(|| "None".to_string());
+    o.push_str(&format!("BootTime={boot} SlurmdStartTime={start}{le}"));
+    o.push_str(&format!("LastBusyTime=Unknown{le}"));
+    o.push_str(&format!(
+        "CfgTRES=cpu={},mem={},billing={}{le}",
+        n.cpus,
+        units::format_memory_mb(n.real_memory_mb),
+        n.cpus
+    ));
+    let alloc_tres = if n.alloc_cpus > 0 {
+        let mut s = format!("cpu={}", n.alloc_cpus);
+        if n.alloc_mem_mb > 0 {
+            s.push_str(&format!(",mem={}", units::format_memory_mb(n.alloc_mem_mb)));
+        }
+        s
+    } else {
+        String::new()
+    };
+    o.push_str(&format!("AllocTRES={alloc_tres}{le}"));
+    o.push_str(&format!("CapWatts=n/a{le}"));
+    o.push_str(&format!("CurrentWatts=0 AveWatts=0{le}"));
+    o.push_str("ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s");
+    if let Some(r) = n.reason.as_ref().filter(|r| !r.is_empty()) {
+        o.push_str(le);
+        for (i, line) in r.split('\n').filter(|l| !l.is_empty()).enumerate() {
+            if i == 0 {
+                o.push_str(&format!("Reason={line}"));
+                if let Some(t) = n.reason_time.filter(|t| *t != 0) {
+                    let who = n
+                        .reason_uid
+                        .map(gsched_proto::users::user_name)
+                        .unwrap_or_else(|| "Unknown".into());
+                    o.push_str(&format!(" [{who}@{}]", make_time_str(t)));
+                }
+            } else {
+                o.push_str(&format!("{le}       {line}"));
+            }
+        }
+    }
+    o.push_str(if one_liner { "\n" } else { "\n\n" });
+    o
+}
+
+/// `scontrol show partition` for one partition.
+pub fn format_partition(p: &PartitionInfo, nodes: &[NodeInfo], one_liner: bool) -> String {
+    let le = if one_liner { " " } else { "\n   " };
+    let mut o = String::new();
+    o.push_str(&format!("PartitionName={}{le}", p.name));
+    o.push_str(&format!(
+        "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL{le}"
+    ));
+    o.push_str(&format!(
+        "AllocNodes=ALL Default={} QoS=N/A{le}",
+        if p.default { "YES" } else { "NO" }
+    ));
+    let default_time = match p.default_time {
+        None => "NONE".to_string(),
+        Some(m) => units::format_secs_scontrol(u64::from(m) * 60),
+    };
+    o.push_str(&format!(
+        "DefaultTime={default_time} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO{le}"
+    ));
+    let max_time = match p.max_time {
+        None => "UNLIMITED".to_string(),
+        Some(m) => units::format_secs_scontrol(u64::from(m) * 60),
+    };
+    o.push_str(&format!(
+        "MaxNodes=UNLIMITED MaxTime={max_time} MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED{le}"
+    ));
+    let nodelist = if p.nodes.is_empty() {
+        "(null)".to_string()
+    } else {
+        hostlist::compress(&p.nodes)
+    };
+    o.push_str(&format!("Nodes={nodelist}{le}"));
+    o.push_str(&format!(
+        "PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO{le}"
+    ));
+    o.push_str(&format!("OverTimeLimit=NONE PreemptMode=OFF{le}"));
+    o.push_str(&format!(
+        "State={} TotalCPUs={} TotalNodes={} SelectTypeParameters=NONE{le}",
+        p.state.as_str(),
+        p.total_cpus,
+        p.total_nodes
+    ));
+    o.push_str(&format!("JobDefaults=(null){le}"));
+    o.push_str(&format!(
+        "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED{le}"
+    ));
+    let mem: u64 = nodes
+        .iter()
+        .filter(|n| p.nodes.contains(&n.name))
+        .map(|n| n.real_memory_mb)
+        .sum();
+    o.push_str(&format!("TRES={}", tres(p.total_cpus, mem, p.total_nodes)));
+    o.push_str(if one_liner { "\n" } else { "\n\n" });
+    o
+}
+
+/// Splits an interactive input line like scontrol: blanks separate words, quotes keep
+/// blanks inside a word (and stay in it).
+pub fn split_line(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let (mut dq, mut sq) = (false, false);
+    let mut in_word = false;
+    for c in line.chars() {
+        if !in_word {
+            if c.is_whitespace() {
+                continue;
+            }
+            in_word = true;
+        }
+        match c {
+            '"' => dq = !dq,
+            '\'' => sq = !sq,
+            c if c.is_whitespace() && !dq && !sq => {
+                out.push(std::mem::take(&mut cur));
+                in_word = false;
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if in_word {
+        out.push(cur);
+    }
+    out
+}
+
+/// Parsed global options.
+#[derive(Debug)]
+pub enum Parsed {
+    Print(String),
+    Run {
+        flags: Flags,
+        command: Vec<String>,
+        clusters: Option<String>,
+    },
+}
+
+pub fn parse_args(prog: &str, args: &[String]) -> Result<Parsed, Fail> {
+    let (items, err) = getopt::parse_partial(args, OPTIONS, Ordering::Permute);
+    let mut flags = Flags::default();
+    let mut command = Vec::new();
+    let mut clusters = None;
+    for it in items {
+        match it {
+            Item::Operand(o) => command.push(o),
+            Item::Opt { id, arg, .. } => match id {
+                "help" => return Ok(Parsed::Print(usage_text())),
+                "version" => return Ok(Parsed::Print(format!("{}\n", common::version_line()))),
+                "oneliner" => flags.one_liner = true,
+                "details" => flags.details = true,
+                "quiet" => flags.quiet = 1,
+                "verbose" => flags.quiet = -1,
+                "clusters" => clusters = arg,
+                "uid" => {
+                    let u = arg.unwrap_or_default();
+                    if common::resolve_uid(&u).is_none() {
+                        return Err(Fail::error(prog, format!("--uid=\"{u}\" invalid")));
+                    }
+                }
+                _ => {}
+            },
+        }
+    }
+    if let Some(e) = err {
+        return Err(Fail::usage(prog, e.message(prog), 1));
+    }
+    Ok(Parsed::Run {
+        flags,
+        command,
+        clusters,
+    })
+}
+
+/// `gscontrol` entry point.
+pub fn main(args: Vec<String>) -> i32 {
+    let argv0 = args.first().cloned().unwrap_or_else(|| "scontrol".into());
+    let prog = common::prog_name(&argv0);
+    match run(&prog, &args) {
+        Ok(c) => c,
+        Err(f) => common::report(&f),
+    }
+}
+
+fn emit(out: &Out) {
+    if !out.stdout.is_empty() {
+        common::out(&out.stdout);
+    }
+    for l in &out.stderr {
+        common::err_line(l);
+    }
+}
+
+fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
+    let rest = if args.is_empty() { &[][..] } else { &args[1..] };
+    let (flags, command, clusters) = match parse_args(prog, rest)? {
+        Parsed::Print(s) => {
+            common::out(&s);
+            return Ok(0);
+        }
+        Parsed::Run {
+            flags,
+            command,
+            clusters,
+        } => (flags, command, clusters),
+    };
+    // The config is optional for commands that need no controller (version, hostnames).
+    let cfg: Result<Config, String> = common::load_config();
+    if let (Some(c), Ok(cfg)) = (&clusters, &cfg) {
+        common::check_clusters(prog, c, &cfg.cluster_name)?;
+    }
+    let cfg_err = cfg.as_ref().err().cloned();
+    let cfg_ok = cfg.as_ref().ok();
+    let api = move || -> Result<Box<dyn Api>, String> {
+        match (cfg_ok, &cfg_err) {
+            (Some(c), _) => Ok(Box::new(Remote {
+                client: common::client_for(c)?,
+            }) as Box<dyn Api>),
+            (None, Some(e)) => Err(e.clone()),
+            (None, None) => Err("no configuration".into()),
+        }
+    };
+    let env = |k: &str| std::env::var(k).ok();
+    let mut session = Session {
+        prog: prog.to_string(),
+        flags,
+        api: &api,
+        ctld_name: cfg
+            .as_ref()
+            .map(|c| c.ctld_host.name.clone())
+            .unwrap_or_else(|_| "(null)".into()),
+        slurmd_port: cfg.as_ref().map(|c| c.slurmd_port).unwrap_or(6818),
+        env: &env,
+        now: common::now(),
+        uid: common::current_uid(),
+    };
+    let mut failed = false;
+    if !command.is_empty() {
+        let out = session.command(&command);
+        emit(&out);
+        failed = out.failed;
+    } else {
+        // Interactive mode: one command per line from standard input.
+        let tty = crate::sys::stdin_is_tty();
+        let stdin = std::io::stdin();
+        loop {
+            if tty {
+                common::out(&format!("{prog}: "));
+            }
+            let mut line = String::new();
+            match std::io::BufRead::read_line(&mut stdin.lock(), &mut line) {
+                Ok(0) | Err(_) => {
+                    if tty {
+                        common::out("\n");
+                    }
+                    break;
+                }
+                Ok(_) => {}
+            }
+            let words = split_line(&line);
+            if words.is_empty() {
+                continue;
+            }
+            let out = session.command(&words);
+            emit(&out);
+            failed |= out.failed;
+            if out.quit {
+                break;
+            }
+        }
+    }
+    Ok(i32::from(failed))
+}
+
+pub fn usage_text() -> String {
+    "scontrol [<OPTION>] [<COMMAND>]\n\
+     \x20   Valid <OPTION> values are:\n\
+     \x20    -a or --all: equivalent to \"all\" command\n\
+     \x20    -d or --details: equivalent to \"details\" command\n\
+     \x20    -h or --help: equivalent to \"help\" command\n\
+     \x20    -M or --cluster: equivalent to \"cluster\" command (local cluster only)\n\
+     \x20    -o or --oneliner: equivalent to \"oneliner\" command\n\
+     \x20    -Q or --quiet: equivalent to \"quiet\" command\n\
+     \x20    -v or --verbose: equivalent to \"verbose\" command\n\
+     \x20    -V or --version: equivalent to \"version\" command\n\
+     \n\
+     \x20 <keyword> may be omitted from the execute line and scontrol will execute\n\
+     \x20 in interactive mode. It will process commands as entered until explicitly\n\
+     \x20 terminated.\n\
+     \n\
+     \x20   Valid <COMMAND> values are:\n\
+     \x20    details                  display job details with \"show job\".\n\
+     \x20    exit                     terminate scontrol.\n\
+     \x20    help                     print this description of use.\n\
+     \x20    hold <job_list>          prevent specified job from starting.\n\
+     \x20    oneliner                 report output one record per line.\n\
+     \x20    ping                     print status of slurmctld daemon.\n\
+     \x20    quiet                    print no messages other than error messages.\n\
+     \x20    quit                     terminate this command.\n\
+     \x20    release <job_list>       permit specified job to start.\n\
+     \x20    show <ENTITY> [<ID>]     display state of identified entity, default\n\
+     \x20                             is all records.\n\
+     \x20    uhold <job_list>         place user hold on specified job.\n\
+     \x20    update <SPECIFICATIONS>  update job or node configuration\n\
+     \x20                             (JobId=<id> TimeLimit=<limit>,\n\
+     \x20                             NodeName=<list> State=DRAIN|RESUME|DOWN|IDLE Reason=...).\n\
+     \x20    verbose                  enable detailed logging.\n\
+     \x20    version                  display tool version number.\n\
+     \n\
+     \x20 <ENTITY> may be \"config\", \"hostnames\", \"hostlist\", \"hostlistsorted\",\n\
+     \x20      \"job\", \"node\", \"partition\" or \"reservation\".\n\
+     \n\
+     \x20 Other scontrol commands are recognized but not supported by gsched yet.\n"
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::squeue::tests::job;
+    use gsched_proto::api::{ApiError, JobActionResult};
+    use gsched_proto::node::{NodeBaseState, PartitionStateInfo};
+    use std::cell::RefCell;
+
+    struct Fake {
+        jobs: Vec<JobInfo>,
+        nodes: Vec<NodeInfo>,
+        parts: Vec<PartitionInfo>,
+        sent: RefCell<Vec<String>>,
+    }
+
+    impl Api for Fake {
+        fn jobs(&self, f: JobFilter) -> Result<JobsResponse, String> {
+            Ok(JobsResponse {
+                now: 1_003_761,
+                jobs: self
+                    .jobs
+                    .iter()
+                    .filter(|j| f.ids.is_empty() || f.ids.contains(&j.job_id))
+                    .cloned()
+                    .collect(),
+            })
+        }
+        fn nodes(&self) -> Result<NodesResponse, String> {
+            Ok(NodesResponse {
+                now: 0,
+                nodes: self.nodes.clone(),
+            })
+        }
+        fn partitions(&self) -> Result<PartitionsResponse, String> {
+            Ok(PartitionsResponse {
+                partitions: self.parts.clone(),
+            })
+        }
+        fn config(&self) -> Result<ConfigResponse, String> {
+            Ok(ConfigResponse {
+                now: 0,
+                entries: vec![("MinJobAge".into(), "300 sec".into())],
+            })
+        }
+        fn ping(&self) -> Result<PingResponse, String> {
+            Err("down".into())
+        }
+        fn hold(&self, req: &HoldRequest) -> Result<JobActionResponse, String> {
+            self.sent.borrow_mut().push(format!("{req:?}"));
+            Ok(JobActionResponse {
+                results: req
+                    .ids
+                    .iter()
+                    .map(|id| JobActionResult {
+                        job_id: *id,
+                        error: (*id == 99).then(|| ApiError::plain(ErrorCode::InvalidJobId)),
+                    })
+                    .collect(),
+            })
+        }
+        fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)> {
+            self.sent.borrow_mut().push(format!("{req:?}"));
+            Ok(())
+        }
+        fn update_nodes(&self, req: &NodeUpdateRequest) -> Result<(), String> {
+            self.sent.borrow_mut().push(format!("{req:?}"));
+            Err("Access/permission denied".into())
+        }
+    }
+
+    fn node(name: &str) -> NodeInfo {
+        NodeInfo {
+            name: name.into(),
+            addr: "127.0.0.1".into(),
+            port: 7001,
+            cpus: 4,
+            real_memory_mb: 8192,
+            alloc_cpus: 2,
+            alloc_mem_mb: 1024,
+            features: vec![],
+            gres: String::new(),
+            base: NodeBaseState::Mixed,
+            drain: true,
+            not_responding: false,
+            reason: Some("bad disk".into()),
+            reason_time: Some(1_700_000_000),
+            reason_uid: Some(0),
+            partitions: vec!["debug".into()],
+            boot_time: None,
+            slurmd_start_time: None,
+            version: Some("0.1.0".into()),
+            weight: 1,
+        }
+    }
+
+    fn part() -> PartitionInfo {
+        PartitionInfo {
+            name: "debug".into(),
+            nodes: vec!["n1".into(), "n2".into()],
+            default: true,
+            max_time: Some(60),
+            default_time: None,
+            state: PartitionStateInfo::Up,
+            total_cpus: 8,
+            total_nodes: 2,
+        }
+    }
+
+    fn fake() -> Fake {
+        Fake {
+            jobs: vec![job(42, JobState::Running), job(43, JobState::Pending)],
+            nodes: vec![node("n1"), node("n2")],
+            parts: vec![part()],
+            sent: RefCell::new(vec![]),
+        }
+    }
+
+    fn with_session<R>(f: impl FnOnce(&mut Session, &Fake) -> R) -> R {
+        let fk = fake();
+        let fk_ref = &fk;
+        let api = move || -> Result<Box<dyn Api + '_>, String> {
+            Ok(Box::new(FakeRef(fk_ref)) as Box<dyn Api>)
+        };
+        let env = |k: &str| (k == "SLURM_NODELIST").then(|| "n[1-2]".to_string());
+        let mut s = Session {
+            prog: "scontrol".into(),
+            flags: Flags::default(),
+            api: &api,
+            ctld_name: "ctl".into(),
+            slurmd_port: 6818,
+            env: &env,
+            now: 1_003_761,
+            uid: 1000,
+        };
+        f(&mut s, &fk)
+    }
+
+    struct FakeRef<'a>(&'a Fake);
+    impl Api for FakeRef<'_> {
+        fn jobs(&self, f: JobFilter) -> Result<JobsResponse, String> {
+            self.0.jobs(f)
+        }
+        fn nodes(&self) -> Result<NodesResponse, String> {
+            self.0.nodes()
+        }
+        fn partitions(&self) -> Result<PartitionsResponse, String> {
+            self.0.partitions()
+        }
+        fn config(&self) -> Result<ConfigResponse, String> {
+            self.0.config()
+        }
+        fn ping(&self) -> Result<PingResponse, String> {
+            self.0.ping()
+        }
+        fn hold(&self, r: &HoldRequest) -> Result<JobActionResponse, String> {
+            self.0.hold(r)
+        }
+        fn update_job(&self, r: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)> {
+            self.0.update_job(r)
+        }
+        fn update_nodes(&self, r: &NodeUpdateRequest) -> Result<(), String> {
+            self.0.update_nodes(r)
+        }
+    }
+
+    fn cmd(s: &mut Session, line: &str) -> Out {
+        s.command(&split_line(line))
+    }
+
+    #[test]
+    fn keywords() {
+        assert!(!kw("sh", "show", 3));
+        assert!(kw("sho", "show", 3));
+        assert!(kw("SHOW", "show", 3));
+        assert!(!kw("shows", "show", 3));
+        assert!(kw("part", "partitions", 2));
+        assert!(kw("hostname", "hostnames", 5));
+    }
+
+    #[test]
+    fn show_job_layout_snapshot() {
+        let j = job(42, JobState::Running);
+        let t = |x: i64| units::format_timestamp(x);
+        let expected = format!(
+            "JobId=42 JobName=job.sh\n   \
+             UserId=alice(1000) GroupId=users(1000) MCS_label=N/A\n   \
+             Priority=4294901760 Nice=0 Account=(null) QOS=(null)\n   \
+             JobState=RUNNING Reason=None Dependency=(null)\n   \
+             Requeue=0 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0\n   \
+             RunTime=01:01:01 TimeLimit=00:30:00 TimeMin=N/A\n   \
+             SubmitTime={s} EligibleTime={s}\n   \
+             AccrueTime={s}\n   \
+             StartTime={st} EndTime={e} Deadline=N/A\n   \
+             SuspendTime=None SecsPreSuspend=0 LastSchedEval={st} Scheduler=Main\n   \
+             Partition=debug AllocNode:Sid=(null):0\n   \
+             ReqNodeList=(null) ExcNodeList=(null)\n   \
+             NodeList=node[01-02]\n   \
+             BatchHost=node01\n   \
+             NumNodes=2 NumCPUs=8 NumTasks=2 CPUs/Task=1 ReqB:S:C:T=0:0:*:*\n   \
+             TRES=cpu=8,mem=8G,node=2,billing=8\n   \
+             Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*\n   \
+             MinCPUsNode=1 MinMemoryNode=4G MinTmpDiskNode=0\n   \
+             Features=(null) DelayBoot=00:00:00\n   \
+             OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null)\n   \
+             Command=/home/alice/job.sh\n   \
+             SubmitLine=(null)\n   \
+             WorkDir=/home/alice\n   \
+             StdErr=/home/alice/slurm-42.out\n   \
+             StdIn=/dev/null\n   \
+             StdOut=/home/alice/slurm-42.out\n   \
+             Power=\n   \n\n",
+            s = t(1_000_000),
+            st = t(1_000_100),
+            e = t(1_000_100 + 1800)
+        );
+        assert_eq!(format_job(&j, 1_003_761, false, false), expected);
+        let one = format_job(&j, 1_003_761, true, true);
+        assert!(one.starts_with("JobId=42 JobName=job.sh UserId=alice(1000) "));
+        assert!(one.contains(" DerivedExitCode=0:0 "));
+        assert!(one.ends_with("Power= \n"));
+        assert_eq!(one.lines().count(), 1);
+    }
+
+    #[test]
+    fn show_job_cases() {
+        with_session(|s, _| {
+            let o = cmd(s, "show job 42");
+            assert!(o.stdout.starts_with("JobId=42 "));
+            assert!(!o.failed);
+            let o = cmd(s, "show jobs");
+            assert!(o.stdout.starts_with("JobId=43 "), "newest first");
+            let o = cmd(s, "sho job=7");
+            assert_eq!(
+                o.stderr,
+                vec!["slurm_load_jobs error: Invalid job id specified"]
+            );
+            assert!(o.failed);
+            let o = cmd(s, "show job abc");
+            assert_eq!(
+                o.stderr,
+                vec!["scontrol_print_job error: Invalid job id specified"]
+            );
+            let o = cmd(s, "show job 42_1");
+            assert_eq!(o.stdout, "Job 42_1 not found\n");
+            assert!(o.failed);
+            s.flags.one_liner = true;
+            let o = cmd(s, "show job 42");
+            assert_eq!(o.stdout.lines().count(), 1);
+        });
+    }
+
+    #[test]
+    fn show_node_and_partition_snapshot() {
+        let when = units::format_timestamp(1_700_000_000);
+        assert_eq!(
+            format_node(&node("n1"), false, 6818),
+            format!(
+                "NodeName=n1 CoresPerSocket=1 \n   \
+                 CPUAlloc=2 CPUEfctv=4 CPUTot=4 CPULoad=N/A\n   \
+                 AvailableFeatures=(null)\n   \
+                 ActiveFeatures=(null)\n   \
+                 Gres=(null)\n   \
+                 NodeAddr=127.0.0.1 NodeHostName=n1 Port=7001 Version=0.1.0\n   \
+                 RealMemory=8192 AllocMem=1024 FreeMem=N/A Sockets=4 Boards=1\n   \
+                 State=MIXED+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A\n   \
+                 Partitions=debug \n   \
+                 BootTime=None SlurmdStartTime=None\n   \
+                 LastBusyTime=Unknown\n   \
+                 CfgTRES=cpu=4,mem=8G,billing=4\n   \
+                 AllocTRES=cpu=2,mem=1G\n   \
+                 CapWatts=n/a\n   \
+                 CurrentWatts=0 AveWatts=0\n   \
+                 ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s\n   \
+                 Reason=bad disk [root@{when}]\n\n"
+            )
+        );
+        assert_eq!(
+            format_partition(&part(), &[node("n1"), node("n2")], false),
+            "PartitionName=debug\n   \
+             AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL\n   \
+             AllocNodes=ALL Default=YES QoS=N/A\n   \
+             DefaultTime=NONE DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO\n   \
+             MaxNodes=UNLIMITED MaxTime=01:00:00 MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED\n   \
+             Nodes=n[1-2]\n   \
+             PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO\n   \
+             OverTimeLimit=NONE PreemptMode=OFF\n   \
+             State=UP TotalCPUs=8 TotalNodes=2 SelectTypeParameters=NONE\n   \
+             JobDefaults=(null)\n   \
+             DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED\n   \
+             TRES=cpu=8,mem=16G,node=2,billing=8\n\n"
+        );
+    }
+
+    #[test]
+    fn show_misc() {
+        with_session(|s, _| {
+            let o = cmd(s, "show part");
+            assert!(o.stdout.starts_with("PartitionName=debug\n"));
+            let o = cmd(s, "show partition nope");
+            assert_eq!(o.stdout, "Partition nope not found\n");
+            assert!(o.failed);
+            let o = cmd(s, "show node n9");
+            assert_eq!(o.stdout, "Node n9 not found\n");
+            assert!(o.failed);
+            let o = cmd(s, "show nodes n[1-2]");
+            assert_eq!(o.stdout.matches("NodeName=").count(), 2);
+            let o = cmd(s, "show hostname");
+            assert_eq!(o.stdout, "n1\nn2\n");
+            let o = cmd(s, "show hostnames a[01-03],b");
+            assert_eq!(o.stdout, "a01\na02\na03\nb\n");
+            let o = cmd(s, "show hostlist b3,b1,a2,b2");
+            assert_eq!(o.stdout, "b[1-3],a2\n");
+            let o = cmd(s, "show hostlistsorted b3,b1,a2,b2");
+            assert_eq!(o.stdout, "a2,b[1-3]\n");
+            let o = cmd(s, "show bogus");
+            assert_eq!(o.stderr, vec!["invalid entity:bogus for keyword:show "]);
+            let o = cmd(s, "show config");
+            assert!(o.stdout.starts_with("Configuration data as of "));
+            assert!(o.stdout.contains(
+                "\nMinJobAge               = 300 sec\n\nSlurmctld(primary) at ctl is DOWN\n"
+            ));
+            let o = cmd(s, "ping");
+            assert_eq!(o.stdout, "Slurmctld(primary) at ctl is DOWN\n");
+            assert!(o.failed);
+            let o = cmd(s, "version");
+            assert_eq!(o.stdout, "slurm 22.05.8\n");
+            let o = cmd(s, "frobnicate");
+            assert_eq!(o.stderr, vec!["invalid keyword: frobnicate"]);
+            let o = cmd(s, "requeue 42");
+            assert_eq!(
+                o.stderr,
+                vec!["scontrol: error: requeue is not supported by gsched yet"]
+            );
+        });
+    }
+
+    #[test]
+    fn hold_release_update() {
+        with_session(|s, fk| {
+            let o = cmd(s, "hold 42,43 JobName=x");
+            assert!(!o.failed);
+            let o = cmd(s, "release 99");
+            assert_eq!(o.stderr, vec!["Invalid job id specified for job 99"]);
+            assert!(o.failed);
+            let o = cmd(s, "hold x1");
+            assert_eq!(o.stderr, vec!["Invalid job id specified for job x1"]);
+            let o = cmd(s, "update JobId=42 TimeLimit=1:00:00");
+            assert!(!o.failed, "{o:?}");
+            let o = cmd(s, "update JobId=42 TimeLimit=+10");
+            assert!(!o.failed);
+            let o = cmd(s, "update jobid=42 Partition=x");
+            assert_eq!(
+                o.stderr,
+                vec![
+                    "Update of this parameter is not supported: Partition=x",
+                    "Request aborted"
+                ]
+            );
+            let o = cmd(s, "update JobId=42 TimeLimit=bogus");
+            assert_eq!(o.stderr, vec!["scontrol: error: Invalid TimeLimit value"]);
+            let o = cmd(s, "update NodeName=n1 State=DRAIN");
+            assert_eq!(
+                o.stderr,
+                vec!["You must specify a reason when DOWNING or DRAINING a node. Request denied"]
+            );
+            let o = cmd(s, "update NodeName=n[1-2] State=drain Reason=\"bad disk\"");
+            assert_eq!(
+                o.stderr,
+                vec!["slurm_update error: Access/permission denied"]
+            );
+            let o = cmd(s, "update NodeName=n1 State=BOGUS");
+            assert_eq!(o.stderr[0], "Invalid input: State=BOGUS");
+            let o = cmd(s, "update NodeName=n1 State=UNDRAIN");
+            assert!(o.stderr[0].contains("State=UNDRAIN is not supported"));
+            let o = cmd(s, "update Foo=1");
+            assert_eq!(o.stderr[0], "No valid entity in update command");
+            let sent = fk.sent.borrow();
+            assert!(sent[0].contains("ids: [42, 43], names: [\"x\"], release: false"));
+            assert!(sent
+                .iter()
+                .any(|x| x.contains("time_limit: Some(Some(60))")));
+            assert!(sent
+                .iter()
+                .any(|x| x.contains("time_limit: Some(Some(40))")));
+            assert!(sent.iter().any(
+                |x| x.contains("names: [\"n[1-2]\"], state: Drain, reason: Some(\"bad disk\")")
+            ));
+        });
+    }
+
+    #[test]
+    fn node_state_values() {
+        assert_eq!(
+            parse_node_state_update("drain"),
+            Ok((NodeStateUpdate::Drain, true))
+        );
+        assert_eq!(
+            parse_node_state_update("RES"),
+            Ok((NodeStateUpdate::Resume, false))
+        );
+        assert_eq!(
+            parse_node_state_update("down"),
+            Ok((NodeStateUpdate::Down, true))
+        );
+        assert_eq!(
+            parse_node_state_update("idle"),
+            Ok((NodeStateUpdate::Idle, false))
+        );
+        assert_eq!(parse_node_state_update("dr"), Err(None));
+        assert_eq!(parse_node_state_update("fail"), Err(Some("FAIL")));
+    }
+
+    #[test]
+    fn global_options_and_splitting() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        match parse_args("scontrol", &a(&["show", "job", "5", "-o"])).unwrap() {
+            Parsed::Run { flags, command, .. } => {
+                assert!(flags.one_liner);
+                assert_eq!(command, a(&["show", "job", "5"]));
+            }
+            Parsed::Print(_) => panic!(),
+        }
+        assert!(
+            matches!(parse_args("scontrol", &a(&["-V"])).unwrap(), Parsed::Print(s) if s == "slurm 22.05.8\n")
+        );
+        let e = parse_args("scontrol", &a(&["--bogus"])).unwrap_err();
+        assert_eq!(e.lines[0], "scontrol: unrecognized option '--bogus'");
+        assert_eq!(
+            split_line("update NodeName=n1 Reason=\"bad disk\"  State=drain\n"),
+            a(&[
+                "update",
+                "NodeName=n1",
+                "Reason=\"bad disk\"",
+                "State=drain"
+            ])
+        );
+    }
+}

@@ -333,7 +333,7 @@ impl Opts {
             "partition" => self.partitions = Some(split_list(val)),
             "time" => match units::parse_time_limit(val) {
                 Ok(t) => self.time = Some(t),
-                Err(_) => return Err(opt_err("Invalid time limit specification")),
+                Err(_) => return Err(opt_err("Invalid --time specification")),
             },
             "nodes" => self.nodes = Some(parse_nodes(prog, val)?),
             "ntasks" => self.ntasks = Some(parse_int(prog, "--ntasks", val)?),
@@ -1443,7 +1443,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e.lines,
-            vec!["sbatch: error: Invalid time limit specification"]
+            vec!["sbatch: error: Invalid --time specification"]
         );
         assert_eq!(e.code, 255);
         let e = build(

@@ -1441,10 +1441,7 @@ mod tests {
             Some("c"),
         )
         .unwrap_err();
-        assert_eq!(
-            e.lines,
-            vec!["sbatch: error: Invalid --time specification"]
-        );
+        assert_eq!(e.lines, vec!["sbatch: error: Invalid --time specification"]);
         assert_eq!(e.code, 255);
         let e = build(
             &ctx(&[]),

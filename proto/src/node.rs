@@ -43,17 +43,23 @@ pub struct NodeInfo {
     pub weight: u32,
 }
 
-impl NodeInfo {
-    /// Slurm's long state (`scontrol show node State=`, `sinfo %T`).
-    pub fn state_long(&self) -> String {
-        let base = match self.base {
+impl NodeBaseState {
+    /// Slurm's long name of the base state.
+    pub fn as_str(self) -> &'static str {
+        match self {
             NodeBaseState::Unknown => "UNKNOWN",
             NodeBaseState::Idle => "IDLE",
             NodeBaseState::Mixed => "MIXED",
             NodeBaseState::Allocated => "ALLOCATED",
             NodeBaseState::Down => "DOWN",
-        };
-        let mut s = String::from(base);
+        }
+    }
+}
+
+impl NodeInfo {
+    /// Slurm's long state (`scontrol show node State=`, `sinfo %T`).
+    pub fn state_long(&self) -> String {
+        let mut s = String::from(self.base.as_str());
         if self.drain {
             if self.base == NodeBaseState::Idle || self.base == NodeBaseState::Down {
                 s = if self.base == NodeBaseState::Idle {
@@ -73,14 +79,7 @@ impl NodeInfo {
 
     /// The long state as `scontrol show node` prints it (`IDLE+DRAIN`, `MIXED+DRAIN`).
     pub fn state_scontrol(&self) -> String {
-        let base = match self.base {
-            NodeBaseState::Unknown => "UNKNOWN",
-            NodeBaseState::Idle => "IDLE",
-            NodeBaseState::Mixed => "MIXED",
-            NodeBaseState::Allocated => "ALLOCATED",
-            NodeBaseState::Down => "DOWN",
-        };
-        let mut s = String::from(base);
+        let mut s = String::from(self.base.as_str());
         if self.drain {
             s.push_str("+DRAIN");
         }

@@ -44,16 +44,22 @@ fn entry_from(pw: &libc::passwd) -> UserEntry {
     }
 }
 
-/// Looks a user up by uid.
-pub fn user_by_uid(uid: u32) -> Option<UserEntry> {
+/// Calls a `getpw*_r` function with a buffer that grows until the entry fits.
+fn lookup_passwd(
+    call: impl Fn(
+        *mut libc::passwd,
+        *mut libc::c_char,
+        libc::size_t,
+        *mut *mut libc::passwd,
+    ) -> libc::c_int,
+) -> Option<UserEntry> {
     let mut size = buf_size();
     loop {
         let mut buf = vec![0 as libc::c_char; size];
         // SAFETY: an all-zero passwd is a valid value for an out-parameter.
         let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
         let mut result: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: every pointer is valid for the call and `buf` has `size` bytes.
-        let rc = unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr(), size, &mut result) };
+        let rc = call(&mut pw, buf.as_mut_ptr(), size, &mut result);
         if rc == libc::ERANGE && size < (1 << 22) {
             size *= 2;
             continue;
@@ -65,28 +71,19 @@ pub fn user_by_uid(uid: u32) -> Option<UserEntry> {
     }
 }
 
+/// Looks a user up by uid.
+pub fn user_by_uid(uid: u32) -> Option<UserEntry> {
+    // SAFETY: every pointer lookup_passwd passes is valid and `buf` has `size` bytes.
+    lookup_passwd(|pw, buf, size, res| unsafe { libc::getpwuid_r(uid, pw, buf, size, res) })
+}
+
 /// Looks a user up by name.
 pub fn user_by_name(name: &str) -> Option<UserEntry> {
     let cname = CString::new(name).ok()?;
-    let mut size = buf_size();
-    loop {
-        let mut buf = vec![0 as libc::c_char; size];
-        // SAFETY: see user_by_uid.
-        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: every pointer is valid for the call and `buf` has `size` bytes.
-        let rc = unsafe {
-            libc::getpwnam_r(cname.as_ptr(), &mut pw, buf.as_mut_ptr(), size, &mut result)
-        };
-        if rc == libc::ERANGE && size < (1 << 22) {
-            size *= 2;
-            continue;
-        }
-        if rc != 0 || result.is_null() {
-            return None;
-        }
-        return Some(entry_from(&pw));
-    }
+    // SAFETY: as above; `cname` outlives the call.
+    lookup_passwd(|pw, buf, size, res| unsafe {
+        libc::getpwnam_r(cname.as_ptr(), pw, buf, size, res)
+    })
 }
 
 /// A user given as a name or a numeric uid (`-u alice`, `-u 1000`).

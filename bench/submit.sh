@@ -15,11 +15,13 @@
 # ../shared/bench/slurm/setup.sh (root; installs and starts slurmctld/slurmd/munged, reusing
 # that folder's lib.sh), and print the ratios. Slurm daemons started here are stopped again.
 #
-# Knobs: N (1000), LAT_JOBS (20), GAP seconds between latency jobs (0.5, plus a random
+# Knobs: N (1000), REPS (3: loops report the median), LAT_JOBS (20), GAP seconds between latency jobs (0.5, plus a random
 # 0-0.5 s so that submissions do not stay in phase with a periodic scheduler),
 # SLURM_BENCH (the Slurm bench folder), OUT (bench/RESULTS.md).
 # Held jobs are cancelled at the end (also on interruption).
 set -euo pipefail
+# A failing submission inside $(...) must stop the run, not make the loop look fast.
+shopt -s inherit_errexit
 
 GS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GS_TARGET="${CARGO_TARGET_DIR:-$GS_ROOT/target}"
@@ -29,6 +31,7 @@ GS_CONF="$GS_ROOT/.local-cluster/gsched.conf"
 SLURM_BENCH="${SLURM_BENCH:-$GS_ROOT/../shared/bench/slurm}"
 OUT="${OUT:-$GS_ROOT/bench/RESULTS.md}"
 N="${N:-1000}"
+REPS="${REPS:-3}"
 LAT_JOBS="${LAT_JOBS:-20}"
 GAP="${GAP:-0.5}"
 HELD_NAME=gsbench-held
@@ -56,11 +59,11 @@ div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 ms() { awk -v a="$1" 'BEGIN { printf "%.1f", a * 1000 }'; }
 # median and p90 (nearest rank) of the numbers on stdin: "MEDIAN P90 MIN MAX"
 stats() {
-  sort -g | awk '{ v[NR] = $1 } END {
-    if (NR == 0) { print "nan nan nan nan"; exit }
-    m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-    r = int(0.9 * NR); if (r < 0.9 * NR) r++; if (r < 1) r = 1
-    printf "%.6f %.6f %.6f %.6f\n", m, v[r], v[1], v[NR] }'
+  sort -g | awk 'NF { v[++n] = $1 } END {
+    if (n == 0) { print "nan nan nan nan"; exit }
+    m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    r = int(0.9 * n); if (r < 0.9 * n) r++; if (r < 1) r = 1
+    printf "%.6f %.6f %.6f %.6f\n", m, v[r], v[1], v[n] }'
 }
 jitter() { awk -v g="$GAP" -v r="$RANDOM" 'BEGIN { printf "%.3f", g + (r % 500) / 1000 }'; }
 
@@ -149,19 +152,57 @@ for b in gsbatch gsqueue gscancel; do
   [[ -x $GS_BIN/$b ]] || die "$GS_BIN/$b is missing: run make cluster (cargo build --release --bins)"
 done
 
+# One repetition of each measurement; each prints seconds and leaves the queue clean.
+gs_held() {
+  local v got
+  v=$(submit_loop gsbatch held)
+  got=$(queue_count gsqueue "$HELD_NAME")
+  [[ $got -eq $N ]] || die "gsched holds $got of the $N held jobs"
+  gscancel -n "$HELD_NAME"
+  drain gsqueue "$HELD_NAME"
+  echo "$v"
+}
+gs_run() {
+  local v
+  v=$(submit_loop gsbatch run)
+  drain gsqueue "$RUN_NAME"
+  echo "$v"
+}
+sl_held() {
+  local v got
+  v=$(submit_loop sbatch held)
+  got=$(queue_count squeue "$HELD_NAME")
+  [[ $got -eq $N ]] || die "Slurm holds $got of the $N held jobs"
+  scancel -n "$HELD_NAME" || true
+  wait_empty 0.5
+  echo "$v"
+}
+sl_run() {
+  local v
+  v=$(submit_loop sbatch run)
+  wait_empty 0.5
+  echo "$v"
+}
+# reps FUNCTION: "MEDIAN MIN MAX" over $REPS runs
+reps() {
+  local i
+  for ((i = 1; i <= REPS; i++)); do
+    say "  rep $i/$REPS"
+    "$1"
+    echo
+  done | stats | awk '{ print $1, $3, $4 }'
+}
+
 say "gsched: process-spawn floor, $N × /bin/true"
-GS_FLOOR=$(spawn_floor)
-say "gsched: (a) $N held submissions"
+read -r GS_FLOOR GS_FLOOR_MIN GS_FLOOR_MAX < <(reps spawn_floor)
 CANCEL_GS=1
-GS_HELD=$(submit_loop gsbatch held)
-gscancel -n "$HELD_NAME"
-say "gsched: (b) $N submissions, not held"
-GS_RUN=$(submit_loop gsbatch run)
-say "gsched: draining the $N jobs (not timed)"
-drain gsqueue "$RUN_NAME"
+say "gsched: (a) $N held submissions"
+read -r GS_HELD GS_HELD_MIN GS_HELD_MAX < <(reps gs_held)
+say "gsched: (b) $N submissions, not held (the drain after each is not timed)"
+read -r GS_RUN GS_RUN_MIN GS_RUN_MAX < <(reps gs_run)
 say "gsched: (d) submit → start latency over $LAT_JOBS jobs"
 read -r GS_LAT_MED GS_LAT_P90 GS_LAT_MIN GS_LAT_MAX < <(latency gsbatch gsqueue | stats)
-GS_FLOOR2=$(spawn_floor)
+[[ -n ${GS_HELD:-} && -n ${GS_RUN:-} && -n ${GS_LAT_MED:-} ]] || die "a gsched measurement failed (see above)"
 
 # ------------------------------------------------------------------------- Slurm
 SL_OK=0
@@ -177,25 +218,23 @@ if ((WITH_SLURM)); then
     fi
     say "Slurm: setting up ($SLURM_BENCH/setup.sh)"
     "$SLURM_BENCH/setup.sh" >&2
-    # Reuse the Slurm bench's helpers (now, fdiff, log, wait_empty, ...); its raw rows go to
-    # a scratch folder, not into the shared one.
+    # Reuse the Slurm bench's helpers (wait_empty, ...); its raw rows go to a scratch
+    # folder, not into the shared one.
     export RES_DIR="$WORKDIR/slurm-results"
     # shellcheck source=/dev/null
     source "$SLURM_BENCH/lib.sh"
-    set +x
+    shopt -s inherit_errexit
     SLURM_CANCEL=1
     wait_empty 0.5
     say "Slurm: process-spawn floor"
-    SL_FLOOR=$(spawn_floor)
+    read -r SL_FLOOR SL_FLOOR_MIN SL_FLOOR_MAX < <(reps spawn_floor)
     say "Slurm: (a) $N held submissions"
-    SL_HELD=$(submit_loop sbatch held)
-    scancel -n "$HELD_NAME" || true
-    say "Slurm: (b) $N submissions, not held"
-    SL_RUN=$(submit_loop sbatch run)
-    say "Slurm: draining (not timed)"
-    wait_empty 0.5
+    read -r SL_HELD SL_HELD_MIN SL_HELD_MAX < <(reps sl_held)
+    say "Slurm: (b) $N submissions, not held (the drain after each is not timed)"
+    read -r SL_RUN SL_RUN_MIN SL_RUN_MAX < <(reps sl_run)
     say "Slurm: (d) submit → start latency over $LAT_JOBS jobs"
     read -r SL_LAT_MED SL_LAT_P90 SL_LAT_MIN SL_LAT_MAX < <(latency sbatch squeue | stats)
+    [[ -n ${SL_HELD:-} && -n ${SL_RUN:-} && -n ${SL_LAT_MED:-} ]] || die "a Slurm measurement failed (see above)"
     SL_OK=1
     if ((started_slurm)); then
       say "Slurm: stopping the daemons this run started"
@@ -207,7 +246,8 @@ fi
 # ------------------------------------------------------------------------- report
 rate() { awk -v n="$N" -v s="$1" 'BEGIN { printf "%.0f", n / s }'; }
 per() { awk -v n="$N" -v s="$1" 'BEGIN { printf "%.2f", s * 1000 / n }'; }
-loop_cell() { printf '%.2f s (%s ms each, %s/s)' "$1" "$(per "$1")" "$(rate "$1")"; }
+# loop_cell MEDIAN MIN MAX
+loop_cell() { printf '%.2f s [%.2f .. %.2f] → %s ms each, %s/s' "$1" "$2" "$3" "$(per "$1")" "$(rate "$1")"; }
 lat_cell() { printf '%s ms (p90 %s, min %s, max %s)' "$(ms "$1")" "$(ms "$2")" "$(ms "$3")" "$(ms "$4")"; }
 
 commit=$(git -C "$GS_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -217,22 +257,22 @@ commit=$(git -C "$GS_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo "$(date -Is) · $(uname -n) · $(getconf _NPROCESSORS_ONLN) CPUs · $(awk '/^MemTotal:/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) · gsched $commit (release) · N=$N, $LAT_JOBS latency jobs"
   echo
   if ((SL_OK)); then
-    echo "| what | gsched | Slurm ($(sinfo -V 2>/dev/null || echo slurm)) | Slurm ÷ gsched |"
+    echo "| what | gsched | Slurm ($(sinfo -V 2>/dev/null || echo slurm)) | Slurm ÷ gsched (time) |"
     echo "|---|---|---|---|"
-    echo "| spawn floor: $N × \`/bin/true\` | $(loop_cell "$GS_FLOOR") | $(loop_cell "$SL_FLOOR") | |"
-    echo "| (a) $N × \`gsbatch -H --wrap true\` (held) | $(loop_cell "$GS_HELD") = $(div "$GS_HELD" "$GS_FLOOR") × floor | $(loop_cell "$SL_HELD") | $(div "$SL_HELD" "$GS_HELD") × |"
-    echo "| (b) $N × \`gsbatch --wrap true\` (not held) | $(loop_cell "$GS_RUN") | $(loop_cell "$SL_RUN") | $(div "$SL_RUN" "$GS_RUN") × |"
+    echo "| spawn floor: $N × \`/bin/true\` | $(loop_cell "$GS_FLOOR" "$GS_FLOOR_MIN" "$GS_FLOOR_MAX") | $(loop_cell "$SL_FLOOR" "$SL_FLOOR_MIN" "$SL_FLOOR_MAX") | |"
+    echo "| (a) $N × \`gsbatch -H --wrap true\` (held) | $(loop_cell "$GS_HELD" "$GS_HELD_MIN" "$GS_HELD_MAX") = $(div "$GS_HELD" "$GS_FLOOR") × floor | $(loop_cell "$SL_HELD" "$SL_HELD_MIN" "$SL_HELD_MAX") | $(div "$SL_HELD" "$GS_HELD") × |"
+    echo "| (b) $N × \`gsbatch --wrap true\` (not held) | $(loop_cell "$GS_RUN" "$GS_RUN_MIN" "$GS_RUN_MAX") | $(loop_cell "$SL_RUN" "$SL_RUN_MIN" "$SL_RUN_MAX") | $(div "$SL_RUN" "$GS_RUN") × |"
     echo "| (d) submit → start, median | $(lat_cell "$GS_LAT_MED" "$GS_LAT_P90" "$GS_LAT_MIN" "$GS_LAT_MAX") | $(lat_cell "$SL_LAT_MED" "$SL_LAT_P90" "$SL_LAT_MIN" "$SL_LAT_MAX") | $(div "$SL_LAT_MED" "$GS_LAT_MED") × |"
   else
     echo "| what | gsched |"
     echo "|---|---|"
-    echo "| spawn floor: $N × \`/bin/true\` | $(loop_cell "$GS_FLOOR") |"
-    echo "| (a) $N × \`gsbatch -H --wrap true\` (held) | $(loop_cell "$GS_HELD") = $(div "$GS_HELD" "$GS_FLOOR") × floor |"
-    echo "| (b) $N × \`gsbatch --wrap true\` (not held) | $(loop_cell "$GS_RUN") |"
+    echo "| spawn floor: $N × \`/bin/true\` | $(loop_cell "$GS_FLOOR" "$GS_FLOOR_MIN" "$GS_FLOOR_MAX") |"
+    echo "| (a) $N × \`gsbatch -H --wrap true\` (held) | $(loop_cell "$GS_HELD" "$GS_HELD_MIN" "$GS_HELD_MAX") = $(div "$GS_HELD" "$GS_FLOOR") × floor |"
+    echo "| (b) $N × \`gsbatch --wrap true\` (not held) | $(loop_cell "$GS_RUN" "$GS_RUN_MIN" "$GS_RUN_MAX") |"
     echo "| (d) submit → start, median | $(lat_cell "$GS_LAT_MED" "$GS_LAT_P90" "$GS_LAT_MIN" "$GS_LAT_MAX") |"
   fi
   echo
-  echo "Spawn floor measured again after the gsched runs: $(loop_cell "$GS_FLOOR2")."
+  echo "Loops: median [min .. max] over $REPS repetitions. Latency: median (p90, min, max) over $LAT_JOBS jobs submitted one at a time on an idle cluster, $GAP s plus a random 0-0.5 s after the previous one left the queue (Slurm starts batch jobs from a periodic pass, so its figure depends on that gap)."
   echo "Targets: (a) ≤ 1.6 × floor; (d) median < 20 ms. Command: \`bench/submit.sh$( ((WITH_SLURM)) && echo " --with-slurm")\`."
 } | tee "$OUT"
 say "written to $OUT"

@@ -6,14 +6,14 @@
 //! and a blank line between records; `-o` one line per record). Without a command, commands
 //! are read from standard input, one per line, as in scontrol's interactive mode.
 
-use crate::common::{self, make_time_str, opt_time_str, Fail};
-use crate::getopt::{self, HasArg, Item, Opt, Ordering};
+use crate::common::{self, make_time_str, name_or_id, opt_time_str, or_null, Fail};
+use crate::getopt::{self, HasArg, Opt, Ordering};
 use gsched_proto::api::{
     paths, Ack, ConfigResponse, ErrorCode, HoldRequest, JobActionResponse, JobFilter, JobQuery,
     JobUpdateRequest, JobsResponse, NodeStateUpdate, NodeUpdateRequest, NodesResponse,
     PartitionsResponse, PingResponse,
 };
-use gsched_proto::client::Client;
+use gsched_proto::client::{Client, ClientError};
 use gsched_proto::config::Config;
 use gsched_proto::hostlist;
 use gsched_proto::job::{JobInfo, JobState, MemRequest};
@@ -96,36 +96,29 @@ pub struct Remote {
     pub client: Client,
 }
 
+/// A call's failure as Slurm words it.
+fn text<T>(r: Result<T, ClientError>) -> Result<T, String> {
+    r.map_err(|e| common::client_error_text(&e))
+}
+
 impl Api for Remote {
     fn jobs(&self, filter: JobFilter) -> Result<JobsResponse, String> {
-        self.client
-            .post(paths::JOBS_QUERY, &JobQuery { filter })
-            .map_err(|e| common::client_error_text(&e))
+        text(self.client.post(paths::JOBS_QUERY, &JobQuery { filter }))
     }
     fn nodes(&self) -> Result<NodesResponse, String> {
-        self.client
-            .get(paths::NODES)
-            .map_err(|e| common::client_error_text(&e))
+        text(self.client.get(paths::NODES))
     }
     fn partitions(&self) -> Result<PartitionsResponse, String> {
-        self.client
-            .get(paths::PARTITIONS)
-            .map_err(|e| common::client_error_text(&e))
+        text(self.client.get(paths::PARTITIONS))
     }
     fn config(&self) -> Result<ConfigResponse, String> {
-        self.client
-            .get(paths::CONFIG)
-            .map_err(|e| common::client_error_text(&e))
+        text(self.client.get(paths::CONFIG))
     }
     fn ping(&self) -> Result<PingResponse, String> {
-        self.client
-            .get(paths::PING)
-            .map_err(|e| common::client_error_text(&e))
+        text(self.client.get(paths::PING))
     }
     fn hold(&self, req: &HoldRequest) -> Result<JobActionResponse, String> {
-        self.client
-            .post(paths::JOBS_HOLD, req)
-            .map_err(|e| common::client_error_text(&e))
+        text(self.client.post(paths::JOBS_HOLD, req))
     }
     fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)> {
         self.client
@@ -134,10 +127,7 @@ impl Api for Remote {
             .map_err(|e| (e.code(), common::client_error_text(&e)))
     }
     fn update_nodes(&self, req: &NodeUpdateRequest) -> Result<(), String> {
-        self.client
-            .post::<_, Ack>(paths::NODES_UPDATE, req)
-            .map(|_| ())
-            .map_err(|e| common::client_error_text(&e))
+        text(self.client.post::<_, Ack>(paths::NODES_UPDATE, req)).map(|_| ())
     }
 }
 
@@ -999,11 +989,7 @@ pub fn format_config(c: &ConfigResponse) -> String {
 
 /// scontrol's limited output-path expansion (`%A %a %j %u %x`), made absolute.
 fn fname(job: &JobInfo, pat: &str) -> String {
-    let user = if job.user_name.is_empty() {
-        job.user_id.to_string()
-    } else {
-        job.user_name.clone()
-    };
+    let user = name_or_id(&job.user_name, job.user_id);
     let t = pat
         .replace("%A", &job.job_id.to_string())
         .replace("%a", &gsched_proto::patterns::NO_ARRAY_TASK.to_string())
@@ -1014,14 +1000,6 @@ fn fname(job: &JobInfo, pat: &str) -> String {
         t
     } else {
         format!("{}/{t}", job.spec.work_dir)
-    }
-}
-
-fn null(s: &str) -> &str {
-    if s.is_empty() {
-        "(null)"
-    } else {
-        s
     }
 }
 
@@ -1041,16 +1019,8 @@ pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> Stri
     let spec = &j.spec;
     let mut o = String::new();
     o.push_str(&format!("JobId={} JobName={}{le}", j.job_id, j.name));
-    let user = if j.user_name.is_empty() {
-        j.user_id.to_string()
-    } else {
-        j.user_name.clone()
-    };
-    let group = if j.group_name.is_empty() {
-        j.group_id.to_string()
-    } else {
-        j.group_name.clone()
-    };
+    let user = name_or_id(&j.user_name, j.user_id);
+    let group = name_or_id(&j.group_name, j.group_id);
     o.push_str(&format!(
         "UserId={user}({}) GroupId={group}({}) MCS_label=N/A{le}",
         j.user_id, j.group_id
@@ -1106,7 +1076,7 @@ pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> Stri
     o.push_str(&format!(
         "Partition={} AllocNode:Sid={}:0{le}",
         j.partition,
-        null(&spec.submit_host)
+        or_null(&spec.submit_host)
     ));
     o.push_str(&format!("ReqNodeList=(null) ExcNodeList=(null){le}"));
     let nodelist = if j.nodes.is_empty() {
@@ -1151,8 +1121,8 @@ pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> Stri
     o.push_str(&format!(
         "OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null){le}"
     ));
-    o.push_str(&format!("Command={}{le}", null(&spec.command)));
-    o.push_str(&format!("SubmitLine={}{le}", null(&spec.submit_line)));
+    o.push_str(&format!("Command={}{le}", or_null(&spec.command)));
+    o.push_str(&format!("SubmitLine={}{le}", or_null(&spec.submit_line)));
     o.push_str(&format!("WorkDir={}", spec.work_dir));
     let stdout = spec
         .stdout
@@ -1194,7 +1164,7 @@ pub fn format_node(n: &NodeInfo, one_liner: bool, slurmd_port: u16) -> String {
     };
     o.push_str(&format!("AvailableFeatures={feats}{le}"));
     o.push_str(&format!("ActiveFeatures={feats}{le}"));
-    o.push_str(&format!("Gres={}{le}", null(&n.gres)));
+    o.push_str(&format!("Gres={}{le}", or_null(&n.gres)));
     o.push_str(&format!("NodeAddr={} NodeHostName={} ", n.addr, n.name));
     if n.port != slurmd_port {
         o.push_str(&format!("Port={} ", n.port));
@@ -1367,33 +1337,35 @@ pub enum Parsed {
 }
 
 pub fn parse_args(prog: &str, args: &[String]) -> Result<Parsed, Fail> {
-    let (items, err) = getopt::parse_partial(args, OPTIONS, Ordering::Permute);
+    let getopt::Split {
+        opts,
+        operands: command,
+        err,
+    } = getopt::parse_split(args, OPTIONS, Ordering::Permute);
     let mut flags = Flags::default();
-    let mut command = Vec::new();
     let mut clusters = None;
-    for it in items {
-        match it {
-            Item::Operand(o) => command.push(o),
-            Item::Opt { id, arg, .. } => match id {
-                "help" => return Ok(Parsed::Print(usage_text())),
-                "version" => return Ok(Parsed::Print(format!("{}\n", common::version_line()))),
-                "oneliner" => flags.one_liner = true,
-                "details" => flags.details = true,
-                "quiet" => flags.quiet = 1,
-                "verbose" => flags.quiet = -1,
-                "clusters" => clusters = arg,
-                "uid" => {
-                    let u = arg.unwrap_or_default();
-                    if common::resolve_uid(&u).is_none() {
-                        return Err(Fail::error(prog, format!("--uid=\"{u}\" invalid")));
-                    }
+    for (id, arg) in opts {
+        // scontrol's help is its usage text (`--usage` is a name of `--help`).
+        if let Some(text) = common::info_text(id, usage_text, usage_text) {
+            return Ok(Parsed::Print(text));
+        }
+        match id {
+            "oneliner" => flags.one_liner = true,
+            "details" => flags.details = true,
+            "quiet" => flags.quiet = 1,
+            "verbose" => flags.quiet = -1,
+            "clusters" => clusters = arg,
+            "uid" => {
+                let u = arg.unwrap_or_default();
+                if common::resolve_uid(&u).is_none() {
+                    return Err(Fail::error(prog, format!("--uid=\"{u}\" invalid")));
                 }
-                _ => {}
-            },
+            }
+            _ => {}
         }
     }
     if let Some(e) = err {
-        return Err(Fail::usage(prog, e.message(prog), 1));
+        return Err(Fail::usage(prog, &e, 1));
     }
     Ok(Parsed::Run {
         flags,
@@ -1404,12 +1376,7 @@ pub fn parse_args(prog: &str, args: &[String]) -> Result<Parsed, Fail> {
 
 /// `gscontrol` entry point.
 pub fn main(args: Vec<String>) -> i32 {
-    let argv0 = args.first().cloned().unwrap_or_else(|| "scontrol".into());
-    let prog = common::prog_name(&argv0);
-    match run(&prog, &args) {
-        Ok(c) => c,
-        Err(f) => common::report(&f),
-    }
+    common::run_main(&args, "scontrol", run)
 }
 
 fn emit(out: &Out) {
@@ -1422,8 +1389,7 @@ fn emit(out: &Out) {
 }
 
 fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
-    let rest = if args.is_empty() { &[][..] } else { &args[1..] };
-    let (flags, command, clusters) = match parse_args(prog, rest)? {
+    let (flags, command, clusters) = match parse_args(prog, args)? {
         Parsed::Print(s) => {
             common::out(&s);
             return Ok(0);
@@ -1450,7 +1416,6 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             (None, None) => Err("no configuration".into()),
         }
     };
-    let env = |k: &str| std::env::var(k).ok();
     let mut session = Session {
         prog: prog.to_string(),
         flags,
@@ -1460,7 +1425,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             .map(|c| c.ctld_host.name.clone())
             .unwrap_or_else(|_| "(null)".into()),
         slurmd_port: cfg.as_ref().map(|c| c.slurmd_port).unwrap_or(6818),
-        env: &env,
+        env: &common::env_var,
         now: common::now(),
         uid: common::current_uid(),
     };

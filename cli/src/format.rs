@@ -27,14 +27,19 @@ pub trait Kind: Copy + PartialEq + 'static {
 
     /// The kind an `-O` name stands for.
     fn by_name(name: &str) -> Option<Self> {
-        Self::NAMES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, k)| *k)
+        lookup(Self::NAMES, name)
     }
 
     /// The width at the start of an `-O` size and the suffix after it.
     fn name_width(spec: &str) -> (usize, &str);
+}
+
+/// The kind `name` has in a name table (any case).
+pub fn lookup<K: Copy>(names: &[(&str, K)], name: &str) -> Option<K> {
+    names
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, k)| *k)
 }
 
 /// One output column; `auto` means the width is computed (sinfo's `%#P`).
@@ -169,7 +174,8 @@ pub fn parse<K: Kind>(fmt: &str) -> Format<K> {
     out
 }
 
-/// Parses an `-O` format (`name[:[.][width][suffix]]`, default width 20).
+/// Parses an `-O` format (`name[:[.][width][suffix]]`, default width 20). An unknown name
+/// is a `job` format error in sinfo too.
 pub fn parse_names<K: Kind>(fmt: &str) -> Format<K> {
     let mut out = Format::default();
     for token in fmt.split(',').filter(|t| !t.is_empty()) {

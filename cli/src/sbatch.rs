@@ -9,7 +9,7 @@
 //! `$SLURM_EXIT_ERROR`).
 
 use crate::common::{self, env_flag_on, split_list, Fail};
-use crate::getopt::{self, GetoptError, HasArg, Item, Opt, Ordering};
+use crate::getopt::{self, GetoptError, HasArg, Opt, Ordering};
 use gsched_proto::api::{paths, SubmitRequest, SubmitResponse};
 use gsched_proto::client::ClientError;
 use gsched_proto::job::{JobSpec, MemRequest, OpenMode};
@@ -601,22 +601,18 @@ pub fn parse_directives(
     prog: &str,
     args: &[String],
 ) -> Result<Vec<(&'static str, Option<String>)>, Fail> {
-    let items =
-        getopt::parse(args, OPTIONS, Ordering::RequireOrder).map_err(|e| getopt_fail(prog, &e))?;
-    let mut out = Vec::new();
-    for it in items {
-        match it {
-            Item::Opt { id, arg, .. } => out.push((id, arg)),
-            Item::Operand(a) => {
-                return Err(Fail::error(
-                    prog,
-                    format!("Invalid directive found in batch script: {a}"),
-                )
-                .with_code(EXIT_OPTION))
-            }
-        }
+    let split = getopt::parse_split(args, OPTIONS, Ordering::RequireOrder);
+    if let Some(e) = &split.err {
+        return Err(getopt_fail(prog, e));
     }
-    Ok(out)
+    if let Some(a) = split.operands.first() {
+        return Err(Fail::error(
+            prog,
+            format!("Invalid directive found in batch script: {a}"),
+        )
+        .with_code(EXIT_OPTION));
+    }
+    Ok(split.opts)
 }
 
 fn getopt_fail(prog: &str, e: &GetoptError) -> Fail {
@@ -898,12 +894,12 @@ pub fn build(
         ScriptSource::Wrap(_) => ("wrap".to_string(), String::new(), Vec::new()),
         ScriptSource::Stdin => ("sbatch".to_string(), String::new(), Vec::new()),
         ScriptSource::File(p) => {
+            let base = common::basename(p).to_string();
             let abs = if p.starts_with('/') {
                 p.clone()
             } else {
                 join(&ctx.caller.cwd, p.trim_start_matches("./"))
             };
-            let base = common::basename(p).to_string();
             (base, abs, cl.operands.iter().skip(1).cloned().collect())
         }
     };

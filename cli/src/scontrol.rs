@@ -97,28 +97,28 @@ pub struct Remote {
 }
 
 /// A call's failure as Slurm words it.
-fn text<T>(r: Result<T, ClientError>) -> Result<T, String> {
+fn err_text<T>(r: Result<T, ClientError>) -> Result<T, String> {
     r.map_err(|e| common::client_error_text(&e))
 }
 
 impl Api for Remote {
     fn jobs(&self, filter: JobFilter) -> Result<JobsResponse, String> {
-        text(self.client.post(paths::JOBS_QUERY, &JobQuery { filter }))
+        err_text(self.client.post(paths::JOBS_QUERY, &JobQuery { filter }))
     }
     fn nodes(&self) -> Result<NodesResponse, String> {
-        text(self.client.get(paths::NODES))
+        err_text(self.client.get(paths::NODES))
     }
     fn partitions(&self) -> Result<PartitionsResponse, String> {
-        text(self.client.get(paths::PARTITIONS))
+        err_text(self.client.get(paths::PARTITIONS))
     }
     fn config(&self) -> Result<ConfigResponse, String> {
-        text(self.client.get(paths::CONFIG))
+        err_text(self.client.get(paths::CONFIG))
     }
     fn ping(&self) -> Result<PingResponse, String> {
-        text(self.client.get(paths::PING))
+        err_text(self.client.get(paths::PING))
     }
     fn hold(&self, req: &HoldRequest) -> Result<JobActionResponse, String> {
-        text(self.client.post(paths::JOBS_HOLD, req))
+        err_text(self.client.post(paths::JOBS_HOLD, req))
     }
     fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)> {
         self.client
@@ -127,7 +127,7 @@ impl Api for Remote {
             .map_err(|e| (e.code(), common::client_error_text(&e)))
     }
     fn update_nodes(&self, req: &NodeUpdateRequest) -> Result<(), String> {
-        text(self.client.post::<_, Ack>(paths::NODES_UPDATE, req)).map(|_| ())
+        err_text(self.client.post::<_, Ack>(paths::NODES_UPDATE, req)).map(|_| ())
     }
 }
 

@@ -286,15 +286,10 @@ impl format::Kind for F {
     const LETTER_WHAT: &'static str = "job";
 
     fn by_name(name: &str) -> Option<F> {
-        NAMES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, k)| *k)
-            .or_else(|| {
-                // numtasks is matched on its first 7 letters, as in squeue.
-                (name.len() >= 7 && name[..7].eq_ignore_ascii_case("numtask"))
-                    .then_some(F::NumTasks)
-            })
+        format::lookup(NAMES, name).or_else(|| {
+            // numtasks is matched on its first 7 letters, as in squeue.
+            (name.len() >= 7 && name[..7].eq_ignore_ascii_case("numtask")).then_some(F::NumTasks)
+        })
     }
 
     /// C's `strtol`: a sign is read, a negative width is 0.

@@ -160,13 +160,18 @@ impl Session<'_> {
         self.flags.quiet == 1
     }
 
-    /// `slurm_perror`: `<what>: <msg>` unless quiet.
-    fn perror(&self, out: &mut Out, what: &str, msg: &str) {
+    /// An error line unless quiet; the command fails either way.
+    fn complain(&self, out: &mut Out, msg: impl Into<String>) {
         if self.quiet() {
             out.fail();
         } else {
-            out.err(format!("{what}: {msg}"));
+            out.err(msg);
         }
+    }
+
+    /// `slurm_perror`: `<what>: <msg>` unless quiet.
+    fn perror(&self, out: &mut Out, what: &str, msg: &str) {
+        self.complain(out, format!("{what}: {msg}"));
     }
 
     /// Runs one command (argv without the program name and options).
@@ -179,7 +184,6 @@ impl Session<'_> {
         let tag = tag.as_str();
         let n = argv.len();
         let too_many = |out: &mut Out| out.err(format!("too many arguments for keyword:{tag}"));
-        let too_few = |out: &mut Out| out.err(format!("too few arguments for keyword:{tag}"));
         // Keywords in scontrol's order of tests, with their minimum lengths.
         if kw(tag, "abort", 5) {
             self.unsupported(&mut out, "abort");
@@ -252,11 +256,7 @@ impl Session<'_> {
             || kw(tag, "release", 3)
         {
             if n < 2 {
-                if !self.quiet() {
-                    too_few(&mut out);
-                } else {
-                    out.fail();
-                }
+                self.complain(&mut out, format!("too few arguments for keyword:{tag}"));
             } else {
                 let release = kw(tag, "release", 3);
                 self.hold(&mut out, &argv[1..], release);
@@ -345,20 +345,10 @@ impl Session<'_> {
 
     fn show(&mut self, out: &mut Out, argv: &[String]) {
         if argv.len() < 2 {
-            if !self.quiet() {
-                out.err(format!("too few arguments for keyword:{}", argv[0]));
-            } else {
-                out.fail();
-            }
-            return;
+            return self.complain(out, format!("too few arguments for keyword:{}", argv[0]));
         }
         if argv.len() > 3 {
-            if !self.quiet() {
-                out.err(format!("too many arguments for keyword:{}", argv[0]));
-            } else {
-                out.fail();
-            }
-            return;
+            return self.complain(out, format!("too many arguments for keyword:{}", argv[0]));
         }
         let (tag, val) = match argv[1].split_once('=') {
             Some((t, v)) => (t, Some(v.to_string())),
@@ -433,10 +423,11 @@ impl Session<'_> {
             entity_unsupported(self, out, "steps");
         } else if kw(tag, "topology", 1) {
             entity_unsupported(self, out, "topology");
-        } else if !self.quiet() {
-            out.err(format!("invalid entity:{tag} for keyword:{} ", argv[0]));
         } else {
-            out.fail();
+            self.complain(
+                out,
+                format!("invalid entity:{tag} for keyword:{} ", argv[0]),
+            );
         }
     }
 
@@ -625,11 +616,7 @@ impl Session<'_> {
             } else if s.len() >= 8 && s[..8].eq_ignore_ascii_case("JobName=") {
                 names.push(s[8..].to_string());
             } else {
-                out.fail();
-                if !self.quiet() {
-                    out.stderr
-                        .push(format!("Invalid job id specified for job {s}"));
-                }
+                self.complain(out, format!("Invalid job id specified for job {s}"));
             }
         }
         if ids.is_empty() && names.is_empty() {
@@ -644,11 +631,7 @@ impl Session<'_> {
             Ok(r) => {
                 for res in &r.results {
                     if let Some(e) = &res.error {
-                        out.fail();
-                        if !self.quiet() {
-                            out.stderr
-                                .push(format!("{} for job {}", e.message, res.job_id));
-                        }
+                        self.complain(out, format!("{} for job {}", e.message, res.job_id));
                     }
                 }
             }
@@ -771,11 +754,7 @@ impl Session<'_> {
             return;
         }
         let Some(ids) = ids else {
-            out.fail();
-            if !self.quiet() {
-                out.stderr
-                    .push(format!("Invalid job id specified for job {id_str}"));
-            }
+            self.complain(out, format!("Invalid job id specified for job {id_str}"));
             return;
         };
         let Some(api) = self.connect(out) else { return };
@@ -793,11 +772,7 @@ impl Session<'_> {
                 };
                 match (cur, new) {
                     (None, _) => {
-                        out.fail();
-                        if !self.quiet() {
-                            out.stderr
-                                .push(format!("Invalid job id specified for job {id}"));
-                        }
+                        self.complain(out, format!("Invalid job id specified for job {id}"));
                         continue;
                     }
                     (Some(None), _) | (Some(_), None) => None,
@@ -821,10 +796,7 @@ impl Session<'_> {
                 time_limit: Some(value),
             };
             if let Err((_, msg)) = api.update_job(&req) {
-                out.fail();
-                if !self.quiet() {
-                    out.stderr.push(format!("{msg} for job {id}"));
-                }
+                self.complain(out, format!("{msg} for job {id}"));
             }
         }
     }

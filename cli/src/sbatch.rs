@@ -813,13 +813,9 @@ pub enum FirstPass {
 
 pub fn first_pass(prog: &str, args: &[String]) -> Result<FirstPass, Fail> {
     // The options come first: the first operand (the script) ends them.
-    let getopt::Split {
-        opts,
-        operands,
-        err,
-    } = getopt::parse_split(args, OPTIONS, Ordering::RequireOrder);
+    let split = getopt::parse_split(args, OPTIONS, Ordering::RequireOrder);
     let mut cl = CommandLine::default();
-    for (id, arg) in &opts {
+    for (id, arg) in &split.opts {
         if let Some(text) = common::info_text(id, help_text, usage_text) {
             return Ok(FirstPass::Print(text));
         }
@@ -830,17 +826,17 @@ pub fn first_pass(prog: &str, args: &[String]) -> Result<FirstPass, Fail> {
             _ => {}
         }
     }
-    if operands.iter().any(|o| o == ":") {
+    if split.operands.iter().any(|o| o == ":") {
         return Err(Fail::error(
             prog,
             "heterogeneous jobs (\":\" separated components) are not supported by gsched yet",
         ));
     }
-    if let Some(e) = err {
-        return Err(getopt_fail(prog, &e));
+    if let Some(e) = &split.err {
+        return Err(getopt_fail(prog, e));
     }
-    cl.items = opts;
-    cl.operands = operands;
+    cl.items = split.opts;
+    cl.operands = split.operands;
     Ok(FirstPass::Go(cl))
 }
 

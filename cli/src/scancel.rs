@@ -188,12 +188,8 @@ pub fn parse_args(
     if let Some(v) = env("SLURM_CLUSTERS") {
         p.clusters = Some(v);
     }
-    let getopt::Split {
-        opts,
-        operands,
-        err,
-    } = getopt::parse_split(args, OPTIONS, Ordering::Permute);
-    for (id, arg) in opts {
+    let split = getopt::parse_split(args, OPTIONS, Ordering::Permute);
+    for (id, arg) in split.opts {
         if let Some(text) = common::info_text(id, help_text, usage_text) {
             return Ok(Parsed::Print(text));
         }
@@ -223,10 +219,10 @@ pub fn parse_args(
             _ => {}
         }
     }
-    if let Some(e) = err {
+    if let Some(e) = split.err {
         return Err(Fail::usage(prog, &e, 1));
     }
-    p.ids = parse_ids(prog, &operands)?;
+    p.ids = parse_ids(prog, &split.operands)?;
     if let Some(u) = &p.user_name {
         match common::resolve_uid(u) {
             Some(uid) => p.user_id = Some(uid),

@@ -1309,14 +1309,10 @@ pub enum Parsed {
 }
 
 pub fn parse_args(prog: &str, args: &[String]) -> Result<Parsed, Fail> {
-    let getopt::Split {
-        opts,
-        operands: command,
-        err,
-    } = getopt::parse_split(args, OPTIONS, Ordering::Permute);
+    let split = getopt::parse_split(args, OPTIONS, Ordering::Permute);
     let mut flags = Flags::default();
     let mut clusters = None;
-    for (id, arg) in opts {
+    for (id, arg) in split.opts {
         // scontrol's help is its usage text (`--usage` is a name of `--help`).
         if let Some(text) = common::info_text(id, usage_text, usage_text) {
             return Ok(Parsed::Print(text));
@@ -1336,12 +1332,12 @@ pub fn parse_args(prog: &str, args: &[String]) -> Result<Parsed, Fail> {
             _ => {}
         }
     }
-    if let Some(e) = err {
+    if let Some(e) = split.err {
         return Err(Fail::usage(prog, &e, 1));
     }
     Ok(Parsed::Run {
         flags,
-        command,
+        command: split.operands,
         clusters,
     })
 }

@@ -386,11 +386,7 @@ pub fn parse_args(
     args: &[String],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Parsed, Fail> {
-    let getopt::Split {
-        opts,
-        operands,
-        err,
-    } = getopt::parse_split(args, OPTIONS, Ordering::Permute);
+    let split = getopt::parse_split(args, OPTIONS, Ordering::Permute);
     let mut p = Params {
         sort: env("SINFO_SORT"),
         partitions: env("SINFO_PARTITION").map(|v| split_list(&v)),
@@ -400,7 +396,7 @@ pub fn parse_args(
     let mut format: Option<String> = None;
     let mut long_form = false;
     let mut summarize = false;
-    for (id, arg) in opts {
+    for (id, arg) in split.opts {
         if let Some(text) = common::info_text(id, help_text, usage_text) {
             return Ok(Parsed::Print(text));
         }
@@ -448,10 +444,10 @@ pub fn parse_args(
             _ => {}
         }
     }
-    if let Some(e) = err {
+    if let Some(e) = split.err {
         return Err(Fail::usage(prog, &e, 1));
     }
-    if let Some(o) = operands.first() {
+    if let Some(o) = split.operands.first() {
         return Err(Fail::raw(
             1,
             vec![

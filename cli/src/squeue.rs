@@ -838,11 +838,7 @@ pub fn parse_args(
     env: &dyn Fn(&str) -> Option<String>,
     uid: u32,
 ) -> Result<Parsed, Fail> {
-    let getopt::Split {
-        opts,
-        operands,
-        err,
-    } = getopt::parse_split(args, OPTIONS, Ordering::Permute);
+    let split = getopt::parse_split(args, OPTIONS, Ordering::Permute);
     let mut p = Params::default();
     let mut format: Option<String> = None;
     let mut format_long: Option<String> = None;
@@ -850,7 +846,7 @@ pub fn parse_args(
     let mut job_flag = false;
     let mut start = false;
     let mut sort = env("SQUEUE_SORT");
-    for (id, arg) in opts {
+    for (id, arg) in split.opts {
         if let Some(text) = common::info_text(id, help_text, usage_text) {
             return Ok(Parsed::Print(text));
         }
@@ -922,7 +918,7 @@ pub fn parse_args(
             _ => {}
         }
     }
-    if let Some(e) = err {
+    if let Some(e) = split.err {
         return Err(Fail::usage(prog, &e, 1));
     }
     if p.long && format.is_some() {
@@ -949,7 +945,7 @@ pub fn parse_args(
             ],
         )
     };
-    let mut operands = operands.into_iter();
+    let mut operands = split.operands.into_iter();
     if let Some(o) = operands.next() {
         if !job_flag {
             return Err(unrecognized(&o));

@@ -1,7 +1,9 @@
-//! What every command shares: its name as invoked, the version line, Slurm-style error
-//! printing and exit codes, the config and the API client, and the small formatting
-//! helpers Slurm's commands have in common (field padding and truncation, dates).
+//! What every command shares: its name as invoked, its `main`, the version line,
+//! Slurm-style error printing and exit codes, the config and the API client, the
+//! `-i/--iterate` loop and `-S` sorting, and the small formatting helpers Slurm's commands
+//! have in common (field padding and truncation, dates).
 
+use crate::getopt::GetoptError;
 use gsched_proto::client::{Client, ClientError};
 use gsched_proto::config::{resolve_config_path, Config};
 use gsched_proto::units;
@@ -10,11 +12,61 @@ use std::io::Write;
 /// The command's name as Slurm prints it in messages: the basename of argv[0], so that a
 /// `sbatch` symlink to `gsbatch` prints `sbatch: error: ...`.
 pub fn prog_name(argv0: &str) -> String {
-    let base = argv0.rsplit('/').next().unwrap_or(argv0);
+    let base = basename(argv0);
     if base.is_empty() {
         "gsched".to_string()
     } else {
         base.to_string()
+    }
+}
+
+/// The last component of a path (`dir/job.sh` gives `job.sh`).
+pub fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A command's `main`: `run` gets the name to print in messages (from argv[0], else
+/// `name`) and the arguments after argv[0]; a failure is printed and gives the exit status.
+pub fn run_main(
+    args: &[String],
+    name: &str,
+    run: impl FnOnce(&str, &[String]) -> Result<i32, Fail>,
+) -> i32 {
+    let prog = prog_name(args.first().map_or(name, String::as_str));
+    let rest = args.get(1..).unwrap_or_default();
+    match run(&prog, rest) {
+        Ok(code) => code,
+        Err(f) => report(&f),
+    }
+}
+
+/// What a command line asks for: a text to print (`--help`, `--usage`, `-V`), or a run.
+#[derive(Debug)]
+pub enum Parsed<T> {
+    Print(String),
+    Run(T),
+}
+
+impl<T> Parsed<T> {
+    /// The run, or `None` once the text to print is on stdout.
+    pub fn or_print(self) -> Option<T> {
+        match self {
+            Parsed::Print(s) => {
+                out(&s);
+                None
+            }
+            Parsed::Run(t) => Some(t),
+        }
+    }
+}
+
+/// The text an informational option prints: `--help`, `--usage`, `-V/--version`.
+pub fn info_text(id: &str, help: fn() -> String, usage: fn() -> String) -> Option<String> {
+    match id {
+        "help" => Some(help()),
+        "usage" => Some(usage()),
+        "version" => Some(format!("{}\n", version_line())),
+        _ => None,
     }
 }
 
@@ -58,12 +110,20 @@ impl Fail {
         self
     }
 
+    /// `<prog>: error: option <what> is not supported by gsched yet`, exit 1.
+    pub fn not_supported(prog: &str, what: &str) -> Fail {
+        Fail::error(
+            prog,
+            format!("option {what} is not supported by gsched yet"),
+        )
+    }
+
     /// A getopt error followed by `Try "<prog> --help" for more information`.
-    pub fn usage(prog: &str, getopt_msg: String, code: i32) -> Fail {
+    pub fn usage(prog: &str, e: &GetoptError, code: i32) -> Fail {
         Fail {
             code,
             lines: vec![
-                getopt_msg,
+                e.message(prog),
                 format!("Try \"{prog} --help\" for more information"),
             ],
         }
@@ -98,6 +158,26 @@ pub fn args_to_strings(args: impl IntoIterator<Item = std::ffi::OsString>) -> Ve
         .collect()
 }
 
+/// An environment variable of this process (the `env` the commands' parsers take).
+pub fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Refuses the first of `vars` (a variable, the option it stands for) that is set:
+/// `option --x (from VAR) is not supported by gsched yet`.
+pub fn refuse_env(
+    prog: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    vars: &[(&str, &str)],
+) -> Result<(), Fail> {
+    for (var, opt) in vars {
+        if env(var).is_some() {
+            return Err(Fail::not_supported(prog, &format!("{opt} (from {var})")));
+        }
+    }
+    Ok(())
+}
+
 /// Loads the config named by `$GSCHED_CONF`, else `/etc/gsched/gsched.conf` (Slurm's
 /// commands take no config option).
 pub fn load_config() -> Result<Config, String> {
@@ -114,10 +194,14 @@ pub fn client_for(cfg: &Config) -> Result<Client, String> {
     ))
 }
 
-/// Config and client together, with `<prog>: error: ...` on failure.
-pub fn connect(prog: &str) -> Result<(Config, Client), Fail> {
+/// Config and client together, with `<prog>: error: ...` on failure; then `-M/--clusters`
+/// (if given) is checked against the configured cluster.
+pub fn connect(prog: &str, clusters: Option<&str>) -> Result<(Config, Client), Fail> {
     let cfg = load_config().map_err(|e| Fail::error(prog, e))?;
     let client = client_for(&cfg).map_err(|e| Fail::error(prog, e))?;
+    if let Some(c) = clusters {
+        check_clusters(prog, c, &cfg.cluster_name)?;
+    }
     Ok((cfg, client))
 }
 
@@ -161,6 +245,24 @@ pub fn resolve_uid(s: &str) -> Option<u32> {
 /// The real uid of this process.
 pub fn current_uid() -> u32 {
     gsched_proto::users::current_ids().0
+}
+
+/// `(null)` for an empty value, as Slurm prints unset strings.
+pub fn or_null(s: &str) -> &str {
+    if s.is_empty() {
+        "(null)"
+    } else {
+        s
+    }
+}
+
+/// A user or group name, or its number when the name is unknown (empty).
+pub fn name_or_id(name: &str, id: u32) -> String {
+    if name.is_empty() {
+        id.to_string()
+    } else {
+        name.to_string()
+    }
 }
 
 /// Slurm's `_print_str`: pads to `width` (right-justified with `right`); a left-justified
@@ -221,6 +323,8 @@ pub fn ctime_str(t: i64) -> String {
     format!("{wd} {mon} {d:02} {clock} {y}")
 }
 
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm). The same
+/// function is private in `gsched_proto::units`, which offers no weekday.
 fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
@@ -237,6 +341,49 @@ pub fn now() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
+}
+
+/// The `-i/--iterate` loop of squeue and sinfo: `once` runs (after the date line when
+/// `dated`), and with a period again every `period` seconds, after a blank line.
+pub fn repeat(
+    period: Option<u64>,
+    dated: bool,
+    mut once: impl FnMut() -> Result<(), Fail>,
+) -> Result<(), Fail> {
+    loop {
+        if dated {
+            out(&format!("{}\n", ctime_str(now())));
+        }
+        once()?;
+        match period {
+            Some(secs) => {
+                out("\n");
+                std::thread::sleep(std::time::Duration::from_secs(secs));
+            }
+            None => return Ok(()),
+        }
+    }
+}
+
+/// The keys of a `-S` list, last first (the order in which stable sorts make the first key
+/// the most significant), each with the character before it (`-` for descending).
+/// Characters in `marks` are not keys.
+pub fn sort_keys(spec: &str, marks: &[char]) -> Vec<(char, Option<char>)> {
+    let chars: Vec<char> = spec.chars().collect();
+    (0..chars.len())
+        .rev()
+        .filter(|&i| !marks.contains(&chars[i]))
+        .map(|i| (chars[i], i.checked_sub(1).map(|b| chars[b])))
+        .collect()
+}
+
+/// A stable sort by `key`, descending with `rev`.
+pub fn sort_by<T, K: Ord>(v: &mut [T], rev: bool, key: impl Fn(&T) -> K) {
+    if rev {
+        v.sort_by_key(|x| std::cmp::Reverse(key(x)));
+    } else {
+        v.sort_by_key(key);
+    }
 }
 
 /// Checks `-M/--clusters`: the local cluster (any case) or `all` are fine.
@@ -298,6 +445,59 @@ mod tests {
             "{s}"
         );
         assert!(s.ends_with("1970") || s.ends_with("1969"));
+    }
+
+    #[test]
+    fn main_prog_and_rest() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let seen = |args: &[String]| {
+            let mut got = None;
+            let code = run_main(args, "squeue", |prog, rest| {
+                got = Some((prog.to_string(), rest.to_vec()));
+                Ok(3)
+            });
+            (code, got.unwrap())
+        };
+        assert_eq!(seen(&a(&[])), (3, ("squeue".into(), vec![])));
+        assert_eq!(
+            seen(&a(&["/usr/bin/gsqueue", "-h"])),
+            (3, ("gsqueue".into(), a(&["-h"])))
+        );
+        let code = run_main(&a(&["x"]), "x", |p, _| Err(Fail::error(p, "no")));
+        assert_eq!(code, 1);
+        assert_eq!(
+            info_text("version", String::new, String::new).as_deref(),
+            Some("slurm 22.05.8\n")
+        );
+        assert_eq!(info_text("verbose", String::new, String::new), None);
+    }
+
+    #[test]
+    fn sort_keys_last_first() {
+        assert_eq!(
+            sort_keys("P,-t,#N", &[',', '#', '+', '-']),
+            vec![('N', Some('#')), ('t', Some('-')), ('P', None)]
+        );
+        let mut v = vec![(1, 'b'), (2, 'a'), (1, 'a')];
+        sort_by(&mut v, true, |x| x.0);
+        assert_eq!(v, vec![(2, 'a'), (1, 'b'), (1, 'a')]);
+        sort_by(&mut v, false, |x| x.1);
+        assert_eq!(v, vec![(2, 'a'), (1, 'a'), (1, 'b')]);
+    }
+
+    #[test]
+    fn unset_values() {
+        assert_eq!(or_null(""), "(null)");
+        assert_eq!(or_null("x"), "x");
+        assert_eq!(name_or_id("", 7), "7");
+        assert_eq!(name_or_id("bob", 7), "bob");
+        let env = |k: &str| (k == "B").then(String::new);
+        assert!(refuse_env("p", &env, &[("A", "--a")]).is_ok());
+        let e = refuse_env("p", &env, &[("A", "--a"), ("B", "--b")]).unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec!["p: error: option --b (from B) is not supported by gsched yet"]
+        );
     }
 
     #[test]

@@ -131,6 +131,34 @@ pub fn parse_partial(
     (out, err)
 }
 
+/// A command line with its options and operands apart (see [`parse_split`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Split {
+    /// The options (id and value), in command-line order.
+    pub opts: Vec<(&'static str, Option<String>)>,
+    /// The operands, in command-line order.
+    pub operands: Vec<String>,
+    /// The error that stopped the parse.
+    pub err: Option<GetoptError>,
+}
+
+/// [`parse_partial`] with the options and operands apart: the commands act on the options
+/// in order and look at the operands afterwards.
+pub fn parse_split(args: &[String], opts: &[Opt], ordering: Ordering) -> Split {
+    let (items, err) = parse_partial(args, opts, ordering);
+    let mut split = Split {
+        err,
+        ..Split::default()
+    };
+    for it in items {
+        match it {
+            Item::Opt { id, arg, .. } => split.opts.push((id, arg)),
+            Item::Operand(o) => split.operands.push(o),
+        }
+    }
+    split
+}
+
 fn parse_into(
     args: &[String],
     opts: &[Opt],

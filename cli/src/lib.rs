@@ -4,6 +4,7 @@
 //! modules keep Slurm's options, output formats, messages and exit codes.
 
 pub mod common;
+pub mod format;
 pub mod getopt;
 pub mod sbatch;
 pub mod scancel;

@@ -9,7 +9,7 @@
 //! `$SLURM_EXIT_ERROR`).
 
 use crate::common::{self, env_flag_on, split_list, Fail};
-use crate::getopt::{self, GetoptError, HasArg, Item, Opt, Ordering};
+use crate::getopt::{self, GetoptError, HasArg, Opt, Ordering};
 use gsched_proto::api::{paths, SubmitRequest, SubmitResponse};
 use gsched_proto::client::ClientError;
 use gsched_proto::job::{JobSpec, MemRequest, OpenMode};
@@ -308,10 +308,7 @@ impl Opts {
                 Source::Env(var) => format!(" (from {var})"),
                 _ => String::new(),
             };
-            return Err(Fail::error(
-                prog,
-                format!("option --{id}{from} is not supported by gsched yet"),
-            ));
+            return Err(Fail::not_supported(prog, &format!("--{id}{from}")));
         }
         if src != Source::Cli && EARLY.contains(&id) {
             return Ok(());
@@ -323,13 +320,7 @@ impl Opts {
             "output" => self.output = Some(val.to_string()),
             "error" => self.error = Some(val.to_string()),
             "input" => self.input = Some(val.to_string()),
-            "chdir" => {
-                self.chdir = Some(if val.starts_with('/') {
-                    val.to_string()
-                } else {
-                    format!("{}/{val}", caller.cwd.trim_end_matches('/'))
-                })
-            }
+            "chdir" => self.chdir = Some(absolute(&caller.cwd, val)),
             "partition" => self.partitions = Some(split_list(val)),
             "time" => match units::parse_time_limit(val) {
                 Ok(t) => self.time = Some(t),
@@ -610,26 +601,22 @@ pub fn parse_directives(
     prog: &str,
     args: &[String],
 ) -> Result<Vec<(&'static str, Option<String>)>, Fail> {
-    let items =
-        getopt::parse(args, OPTIONS, Ordering::RequireOrder).map_err(|e| getopt_fail(prog, &e))?;
-    let mut out = Vec::new();
-    for it in items {
-        match it {
-            Item::Opt { id, arg, .. } => out.push((id, arg)),
-            Item::Operand(a) => {
-                return Err(Fail::error(
-                    prog,
-                    format!("Invalid directive found in batch script: {a}"),
-                )
-                .with_code(EXIT_OPTION))
-            }
-        }
+    let split = getopt::parse_split(args, OPTIONS, Ordering::RequireOrder);
+    if let Some(e) = &split.err {
+        return Err(getopt_fail(prog, e));
     }
-    Ok(out)
+    if let Some(a) = split.operands.first() {
+        return Err(Fail::error(
+            prog,
+            format!("Invalid directive found in batch script: {a}"),
+        )
+        .with_code(EXIT_OPTION));
+    }
+    Ok(split.opts)
 }
 
 fn getopt_fail(prog: &str, e: &GetoptError) -> Fail {
-    Fail::usage(prog, e.message(prog), EXIT_OPTION)
+    Fail::usage(prog, e, EXIT_OPTION)
 }
 
 /// Options set by `SBATCH_*` variables, in Slurm's order: (option id, value, variable).
@@ -728,6 +715,20 @@ fn export_tokens(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// `rel` below `dir` (`dir/rel`, without a doubled `/`).
+fn join(dir: &str, rel: &str) -> String {
+    format!("{}/{rel}", dir.trim_end_matches('/'))
+}
+
+/// A path as given when absolute, else below `dir`.
+fn absolute(dir: &str, path: &str) -> String {
+    if path.starts_with('/') {
+        path.to_string()
+    } else {
+        join(dir, path)
+    }
+}
+
 fn env_set(env: &mut Vec<(String, String)>, k: &str, v: &str) {
     match env.iter_mut().find(|(ek, _)| ek == k) {
         Some(e) => e.1 = v.to_string(),
@@ -811,38 +812,31 @@ pub enum FirstPass {
 }
 
 pub fn first_pass(prog: &str, args: &[String]) -> Result<FirstPass, Fail> {
-    let (items, err) = getopt::parse_partial(args, OPTIONS, Ordering::RequireOrder);
+    // The options come first: the first operand (the script) ends them.
+    let split = getopt::parse_split(args, OPTIONS, Ordering::RequireOrder);
     let mut cl = CommandLine::default();
-    for it in items {
-        match it {
-            Item::Opt { id, arg, .. } => {
-                match id {
-                    "help" => return Ok(FirstPass::Print(help_text())),
-                    "usage" => return Ok(FirstPass::Print(usage_text())),
-                    "version" => {
-                        return Ok(FirstPass::Print(format!("{}\n", common::version_line())))
-                    }
-                    "wrap" => cl.wrap = arg.clone(),
-                    "quiet" => cl.quiet = true,
-                    "verbose" => cl.verbose += 1,
-                    _ => {}
-                }
-                cl.items.push((id, arg));
-            }
-            Item::Operand(o) => {
-                if o == ":" {
-                    return Err(Fail::error(
-                        prog,
-                        "heterogeneous jobs (\":\" separated components) are not supported by gsched yet",
-                    ));
-                }
-                cl.operands.push(o);
-            }
+    for (id, arg) in &split.opts {
+        if let Some(text) = common::info_text(id, help_text, usage_text) {
+            return Ok(FirstPass::Print(text));
+        }
+        match *id {
+            "wrap" => cl.wrap = arg.clone(),
+            "quiet" => cl.quiet = true,
+            "verbose" => cl.verbose += 1,
+            _ => {}
         }
     }
-    if let Some(e) = err {
-        return Err(getopt_fail(prog, &e));
+    if split.operands.iter().any(|o| o == ":") {
+        return Err(Fail::error(
+            prog,
+            "heterogeneous jobs (\":\" separated components) are not supported by gsched yet",
+        ));
     }
+    if let Some(e) = &split.err {
+        return Err(getopt_fail(prog, e));
+    }
+    cl.items = split.opts;
+    cl.operands = split.operands;
     Ok(FirstPass::Go(cl))
 }
 
@@ -856,7 +850,7 @@ pub fn build(
 ) -> Result<Built, Fail> {
     let prog = ctx.prog.as_str();
     let file_label = match source {
-        ScriptSource::File(p) => p.rsplit('/').next().unwrap_or(p).to_string(),
+        ScriptSource::File(p) => common::basename(p).to_string(),
         _ => "stdin".to_string(),
     };
     let mut warnings = Vec::new();
@@ -891,28 +885,16 @@ pub fn build(
     let mem = opts.memory(prog)?;
 
     let work_dir = opts.chdir.clone().unwrap_or_else(|| ctx.caller.cwd.clone());
-    let full = |p: &Option<String>| {
-        p.as_ref().map(|p| {
-            if p.starts_with('/') {
-                p.clone()
-            } else {
-                format!("{}/{p}", work_dir.trim_end_matches('/'))
-            }
-        })
-    };
+    let full = |p: &Option<String>| p.as_ref().map(|p| absolute(&work_dir, p));
     let (name_default, command, argv) = match source {
         ScriptSource::Wrap(_) => ("wrap".to_string(), String::new(), Vec::new()),
         ScriptSource::Stdin => ("sbatch".to_string(), String::new(), Vec::new()),
         ScriptSource::File(p) => {
-            let base = p.rsplit('/').next().unwrap_or(p).to_string();
+            let base = common::basename(p).to_string();
             let abs = if p.starts_with('/') {
                 p.clone()
             } else {
-                format!(
-                    "{}/{}",
-                    ctx.caller.cwd.trim_end_matches('/'),
-                    p.trim_start_matches("./")
-                )
+                join(&ctx.caller.cwd, p.trim_start_matches("./"))
             };
             (base, abs, cl.operands.iter().skip(1).cloned().collect())
         }
@@ -1026,32 +1008,28 @@ pub fn success_line(
 
 /// `gsbatch` entry point.
 pub fn main(args: Vec<String>) -> i32 {
-    let argv0 = args.first().cloned().unwrap_or_else(|| "sbatch".into());
-    let prog = common::prog_name(&argv0);
-    let mut error_exit = 1;
-    if let Ok(v) = std::env::var("SLURM_EXIT_ERROR") {
-        match v.trim().parse::<i32>() {
-            Ok(0) | Err(_) => {
-                common::err_line(&format!("{prog}: error: SLURM_EXIT_ERROR has zero value"))
+    common::run_main(&args, "sbatch", |prog, rest| {
+        let mut error_exit = 1;
+        if let Ok(v) = std::env::var("SLURM_EXIT_ERROR") {
+            match v.trim().parse::<i32>() {
+                Ok(0) | Err(_) => {
+                    common::err_line(&format!("{prog}: error: SLURM_EXIT_ERROR has zero value"))
+                }
+                Ok(n) => error_exit = n,
             }
-            Ok(n) => error_exit = n,
         }
-    }
-    match run(&prog, &args, error_exit) {
-        Ok(code) => code,
-        Err(f) => {
-            let f = if f.code == 1 {
+        run(prog, &args, rest, error_exit).map_err(|f| {
+            if f.code == 1 {
                 f.with_code(error_exit)
             } else {
                 f
-            };
-            common::report(&f)
-        }
-    }
+            }
+        })
+    })
 }
 
-fn run(prog: &str, args: &[String], error_exit: i32) -> Result<i32, Fail> {
-    let rest = if args.is_empty() { &[][..] } else { &args[1..] };
+/// `args` is the whole command line (the job's `SubmitLine`), `rest` what follows argv[0].
+fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<i32, Fail> {
     let cl = match first_pass(prog, rest)? {
         FirstPass::Print(s) => {
             common::out(&s);

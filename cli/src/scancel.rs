@@ -7,7 +7,7 @@
 //! ids that are not active jobs are reported.
 
 use crate::common::{self, Fail};
-use crate::getopt::{self, HasArg, Item, Opt, Ordering};
+use crate::getopt::{self, HasArg, Opt, Ordering};
 use crate::signals::parse_signal;
 use gsched_proto::api::{
     paths, ErrorCode, JobActionResponse, JobFilter, JobQuery, JobsResponse, SignalJobsRequest,
@@ -74,18 +74,7 @@ impl Params {
     }
 }
 
-#[derive(Debug)]
-pub enum Parsed {
-    Print(String),
-    Run(Box<Params>),
-}
-
-fn not_supported(prog: &str, what: &str) -> Fail {
-    Fail::error(
-        prog,
-        format!("option {what} is not supported by gsched yet"),
-    )
-}
+pub type Parsed = common::Parsed<Box<Params>>;
 
 /// Job state names for `-t` (Slurm accepts any job state name).
 fn parse_state(s: &str, from_env: bool) -> Result<Option<JobState>, Fail> {
@@ -159,17 +148,17 @@ pub fn parse_args(
     let mut p = Params::default();
     // Environment first; the command line overrides it.
     let truthy = |v: &str| v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("t");
-    for (var, what) in [
-        ("SCANCEL_ACCOUNT", "--account (from SCANCEL_ACCOUNT)"),
-        ("SCANCEL_QOS", "--qos (from SCANCEL_QOS)"),
-        ("SCANCEL_WCKEY", "--wckey (from SCANCEL_WCKEY)"),
-    ] {
-        if env(var).is_some() {
-            return Err(not_supported(prog, what));
-        }
-    }
+    common::refuse_env(
+        prog,
+        env,
+        &[
+            ("SCANCEL_ACCOUNT", "--account"),
+            ("SCANCEL_QOS", "--qos"),
+            ("SCANCEL_WCKEY", "--wckey"),
+        ],
+    )?;
     if env("SCANCEL_INTERACTIVE").is_some_and(|v| truthy(&v)) {
-        return Err(not_supported(
+        return Err(Fail::not_supported(
             prog,
             "--interactive (from SCANCEL_INTERACTIVE)",
         ));
@@ -199,29 +188,19 @@ pub fn parse_args(
     if let Some(v) = env("SLURM_CLUSTERS") {
         p.clusters = Some(v);
     }
-    let (items, err) = getopt::parse_partial(args, OPTIONS, Ordering::Permute);
-    let mut operands = Vec::new();
-    for it in items {
-        let (id, arg) = match it {
-            Item::Opt { id, arg, .. } => (id, arg.unwrap_or_default()),
-            Item::Operand(o) => {
-                operands.push(o);
-                continue;
-            }
-        };
+    let split = getopt::parse_split(args, OPTIONS, Ordering::Permute);
+    for (id, arg) in split.opts {
+        if let Some(text) = common::info_text(id, help_text, usage_text) {
+            return Ok(Parsed::Print(text));
+        }
+        let arg = arg.unwrap_or_default();
         match id {
-            "help" => return Ok(Parsed::Print(help_text())),
-            "usage" => return Ok(Parsed::Print(usage_text())),
-            "version" => return Ok(Parsed::Print(format!("{}\n", common::version_line()))),
             "batch" => p.batch = true,
             "full" => p.batch = false,
             "ctld" | "hurry" => {}
-            "interactive" => return Err(not_supported(prog, "--interactive")),
-            "account" => return Err(not_supported(prog, "--account")),
-            "qos" => return Err(not_supported(prog, "--qos")),
-            "reservation" => return Err(not_supported(prog, "--reservation")),
-            "sibling" => return Err(not_supported(prog, "--sibling")),
-            "wckey" => return Err(not_supported(prog, "--wckey")),
+            "interactive" | "account" | "qos" | "reservation" | "sibling" | "wckey" => {
+                return Err(Fail::not_supported(prog, &format!("--{id}")))
+            }
             "clusters" => p.clusters = Some(arg),
             "me" => p.user_name = Some(uid.to_string()),
             "name" => p.name = Some(arg),
@@ -240,10 +219,10 @@ pub fn parse_args(
             _ => {}
         }
     }
-    if let Some(e) = err {
-        return Err(Fail::usage(prog, e.message(prog), 1));
+    if let Some(e) = split.err {
+        return Err(Fail::usage(prog, &e, 1));
     }
-    p.ids = parse_ids(prog, &operands)?;
+    p.ids = parse_ids(prog, &split.operands)?;
     if let Some(u) = &p.user_name {
         match common::resolve_uid(u) {
             Some(uid) => p.user_id = Some(uid),
@@ -422,28 +401,15 @@ pub fn select(prog: &str, p: &Params, jobs: &[JobInfo]) -> (Vec<JobId>, Outcome)
 
 /// `gscancel` entry point.
 pub fn main(args: Vec<String>) -> i32 {
-    let argv0 = args.first().cloned().unwrap_or_else(|| "scancel".into());
-    let prog = common::prog_name(&argv0);
-    match run(&prog, &args) {
-        Ok(c) => c,
-        Err(f) => common::report(&f),
-    }
+    common::run_main(&args, "scancel", run)
 }
 
 fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
-    let rest = if args.is_empty() { &[][..] } else { &args[1..] };
-    let env = |k: &str| std::env::var(k).ok();
-    let p = match parse_args(prog, rest, &env, common::current_uid())? {
-        Parsed::Print(s) => {
-            common::out(&s);
-            return Ok(0);
-        }
-        Parsed::Run(p) => p,
+    let Some(p) = parse_args(prog, args, &common::env_var, common::current_uid())?.or_print()
+    else {
+        return Ok(0);
     };
-    let (cfg, client) = common::connect(prog)?;
-    if let Some(c) = &p.clusters {
-        common::check_clusters(prog, c, &cfg.cluster_name)?;
-    }
+    let (_, client) = common::connect(prog, p.clusters.as_deref())?;
     let outcome = if !p.has_filters() {
         act(prog, &client, &p, p.ids.clone())
     } else {

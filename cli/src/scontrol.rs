@@ -6,14 +6,14 @@
 //! and a blank line between records; `-o` one line per record). Without a command, commands
 //! are read from standard input, one per line, as in scontrol's interactive mode.
 
-use crate::common::{self, make_time_str, opt_time_str, Fail};
-use crate::getopt::{self, HasArg, Item, Opt, Ordering};
+use crate::common::{self, make_time_str, name_or_id, opt_time_str, or_null, Fail};
+use crate::getopt::{self, HasArg, Opt, Ordering};
 use gsched_proto::api::{
     paths, Ack, ConfigResponse, ErrorCode, HoldRequest, JobActionResponse, JobFilter, JobQuery,
     JobUpdateRequest, JobsResponse, NodeStateUpdate, NodeUpdateRequest, NodesResponse,
     PartitionsResponse, PingResponse,
 };
-use gsched_proto::client::Client;
+use gsched_proto::client::{Client, ClientError};
 use gsched_proto::config::Config;
 use gsched_proto::hostlist;
 use gsched_proto::job::{JobInfo, JobState, MemRequest};
@@ -96,36 +96,29 @@ pub struct Remote {
     pub client: Client,
 }
 
+/// A call's failure as Slurm words it.
+fn err_text<T>(r: Result<T, ClientError>) -> Result<T, String> {
+    r.map_err(|e| common::client_error_text(&e))
+}
+
 impl Api for Remote {
     fn jobs(&self, filter: JobFilter) -> Result<JobsResponse, String> {
-        self.client
-            .post(paths::JOBS_QUERY, &JobQuery { filter })
-            .map_err(|e| common::client_error_text(&e))
+        err_text(self.client.post(paths::JOBS_QUERY, &JobQuery { filter }))
     }
     fn nodes(&self) -> Result<NodesResponse, String> {
-        self.client
-            .get(paths::NODES)
-            .map_err(|e| common::client_error_text(&e))
+        err_text(self.client.get(paths::NODES))
     }
     fn partitions(&self) -> Result<PartitionsResponse, String> {
-        self.client
-            .get(paths::PARTITIONS)
-            .map_err(|e| common::client_error_text(&e))
+        err_text(self.client.get(paths::PARTITIONS))
     }
     fn config(&self) -> Result<ConfigResponse, String> {
-        self.client
-            .get(paths::CONFIG)
-            .map_err(|e| common::client_error_text(&e))
+        err_text(self.client.get(paths::CONFIG))
     }
     fn ping(&self) -> Result<PingResponse, String> {
-        self.client
-            .get(paths::PING)
-            .map_err(|e| common::client_error_text(&e))
+        err_text(self.client.get(paths::PING))
     }
     fn hold(&self, req: &HoldRequest) -> Result<JobActionResponse, String> {
-        self.client
-            .post(paths::JOBS_HOLD, req)
-            .map_err(|e| common::client_error_text(&e))
+        err_text(self.client.post(paths::JOBS_HOLD, req))
     }
     fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)> {
         self.client
@@ -134,10 +127,7 @@ impl Api for Remote {
             .map_err(|e| (e.code(), common::client_error_text(&e)))
     }
     fn update_nodes(&self, req: &NodeUpdateRequest) -> Result<(), String> {
-        self.client
-            .post::<_, Ack>(paths::NODES_UPDATE, req)
-            .map(|_| ())
-            .map_err(|e| common::client_error_text(&e))
+        err_text(self.client.post::<_, Ack>(paths::NODES_UPDATE, req)).map(|_| ())
     }
 }
 
@@ -170,13 +160,18 @@ impl Session<'_> {
         self.flags.quiet == 1
     }
 
-    /// `slurm_perror`: `<what>: <msg>` unless quiet.
-    fn perror(&self, out: &mut Out, what: &str, msg: &str) {
+    /// An error line unless quiet; the command fails either way.
+    fn complain(&self, out: &mut Out, msg: impl Into<String>) {
         if self.quiet() {
             out.fail();
         } else {
-            out.err(format!("{what}: {msg}"));
+            out.err(msg);
         }
+    }
+
+    /// `slurm_perror`: `<what>: <msg>` unless quiet.
+    fn perror(&self, out: &mut Out, what: &str, msg: &str) {
+        self.complain(out, format!("{what}: {msg}"));
     }
 
     /// Runs one command (argv without the program name and options).
@@ -189,7 +184,6 @@ impl Session<'_> {
         let tag = tag.as_str();
         let n = argv.len();
         let too_many = |out: &mut Out| out.err(format!("too many arguments for keyword:{tag}"));
-        let too_few = |out: &mut Out| out.err(format!("too few arguments for keyword:{tag}"));
         // Keywords in scontrol's order of tests, with their minimum lengths.
         if kw(tag, "abort", 5) {
             self.unsupported(&mut out, "abort");
@@ -262,11 +256,7 @@ impl Session<'_> {
             || kw(tag, "release", 3)
         {
             if n < 2 {
-                if !self.quiet() {
-                    too_few(&mut out);
-                } else {
-                    out.fail();
-                }
+                self.complain(&mut out, format!("too few arguments for keyword:{tag}"));
             } else {
                 let release = kw(tag, "release", 3);
                 self.hold(&mut out, &argv[1..], release);
@@ -355,20 +345,10 @@ impl Session<'_> {
 
     fn show(&mut self, out: &mut Out, argv: &[String]) {
         if argv.len() < 2 {
-            if !self.quiet() {
-                out.err(format!("too few arguments for keyword:{}", argv[0]));
-            } else {
-                out.fail();
-            }
-            return;
+            return self.complain(out, format!("too few arguments for keyword:{}", argv[0]));
         }
         if argv.len() > 3 {
-            if !self.quiet() {
-                out.err(format!("too many arguments for keyword:{}", argv[0]));
-            } else {
-                out.fail();
-            }
-            return;
+            return self.complain(out, format!("too many arguments for keyword:{}", argv[0]));
         }
         let (tag, val) = match argv[1].split_once('=') {
             Some((t, v)) => (t, Some(v.to_string())),
@@ -443,10 +423,11 @@ impl Session<'_> {
             entity_unsupported(self, out, "steps");
         } else if kw(tag, "topology", 1) {
             entity_unsupported(self, out, "topology");
-        } else if !self.quiet() {
-            out.err(format!("invalid entity:{tag} for keyword:{} ", argv[0]));
         } else {
-            out.fail();
+            self.complain(
+                out,
+                format!("invalid entity:{tag} for keyword:{} ", argv[0]),
+            );
         }
     }
 
@@ -635,11 +616,7 @@ impl Session<'_> {
             } else if s.len() >= 8 && s[..8].eq_ignore_ascii_case("JobName=") {
                 names.push(s[8..].to_string());
             } else {
-                out.fail();
-                if !self.quiet() {
-                    out.stderr
-                        .push(format!("Invalid job id specified for job {s}"));
-                }
+                self.complain(out, format!("Invalid job id specified for job {s}"));
             }
         }
         if ids.is_empty() && names.is_empty() {
@@ -654,11 +631,7 @@ impl Session<'_> {
             Ok(r) => {
                 for res in &r.results {
                     if let Some(e) = &res.error {
-                        out.fail();
-                        if !self.quiet() {
-                            out.stderr
-                                .push(format!("{} for job {}", e.message, res.job_id));
-                        }
+                        self.complain(out, format!("{} for job {}", e.message, res.job_id));
                     }
                 }
             }
@@ -781,11 +754,7 @@ impl Session<'_> {
             return;
         }
         let Some(ids) = ids else {
-            out.fail();
-            if !self.quiet() {
-                out.stderr
-                    .push(format!("Invalid job id specified for job {id_str}"));
-            }
+            self.complain(out, format!("Invalid job id specified for job {id_str}"));
             return;
         };
         let Some(api) = self.connect(out) else { return };
@@ -803,11 +772,7 @@ impl Session<'_> {
                 };
                 match (cur, new) {
                     (None, _) => {
-                        out.fail();
-                        if !self.quiet() {
-                            out.stderr
-                                .push(format!("Invalid job id specified for job {id}"));
-                        }
+                        self.complain(out, format!("Invalid job id specified for job {id}"));
                         continue;
                     }
                     (Some(None), _) | (Some(_), None) => None,
@@ -831,10 +796,7 @@ impl Session<'_> {
                 time_limit: Some(value),
             };
             if let Err((_, msg)) = api.update_job(&req) {
-                out.fail();
-                if !self.quiet() {
-                    out.stderr.push(format!("{msg} for job {id}"));
-                }
+                self.complain(out, format!("{msg} for job {id}"));
             }
         }
     }
@@ -999,11 +961,7 @@ pub fn format_config(c: &ConfigResponse) -> String {
 
 /// scontrol's limited output-path expansion (`%A %a %j %u %x`), made absolute.
 fn fname(job: &JobInfo, pat: &str) -> String {
-    let user = if job.user_name.is_empty() {
-        job.user_id.to_string()
-    } else {
-        job.user_name.clone()
-    };
+    let user = name_or_id(&job.user_name, job.user_id);
     let t = pat
         .replace("%A", &job.job_id.to_string())
         .replace("%a", &gsched_proto::patterns::NO_ARRAY_TASK.to_string())
@@ -1014,14 +972,6 @@ fn fname(job: &JobInfo, pat: &str) -> String {
         t
     } else {
         format!("{}/{t}", job.spec.work_dir)
-    }
-}
-
-fn null(s: &str) -> &str {
-    if s.is_empty() {
-        "(null)"
-    } else {
-        s
     }
 }
 
@@ -1041,16 +991,8 @@ pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> Stri
     let spec = &j.spec;
     let mut o = String::new();
     o.push_str(&format!("JobId={} JobName={}{le}", j.job_id, j.name));
-    let user = if j.user_name.is_empty() {
-        j.user_id.to_string()
-    } else {
-        j.user_name.clone()
-    };
-    let group = if j.group_name.is_empty() {
-        j.group_id.to_string()
-    } else {
-        j.group_name.clone()
-    };
+    let user = name_or_id(&j.user_name, j.user_id);
+    let group = name_or_id(&j.group_name, j.group_id);
     o.push_str(&format!(
         "UserId={user}({}) GroupId={group}({}) MCS_label=N/A{le}",
         j.user_id, j.group_id
@@ -1106,7 +1048,7 @@ pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> Stri
     o.push_str(&format!(
         "Partition={} AllocNode:Sid={}:0{le}",
         j.partition,
-        null(&spec.submit_host)
+        or_null(&spec.submit_host)
     ));
     o.push_str(&format!("ReqNodeList=(null) ExcNodeList=(null){le}"));
     let nodelist = if j.nodes.is_empty() {
@@ -1151,8 +1093,8 @@ pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> Stri
     o.push_str(&format!(
         "OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null){le}"
     ));
-    o.push_str(&format!("Command={}{le}", null(&spec.command)));
-    o.push_str(&format!("SubmitLine={}{le}", null(&spec.submit_line)));
+    o.push_str(&format!("Command={}{le}", or_null(&spec.command)));
+    o.push_str(&format!("SubmitLine={}{le}", or_null(&spec.submit_line)));
     o.push_str(&format!("WorkDir={}", spec.work_dir));
     let stdout = spec
         .stdout
@@ -1194,7 +1136,7 @@ pub fn format_node(n: &NodeInfo, one_liner: bool, slurmd_port: u16) -> String {
     };
     o.push_str(&format!("AvailableFeatures={feats}{le}"));
     o.push_str(&format!("ActiveFeatures={feats}{le}"));
-    o.push_str(&format!("Gres={}{le}", null(&n.gres)));
+    o.push_str(&format!("Gres={}{le}", or_null(&n.gres)));
     o.push_str(&format!("NodeAddr={} NodeHostName={} ", n.addr, n.name));
     if n.port != slurmd_port {
         o.push_str(&format!("Port={} ", n.port));
@@ -1367,49 +1309,42 @@ pub enum Parsed {
 }
 
 pub fn parse_args(prog: &str, args: &[String]) -> Result<Parsed, Fail> {
-    let (items, err) = getopt::parse_partial(args, OPTIONS, Ordering::Permute);
+    let split = getopt::parse_split(args, OPTIONS, Ordering::Permute);
     let mut flags = Flags::default();
-    let mut command = Vec::new();
     let mut clusters = None;
-    for it in items {
-        match it {
-            Item::Operand(o) => command.push(o),
-            Item::Opt { id, arg, .. } => match id {
-                "help" => return Ok(Parsed::Print(usage_text())),
-                "version" => return Ok(Parsed::Print(format!("{}\n", common::version_line()))),
-                "oneliner" => flags.one_liner = true,
-                "details" => flags.details = true,
-                "quiet" => flags.quiet = 1,
-                "verbose" => flags.quiet = -1,
-                "clusters" => clusters = arg,
-                "uid" => {
-                    let u = arg.unwrap_or_default();
-                    if common::resolve_uid(&u).is_none() {
-                        return Err(Fail::error(prog, format!("--uid=\"{u}\" invalid")));
-                    }
+    for (id, arg) in split.opts {
+        // scontrol's help is its usage text (`--usage` is a name of `--help`).
+        if let Some(text) = common::info_text(id, usage_text, usage_text) {
+            return Ok(Parsed::Print(text));
+        }
+        match id {
+            "oneliner" => flags.one_liner = true,
+            "details" => flags.details = true,
+            "quiet" => flags.quiet = 1,
+            "verbose" => flags.quiet = -1,
+            "clusters" => clusters = arg,
+            "uid" => {
+                let u = arg.unwrap_or_default();
+                if common::resolve_uid(&u).is_none() {
+                    return Err(Fail::error(prog, format!("--uid=\"{u}\" invalid")));
                 }
-                _ => {}
-            },
+            }
+            _ => {}
         }
     }
-    if let Some(e) = err {
-        return Err(Fail::usage(prog, e.message(prog), 1));
+    if let Some(e) = split.err {
+        return Err(Fail::usage(prog, &e, 1));
     }
     Ok(Parsed::Run {
         flags,
-        command,
+        command: split.operands,
         clusters,
     })
 }
 
 /// `gscontrol` entry point.
 pub fn main(args: Vec<String>) -> i32 {
-    let argv0 = args.first().cloned().unwrap_or_else(|| "scontrol".into());
-    let prog = common::prog_name(&argv0);
-    match run(&prog, &args) {
-        Ok(c) => c,
-        Err(f) => common::report(&f),
-    }
+    common::run_main(&args, "scontrol", run)
 }
 
 fn emit(out: &Out) {
@@ -1422,8 +1357,7 @@ fn emit(out: &Out) {
 }
 
 fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
-    let rest = if args.is_empty() { &[][..] } else { &args[1..] };
-    let (flags, command, clusters) = match parse_args(prog, rest)? {
+    let (flags, command, clusters) = match parse_args(prog, args)? {
         Parsed::Print(s) => {
             common::out(&s);
             return Ok(0);
@@ -1450,7 +1384,6 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             (None, None) => Err("no configuration".into()),
         }
     };
-    let env = |k: &str| std::env::var(k).ok();
     let mut session = Session {
         prog: prog.to_string(),
         flags,
@@ -1460,7 +1393,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             .map(|c| c.ctld_host.name.clone())
             .unwrap_or_else(|_| "(null)".into()),
         slurmd_port: cfg.as_ref().map(|c| c.slurmd_port).unwrap_or(6818),
-        env: &env,
+        env: &common::env_var,
         now: common::now(),
         uid: common::current_uid(),
     };

@@ -5,8 +5,9 @@
 //! line per node or `-e` for exact CPU/memory matches; every partition is listed even when
 //! it has no nodes. Numbers that differ inside a group print as `min+`.
 
-use crate::common::{self, print_field, split_list, Fail};
-use crate::getopt::{self, HasArg, Item, Opt, Ordering};
+use crate::common::{self, or_null, print_field, sort_by, split_list, Fail};
+use crate::format;
+use crate::getopt::{self, HasArg, Opt, Ordering};
 use gsched_proto::api::{paths, NodesResponse, PartitionsResponse};
 use gsched_proto::hostlist;
 use gsched_proto::node::{NodeBaseState, NodeInfo, PartitionInfo, PartitionStateInfo};
@@ -207,148 +208,40 @@ const NAMES: &[(&str, F)] = &[
     ("weight", F::Weight),
 ];
 
-/// One column; `auto` means the width is computed (`%#P`, default formats).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Field {
-    pub kind: F,
-    pub width: usize,
-    pub right: bool,
-    pub auto: bool,
-    pub suffix: String,
-}
+impl format::Kind for F {
+    const INVALID: F = F::Invalid;
+    const LETTERS: &'static [(char, F)] = LETTERS;
+    const NAMES: &'static [(&'static str, F)] = NAMES;
+    const LETTER_WHAT: &'static str = "node";
+    const HASH_AUTO: bool = true;
+    const ALL_UPPER_PAD: &'static str = " ";
+    const NAME_ALL: bool = true;
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Format {
-    pub prefix: String,
-    pub fields: Vec<Field>,
-    pub errors: Vec<String>,
-}
+    fn auto_width(self) -> bool {
+        matches!(self, F::Partition | F::PartitionName | F::NodeList)
+    }
 
-impl Format {
-    fn has(&self, kinds: &[F]) -> bool {
-        self.fields.iter().any(|f| kinds.contains(&f.kind))
+    /// Only digits count (`partition:-5` has width 0 and suffix `-5`).
+    fn name_width(spec: &str) -> (usize, &str) {
+        let digits = spec.bytes().take_while(u8::is_ascii_digit).count();
+        (spec[..digits].parse().unwrap_or(0), &spec[digits..])
     }
 }
+
+/// One column; `auto` means the width is computed (`%#P`, default formats).
+pub type Field = format::Field<F>;
+
+pub type Format = format::Format<F>;
 
 /// Parses an `-o` format. `%#P`/`%#N` (as sinfo's man page writes its defaults) take the
 /// computed width.
 pub fn parse_format(fmt: &str) -> Format {
-    let mut out = Format::default();
-    let (prefix, rest) = match fmt.find('%') {
-        None => (fmt, ""),
-        Some(i) => (&fmt[..i], &fmt[i..]),
-    };
-    out.prefix = prefix.to_string();
-    let all;
-    let (body, format_all) = if fmt.eq_ignore_ascii_case("%all") {
-        let mut s = String::from("%a");
-        for c in 'b'..='z' {
-            s.push_str(&format!("|%{c}"));
-        }
-        for c in 'A'..='Z' {
-            s.push_str(&format!("|%{c} "));
-        }
-        all = s;
-        (all.as_str(), true)
-    } else {
-        (rest, false)
-    };
-    for token in body.split('%').filter(|t| !t.is_empty()) {
-        let b = token.as_bytes();
-        let mut i = 0;
-        let right = if b.first() == Some(&b'.') {
-            i = 1;
-            true
-        } else {
-            false
-        };
-        let auto = if b.get(i) == Some(&b'#') {
-            i += 1;
-            true
-        } else {
-            false
-        };
-        let mut width: usize = 0;
-        while i < b.len() && b[i].is_ascii_digit() {
-            width = width
-                .saturating_mul(10)
-                .saturating_add(usize::from(b[i] - b'0'));
-            i += 1;
-        }
-        let letter = token[i..].chars().next();
-        let suffix = letter
-            .map(|c| token[i + c.len_utf8()..].to_string())
-            .unwrap_or_default();
-        match letter.and_then(|c| LETTERS.iter().find(|(l, _)| *l == c)) {
-            Some((_, kind)) => out.fields.push(Field {
-                kind: *kind,
-                width,
-                right,
-                auto: auto && matches!(kind, F::Partition | F::PartitionName | F::NodeList),
-                suffix,
-            }),
-            None if format_all => {}
-            None => {
-                out.errors.push(format!(
-                    "Invalid node format specification: {}",
-                    letter.map(String::from).unwrap_or_default()
-                ));
-                out.fields.push(Field {
-                    kind: F::Invalid,
-                    width,
-                    right,
-                    auto: false,
-                    suffix: format!("%{token}"),
-                });
-            }
-        }
-    }
-    out
+    format::parse(fmt)
 }
 
-/// Parses an `-O` format (`name[:[.][width][suffix]]`, default width 20).
+/// Parses an `-O` format (`name[:[.][width][suffix]]`, default width 20; `all` is `%all`).
 pub fn parse_long_format(fmt: &str) -> Format {
-    let mut out = Format::default();
-    for token in fmt.split(',').filter(|t| !t.is_empty()) {
-        let (name, width, right, suffix) = match token.split_once(':') {
-            None => (token, 20usize, false, String::new()),
-            Some((name, spec)) => {
-                let (right, spec) = match spec.strip_prefix('.') {
-                    Some(s) => (true, s),
-                    None => (false, spec),
-                };
-                let digits = spec.bytes().take_while(u8::is_ascii_digit).count();
-                let w = spec[..digits].parse().unwrap_or(0);
-                (name, w, right, spec[digits..].to_string())
-            }
-        };
-        if name.eq_ignore_ascii_case("all") {
-            let all = parse_format("%all");
-            out.fields.extend(all.fields);
-            continue;
-        }
-        match NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
-            Some((_, kind)) => out.fields.push(Field {
-                kind: *kind,
-                width,
-                right,
-                auto: false,
-                suffix,
-            }),
-            None => {
-                out.errors
-                    .push(format!("Invalid job format specification: {name}"));
-                out.fields.push(Field {
-                    kind: F::Invalid,
-                    width,
-                    right,
-                    auto: false,
-                    suffix,
-                });
-            }
-        }
-    }
-    out
+    format::parse_names(fmt)
 }
 
 /// A node state as sinfo's `-t` names it.
@@ -486,18 +379,14 @@ pub struct Params {
     pub node_auto: bool,
 }
 
-#[derive(Debug)]
-pub enum Parsed {
-    Print(String),
-    Run(Box<Params>),
-}
+pub type Parsed = common::Parsed<Box<Params>>;
 
 pub fn parse_args(
     prog: &str,
     args: &[String],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Parsed, Fail> {
-    let (items, err) = getopt::parse_partial(args, OPTIONS, Ordering::Permute);
+    let split = getopt::parse_split(args, OPTIONS, Ordering::Permute);
     let mut p = Params {
         sort: env("SINFO_SORT"),
         partitions: env("SINFO_PARTITION").map(|v| split_list(&v)),
@@ -507,19 +396,12 @@ pub fn parse_args(
     let mut format: Option<String> = None;
     let mut long_form = false;
     let mut summarize = false;
-    let mut operands = Vec::new();
-    for it in items {
-        let (id, arg) = match it {
-            Item::Opt { id, arg, .. } => (id, arg.unwrap_or_default()),
-            Item::Operand(o) => {
-                operands.push(o);
-                continue;
-            }
-        };
+    for (id, arg) in split.opts {
+        if let Some(text) = common::info_text(id, help_text, usage_text) {
+            return Ok(Parsed::Print(text));
+        }
+        let arg = arg.unwrap_or_default();
         match id {
-            "help" => return Ok(Parsed::Print(help_text())),
-            "usage" => return Ok(Parsed::Print(usage_text())),
-            "version" => return Ok(Parsed::Print(format!("{}\n", common::version_line()))),
             "all" | "hide" | "local" | "federation" | "noconvert" => {}
             "dead" => p.dead = true,
             "exact" => p.exact = true,
@@ -556,27 +438,16 @@ pub fn parse_args(
             "summarize" => summarize = true,
             "sort" => p.sort = Some(arg),
             "states" => p.states = parse_states(prog, &arg)?,
-            "reservation" => {
-                return Err(Fail::error(
-                    prog,
-                    "option --reservation is not supported by gsched yet",
-                ))
-            }
+            "reservation" | "yaml" => return Err(Fail::not_supported(prog, &format!("--{id}"))),
             "verbose" => p.verbose += 1,
             "json" => p.json = true,
-            "yaml" => {
-                return Err(Fail::error(
-                    prog,
-                    "option --yaml is not supported by gsched yet",
-                ))
-            }
             _ => {}
         }
     }
-    if let Some(e) = err {
-        return Err(Fail::usage(prog, e.message(prog), 1));
+    if let Some(e) = split.err {
+        return Err(Fail::usage(prog, &e, 1));
     }
-    if let Some(o) = operands.first() {
+    if let Some(o) = split.operands.first() {
         return Err(Fail::raw(
             1,
             vec![
@@ -853,56 +724,37 @@ fn state_num(r: &Record) -> u32 {
 
 /// Sorts records by a sinfo `-S` specification (default `#P,-t`, or `N` with `-N`).
 pub fn sort_records(recs: &mut [Record], spec: &str) {
-    let chars: Vec<char> = spec.chars().collect();
-    let mut i = chars.len();
-    while i > 0 {
-        i -= 1;
-        let c = chars[i];
-        if matches!(c, ',' | '#' | '+' | '-') {
-            continue;
-        }
-        let rev = i > 0 && chars[i - 1] == '-';
-        let part_order = i > 0 && chars[i - 1] == '#';
-        macro_rules! by {
-            ($key:expr) => {{
-                if rev {
-                    recs.sort_by(|a, b| $key(b).cmp(&$key(a)));
-                } else {
-                    recs.sort_by(|a, b| $key(a).cmp(&$key(b)));
-                }
-            }};
-        }
+    for (c, before) in common::sort_keys(spec, &[',', '#', '+', '-']) {
+        let rev = before == Some('-');
         match c {
-            'P' | 'R' => {
-                if part_order {
-                    by!(|r: &Record| r.part_inx)
-                } else {
-                    by!(|r: &Record| r.part.map(|p| p.name.clone()).unwrap_or_default())
-                }
-            }
-            't' | 'T' => by!(|r: &Record| state_num(r)),
-            'N' | 'n' | 'o' => by!(|r: &Record| r.nodes.first().map(|n| n.name.clone())),
-            'D' => by!(|r: &Record| r.nodes.len()),
-            'c' => by!(|r: &Record| r.first().map(|n| n.cpus)),
-            'm' => by!(|r: &Record| r.first().map(|n| n.real_memory_mb)),
-            'w' => by!(|r: &Record| r.first().map(|n| n.weight)),
-            'E' => by!(|r: &Record| r.first().and_then(|n| n.reason.clone())),
-            'a' => by!(|r: &Record| r.part.map(|p| p.state.as_str())),
-            'l' => by!(|r: &Record| r.part.map(|p| p.max_time.unwrap_or(u32::MAX))),
+            // `#P`: the order of the partitions in the configuration.
+            'P' | 'R' if before == Some('#') => sort_by(recs, rev, |r| r.part_inx),
+            'P' | 'R' => sort_by(recs, rev, |r| {
+                r.part.map(|p| p.name.clone()).unwrap_or_default()
+            }),
+            't' | 'T' => sort_by(recs, rev, state_num),
+            'N' | 'n' | 'o' => sort_by(recs, rev, |r| r.nodes.first().map(|n| n.name.clone())),
+            'D' => sort_by(recs, rev, |r| r.nodes.len()),
+            'c' => sort_by(recs, rev, |r| r.first().map(|n| n.cpus)),
+            'm' => sort_by(recs, rev, |r| r.first().map(|n| n.real_memory_mb)),
+            'w' => sort_by(recs, rev, |r| r.first().map(|n| n.weight)),
+            'E' => sort_by(recs, rev, |r| r.first().and_then(|n| n.reason.clone())),
+            'a' => sort_by(recs, rev, |r| r.part.map(|p| p.state.as_str())),
+            'l' => sort_by(recs, rev, |r| {
+                r.part.map(|p| p.max_time.unwrap_or(u32::MAX))
+            }),
             _ => {}
         }
     }
 }
 
-/// sinfo's `_print_secs` (no year limit).
+/// sinfo's `_print_secs`: squeue's form without its one-year limit (sinfo never prints
+/// `INVALID`). Beyond a year both forms are `D-HH:MM:SS`, which scontrol's gives.
 fn secs(t: u64) -> String {
-    let (d, h, m, s) = (t / 86_400, t / 3600 % 24, t / 60 % 60, t % 60);
-    if d > 0 {
-        format!("{d}-{h:02}:{m:02}:{s:02}")
-    } else if h > 0 {
-        format!("{h}:{m:02}:{s:02}")
+    if t > 365 * 86_400 {
+        units::format_secs_scontrol(t)
     } else {
-        format!("{m}:{s:02}")
+        units::format_secs_squeue(t)
     }
 }
 
@@ -912,14 +764,6 @@ fn min_max<T: Ord + Copy + ToString>(vals: impl Iterator<Item = T>) -> String {
         (Some(a), Some(b)) if a == b => a.to_string(),
         (Some(a), Some(_)) => format!("{}+", a.to_string()),
         _ => "0".to_string(),
-    }
-}
-
-fn or_null(s: &str) -> String {
-    if s.is_empty() {
-        "(null)".to_string()
-    } else {
-        s.to_string()
     }
 }
 
@@ -1018,7 +862,7 @@ fn value(kind: F, r: &Record, cluster: &str, slurmd_port: u16) -> String {
             r.cpus_alloc, r.cpus_idle, r.cpus_other, r.cpus_total
         ),
         F::FeaturesAct | F::Features => {
-            or_null(&first.map(|n| n.features.join(",")).unwrap_or_default())
+            or_null(&first.map(|n| n.features.join(",")).unwrap_or_default()).to_string()
         }
         F::MaxCpusPerNode => "UNLIMITED".to_string(),
         F::Cpus => min_max(r.nodes.iter().map(|n| n.cpus)),
@@ -1030,7 +874,7 @@ fn value(kind: F, r: &Record, cluster: &str, slurmd_port: u16) -> String {
             _ => "none".to_string(),
         },
         F::Groups | F::AllocNodes => part.map(|_| "all".to_string()).unwrap_or_else(na),
-        F::Gres => or_null(first.map(|n| n.gres.as_str()).unwrap_or("")),
+        F::Gres => or_null(first.map(|n| n.gres.as_str()).unwrap_or("")).to_string(),
         F::GresUsed => "(null)".to_string(),
         F::OverSubscribe => "NO".to_string(),
         F::Timestamp => match first.and_then(|n| n.reason_time) {
@@ -1122,31 +966,21 @@ pub fn render(p: &Params, recs: &[Record], cluster: &str, slurmd_port: u16) -> S
     };
     let mut s = String::new();
     if !p.no_header {
-        s.push_str(&p.format.prefix);
-        for f in &p.format.fields {
-            if f.kind != F::Invalid {
-                let (h, cut) = header(f.kind);
-                s.push_str(&print_field(h, width_of(f), f.right, cut));
-            }
-            s.push_str(&f.suffix);
-        }
-        s.push('\n');
+        s.push_str(&p.format.line(|f| {
+            let (h, cut) = header(f.kind);
+            print_field(h, width_of(f), f.right, cut)
+        }));
     }
     for r in recs {
-        s.push_str(&p.format.prefix);
-        for f in &p.format.fields {
-            if f.kind != F::Invalid {
-                let mut v = value(f.kind, r, cluster, slurmd_port);
-                let w = width_of(f);
-                // A default partition keeps its '*' even when the name is cut.
-                if f.kind == F::Partition && w > 0 && v.len() > w && v.ends_with('*') {
-                    v = format!("{}*", &v[..w - 1]);
-                }
-                s.push_str(&print_field(&v, w, f.right, true));
+        s.push_str(&p.format.line(|f| {
+            let mut v = value(f.kind, r, cluster, slurmd_port);
+            let w = width_of(f);
+            // A default partition keeps its '*' even when the name is cut.
+            if f.kind == F::Partition && w > 0 && v.len() > w && v.ends_with('*') {
+                v = format!("{}*", &v[..w - 1]);
             }
-            s.push_str(&f.suffix);
-        }
-        s.push('\n');
+            print_field(&v, w, f.right, true)
+        }));
     }
     s
 }
@@ -1174,23 +1008,12 @@ pub fn listing(
 
 /// `gsinfo` entry point.
 pub fn main(args: Vec<String>) -> i32 {
-    let argv0 = args.first().cloned().unwrap_or_else(|| "sinfo".into());
-    let prog = common::prog_name(&argv0);
-    match run(&prog, &args) {
-        Ok(c) => c,
-        Err(f) => common::report(&f),
-    }
+    common::run_main(&args, "sinfo", run)
 }
 
 fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
-    let rest = if args.is_empty() { &[][..] } else { &args[1..] };
-    let env = |k: &str| std::env::var(k).ok();
-    let p = match parse_args(prog, rest, &env)? {
-        Parsed::Print(s) => {
-            common::out(&s);
-            return Ok(0);
-        }
-        Parsed::Run(p) => p,
+    let Some(p) = parse_args(prog, args, &common::env_var)?.or_print() else {
+        return Ok(0);
     };
     for e in &p.format.errors {
         if e.starts_with("Invalid node") {
@@ -1199,15 +1022,10 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             common::err_line(&format!("{prog}: error: {e}"));
         }
     }
-    let (cfg, client) = common::connect(prog)?;
-    if let Some(c) = &p.clusters {
-        common::check_clusters(prog, c, &cfg.cluster_name)?;
-    }
+    let (cfg, client) = common::connect(prog, p.clusters.as_deref())?;
     let mut code = 0;
-    loop {
-        if !p.no_header && (p.iterate.is_some() || p.verbose > 0 || p.long) {
-            common::out(&format!("{}\n", common::ctime_str(common::now())));
-        }
+    let dated = !p.no_header && (p.iterate.is_some() || p.verbose > 0 || p.long);
+    common::repeat(p.iterate, dated, || {
         let parts = client.get::<PartitionsResponse>(paths::PARTITIONS);
         let nodes = client.get::<NodesResponse>(paths::NODES);
         match (parts, nodes) {
@@ -1233,14 +1051,8 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
                 code = 1;
             }
         }
-        match p.iterate {
-            Some(s) => {
-                common::out("\n");
-                std::thread::sleep(std::time::Duration::from_secs(s));
-            }
-            None => break,
-        }
-    }
+        Ok(())
+    })?;
     Ok(code)
 }
 
@@ -1464,6 +1276,15 @@ mod tests {
             "PARTITION AVAIL  TIMELIMIT   JOB_SIZE ROOT OVERSUBS     GROUPS  NODES       STATE NODELIST\n\
              empty        up   infinite 1-infinite   no       NO        all      0         n/a \n"
         );
+    }
+
+    #[test]
+    fn times_past_a_year_are_printed() {
+        assert_eq!(secs(0), "0:00");
+        assert_eq!(secs(3600), "1:00:00");
+        assert_eq!(secs(365 * 86_400), "365-00:00:00");
+        assert_eq!(secs(400 * 86_400 + 61), "400-00:01:01");
+        assert_eq!(secs(u64::from(u32::MAX) * 60), "2982616-04:15:00");
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! digits means width 0). Values gsched does not track print what Slurm prints for an unset
 //! value (`(null)`, `N/A`, `*`, `0`).
 
-use crate::common::{self, print_field, split_list, Fail};
-use crate::getopt::{self, HasArg, Item, Opt, Ordering};
+use crate::common::{self, name_or_id, or_null, print_field, sort_by, split_list, Fail};
+use crate::format;
+use crate::getopt::{self, HasArg, Opt, Ordering};
 use gsched_proto::api::{paths, JobFilter, JobQuery, JobsResponse};
 use gsched_proto::hostlist;
 use gsched_proto::job::{JobInfo, JobState, MemRequest};
@@ -278,132 +279,40 @@ const NAMES: &[(&str, F)] = &[
     ("allocsid", F::AllocSid),
 ];
 
-/// One output column.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Field {
-    pub kind: F,
-    pub width: usize,
-    pub right: bool,
-    pub suffix: String,
+impl format::Kind for F {
+    const INVALID: F = F::Invalid;
+    const LETTERS: &'static [(char, F)] = LETTERS;
+    const NAMES: &'static [(&'static str, F)] = NAMES;
+    const LETTER_WHAT: &'static str = "job";
+
+    fn by_name(name: &str) -> Option<F> {
+        format::lookup(NAMES, name).or_else(|| {
+            // numtasks is matched on its first 7 letters, as in squeue.
+            (name.len() >= 7 && name[..7].eq_ignore_ascii_case("numtask")).then_some(F::NumTasks)
+        })
+    }
+
+    /// C's `strtol`: a sign is read, a negative width is 0.
+    fn name_width(spec: &str) -> (usize, &str) {
+        let (w, rest) = strtol_prefix(spec);
+        (w.max(0) as usize, rest)
+    }
 }
 
+/// One output column.
+pub type Field = format::Field<F>;
+
 /// A parsed output format: a prefix and the columns.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Format {
-    pub prefix: String,
-    pub fields: Vec<Field>,
-    /// Errors to print (`Invalid job format specification: x`); output goes on.
-    pub errors: Vec<String>,
-}
+pub type Format = format::Format<F>;
 
 /// Parses an `-o` format like squeue's `parse_format`.
 pub fn parse_format(fmt: &str) -> Format {
-    let mut out = Format::default();
-    let (prefix, rest) = match fmt.find('%') {
-        None => (fmt, ""),
-        Some(i) => (&fmt[..i], &fmt[i..]),
-    };
-    out.prefix = prefix.to_string();
-    let all;
-    let (body, format_all) = if fmt.eq_ignore_ascii_case("%all") {
-        let mut s = String::from("%a");
-        for c in ('b'..='z').chain('A'..='Z') {
-            s.push_str(&format!("|%{c}"));
-        }
-        all = s;
-        (all.as_str(), true)
-    } else {
-        (rest, false)
-    };
-    for token in body.split('%').filter(|t| !t.is_empty()) {
-        let b = token.as_bytes();
-        let mut i = 0;
-        let right = if b.first() == Some(&b'.') {
-            i = 1;
-            true
-        } else {
-            false
-        };
-        let mut width: usize = 0;
-        while i < b.len() && b[i].is_ascii_digit() {
-            width = width
-                .saturating_mul(10)
-                .saturating_add(usize::from(b[i] - b'0'));
-            i += 1;
-        }
-        let letter = token[i..].chars().next();
-        let suffix = letter
-            .map(|c| token[i + c.len_utf8()..].to_string())
-            .unwrap_or_default();
-        match letter.and_then(|c| LETTERS.iter().find(|(l, _)| *l == c)) {
-            Some((_, kind)) => out.fields.push(Field {
-                kind: *kind,
-                width,
-                right,
-                suffix,
-            }),
-            None if format_all => {}
-            None => {
-                out.errors.push(format!(
-                    "Invalid job format specification: {}",
-                    letter.map(String::from).unwrap_or_default()
-                ));
-                out.fields.push(Field {
-                    kind: F::Invalid,
-                    width,
-                    right,
-                    suffix: format!("%{token}"),
-                });
-            }
-        }
-    }
-    out
+    format::parse(fmt)
 }
 
 /// Parses an `-O` format like squeue's `parse_long_format`.
 pub fn parse_long_format(fmt: &str) -> Format {
-    let mut out = Format::default();
-    for token in fmt.split(',').filter(|t| !t.is_empty()) {
-        let (name, width, right, suffix) = match token.split_once(':') {
-            None => (token, 20usize, false, String::new()),
-            Some((name, spec)) => {
-                let (right, spec) = match spec.strip_prefix('.') {
-                    Some(s) => (true, s),
-                    None => (false, spec),
-                };
-                let (w, rest) = strtol_prefix(spec);
-                (name, w.max(0) as usize, right, rest.to_string())
-            }
-        };
-        let kind = NAMES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, k)| *k)
-            .or_else(|| {
-                // numtasks is matched on its first 7 letters, as in squeue.
-                (name.len() >= 7 && name[..7].eq_ignore_ascii_case("numtask"))
-                    .then_some(F::NumTasks)
-            });
-        match kind {
-            Some(kind) => out.fields.push(Field {
-                kind,
-                width,
-                right,
-                suffix,
-            }),
-            None => {
-                out.errors
-                    .push(format!("Invalid job format specification: {name}"));
-                out.fields.push(Field {
-                    kind: F::Invalid,
-                    width,
-                    right,
-                    suffix,
-                });
-            }
-        }
-    }
-    out
+    format::parse_names(fmt)
 }
 
 /// C's `strtol` on a prefix: optional blanks and sign, then digits.
@@ -534,14 +443,6 @@ fn date(t: Option<i64>) -> String {
     }
 }
 
-fn or_null(s: &str) -> String {
-    if s.is_empty() {
-        "(null)".to_string()
-    } else {
-        s.to_string()
-    }
-}
-
 fn is_running(job: &JobInfo) -> bool {
     matches!(job.state, JobState::Running | JobState::Completing)
 }
@@ -609,11 +510,7 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
         F::MinTmpDisk => "0".to_string(),
         F::NumNodes => job.num_nodes.to_string(),
         F::EndTime => end_time(job, ctx.now),
-        F::GroupName => or_null(&if job.group_name.is_empty() {
-            job.group_id.to_string()
-        } else {
-            job.group_name.clone()
-        }),
+        F::GroupName => or_null(&name_or_id(&job.group_name, job.group_id)).to_string(),
         F::GroupId => job.group_id.to_string(),
         F::OverSubscribe => "OK".to_string(),
         F::Sockets | F::Cores | F::Threads => "*".to_string(),
@@ -634,7 +531,7 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
         F::TimeUsed => return (secs(job.run_time(ctx.now)), false),
         F::ReqNodes | F::ExcNodes => String::new(),
         F::NodeList => return (nodes(), false),
-        F::Command => or_null(&job.spec.command),
+        F::Command => or_null(&job.spec.command).to_string(),
         F::Contiguous | F::Nice | F::RestartCnt | F::Requeue | F::DerivedEc | F::AllocSid => {
             "0".to_string()
         }
@@ -661,13 +558,7 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
         F::StartTime => date(job.start_time),
         F::StateCompact => job.state.compact().to_string(),
         F::State => job.state.long().to_string(),
-        F::UserName => {
-            if job.user_name.is_empty() {
-                job.user_id.to_string()
-            } else {
-                job.user_name.clone()
-            }
-        }
+        F::UserName => name_or_id(&job.user_name, job.user_id),
         F::UserId => job.user_id.to_string(),
         F::SubmitTime => date(Some(job.submit_time)),
         F::SchedNodes => return ("(null)".to_string(), false),
@@ -708,30 +599,18 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
 
 /// The header line (with its newline).
 pub fn render_header(fmt: &Format) -> String {
-    let mut s = fmt.prefix.clone();
-    for f in &fmt.fields {
-        if f.kind != F::Invalid {
-            let (h, cut) = header(f.kind);
-            s.push_str(&print_field(h, f.width, f.right, cut));
-        }
-        s.push_str(&f.suffix);
-    }
-    s.push('\n');
-    s
+    fmt.line(|f| {
+        let (h, cut) = header(f.kind);
+        print_field(h, f.width, f.right, cut)
+    })
 }
 
 /// One job's line (with its newline).
 pub fn render_job(fmt: &Format, job: &JobInfo, ctx: &RenderCtx) -> String {
-    let mut s = fmt.prefix.clone();
-    for f in &fmt.fields {
-        if f.kind != F::Invalid {
-            let (v, cut) = value(f.kind, job, ctx);
-            s.push_str(&print_field(&v, f.width, f.right, cut));
-        }
-        s.push_str(&f.suffix);
-    }
-    s.push('\n');
-    s
+    fmt.line(|f| {
+        let (v, cut) = value(f.kind, job, ctx);
+        print_field(&v, f.width, f.right, cut)
+    })
 }
 
 /// Slurm's numeric job state order, for `-S T`.
@@ -753,50 +632,35 @@ fn state_rank(s: JobState) -> u32 {
 /// sort stable, starting from id order).
 pub fn sort_jobs(jobs: &mut [JobInfo], spec: &str, now: i64) -> Result<(), String> {
     jobs.sort_by_key(|j| j.job_id);
-    let chars: Vec<char> = spec.chars().collect();
-    let mut i = chars.len();
-    while i > 0 {
-        i -= 1;
-        let c = chars[i];
-        if c == ',' || c == '+' || c == '-' {
-            continue;
-        }
-        let rev = i > 0 && chars[i - 1] == '-';
-        macro_rules! by {
-            ($key:expr) => {{
-                if rev {
-                    jobs.sort_by(|a, b| $key(b).cmp(&$key(a)));
-                } else {
-                    jobs.sort_by(|a, b| $key(a).cmp(&$key(b)));
-                }
-            }};
-        }
+    for (c, before) in common::sort_keys(spec, &[',', '+', '-']) {
+        let rev = before == Some('-');
         match c {
-            'P' => by!(|j: &JobInfo| j.partition.clone()),
-            't' => by!(|j: &JobInfo| j.state.compact()),
-            'T' => by!(|j: &JobInfo| state_rank(j.state)),
-            'p' | 'Q' => by!(|j: &JobInfo| j.priority),
-            'i' | 'A' | 'F' => by!(|j: &JobInfo| j.job_id),
-            'j' => by!(|j: &JobInfo| j.name.clone()),
-            'u' => by!(|j: &JobInfo| j.user_name.clone()),
-            'U' => by!(|j: &JobInfo| j.user_id),
-            'g' => by!(|j: &JobInfo| j.group_name.clone()),
-            'G' => by!(|j: &JobInfo| j.group_id),
-            'D' => by!(|j: &JobInfo| j.num_nodes),
-            'C' => by!(|j: &JobInfo| j.num_cpus),
-            'l' => by!(|j: &JobInfo| j.time_limit.unwrap_or(u32::MAX)),
-            'L' => by!(|j: &JobInfo| j
-                .time_limit
-                .map(|m| i64::from(m) * 60 - j.run_time(now))
-                .unwrap_or(i64::MAX)),
-            'M' => by!(|j: &JobInfo| j.run_time(now)),
-            'm' => by!(|j: &JobInfo| j.mem_per_node_mb),
-            'S' => by!(|j: &JobInfo| j.start_time.unwrap_or(0)),
-            'V' => by!(|j: &JobInfo| j.submit_time),
-            'e' => by!(|j: &JobInfo| j.end_time.unwrap_or(0)),
-            'N' => by!(|j: &JobInfo| j.nodes.clone()),
-            'B' => by!(|j: &JobInfo| j.nodes.first().cloned()),
-            'r' => by!(|j: &JobInfo| j.reason.as_str()),
+            'P' => sort_by(jobs, rev, |j| j.partition.clone()),
+            't' => sort_by(jobs, rev, |j| j.state.compact()),
+            'T' => sort_by(jobs, rev, |j| state_rank(j.state)),
+            'p' | 'Q' => sort_by(jobs, rev, |j| j.priority),
+            'i' | 'A' | 'F' => sort_by(jobs, rev, |j| j.job_id),
+            'j' => sort_by(jobs, rev, |j| j.name.clone()),
+            'u' => sort_by(jobs, rev, |j| j.user_name.clone()),
+            'U' => sort_by(jobs, rev, |j| j.user_id),
+            'g' => sort_by(jobs, rev, |j| j.group_name.clone()),
+            'G' => sort_by(jobs, rev, |j| j.group_id),
+            'D' => sort_by(jobs, rev, |j| j.num_nodes),
+            'C' => sort_by(jobs, rev, |j| j.num_cpus),
+            'l' => sort_by(jobs, rev, |j| j.time_limit.unwrap_or(u32::MAX)),
+            'L' => sort_by(jobs, rev, |j| {
+                j.time_limit
+                    .map(|m| i64::from(m) * 60 - j.run_time(now))
+                    .unwrap_or(i64::MAX)
+            }),
+            'M' => sort_by(jobs, rev, |j| j.run_time(now)),
+            'm' => sort_by(jobs, rev, |j| j.mem_per_node_mb),
+            'S' => sort_by(jobs, rev, |j| j.start_time.unwrap_or(0)),
+            'V' => sort_by(jobs, rev, |j| j.submit_time),
+            'e' => sort_by(jobs, rev, |j| j.end_time.unwrap_or(0)),
+            'N' => sort_by(jobs, rev, |j| j.nodes.clone()),
+            'B' => sort_by(jobs, rev, |j| j.nodes.first().cloned()),
+            'r' => sort_by(jobs, rev, |j| j.reason.as_str()),
             'c' | 'f' | 'h' | 'n' | 'O' | 'b' | 'd' | 'H' | 'I' | 'J' | 'z' | 'v' => {}
             other => return Err(format!("Invalid sort specification: {other}")),
         }
@@ -965,18 +829,7 @@ pub struct Params {
 }
 
 /// What the command decided.
-#[derive(Debug)]
-pub enum Parsed {
-    Print(String),
-    Run(Box<Params>),
-}
-
-fn not_supported(prog: &str, what: &str) -> Fail {
-    Fail::error(
-        prog,
-        format!("option {what} is not supported by gsched yet"),
-    )
-}
+pub type Parsed = common::Parsed<Box<Params>>;
 
 /// Parses squeue's command line and environment.
 pub fn parse_args(
@@ -985,28 +838,20 @@ pub fn parse_args(
     env: &dyn Fn(&str) -> Option<String>,
     uid: u32,
 ) -> Result<Parsed, Fail> {
-    let (items, err) = getopt::parse_partial(args, OPTIONS, Ordering::Permute);
+    let split = getopt::parse_split(args, OPTIONS, Ordering::Permute);
     let mut p = Params::default();
     let mut format: Option<String> = None;
     let mut format_long: Option<String> = None;
     let mut override_env = false;
     let mut job_flag = false;
     let mut start = false;
-    let mut operands = Vec::new();
     let mut sort = env("SQUEUE_SORT");
-    for it in items {
-        let (id, arg) = match it {
-            Item::Opt { id, arg, .. } => (id, arg),
-            Item::Operand(o) => {
-                operands.push(o);
-                continue;
-            }
-        };
+    for (id, arg) in split.opts {
+        if let Some(text) = common::info_text(id, help_text, usage_text) {
+            return Ok(Parsed::Print(text));
+        }
         let val = arg.clone().unwrap_or_default();
         match id {
-            "help" => return Ok(Parsed::Print(help_text())),
-            "usage" => return Ok(Parsed::Print(usage_text())),
-            "version" => return Ok(Parsed::Print(format!("{}\n", common::version_line()))),
             "all" | "hide" | "local" | "federation" | "sibling" | "array" | "array-unique"
             | "priority" => {}
             "noheader" => p.no_header = true,
@@ -1067,17 +912,14 @@ pub fn parse_args(
             "user" => p.filters.users = Some(parse_users(prog, &val, &mut p.warnings)),
             "verbose" => p.verbose += 1,
             "json" => p.json = true,
-            "accounts" => return Err(not_supported(prog, "--accounts")),
-            "licenses" => return Err(not_supported(prog, "--licenses")),
-            "qos" => return Err(not_supported(prog, "--qos")),
-            "reservation" => return Err(not_supported(prog, "--reservation")),
-            "steps" => return Err(not_supported(prog, "--steps")),
-            "yaml" => return Err(not_supported(prog, "--yaml")),
+            "accounts" | "licenses" | "qos" | "reservation" | "steps" | "yaml" => {
+                return Err(Fail::not_supported(prog, &format!("--{id}")))
+            }
             _ => {}
         }
     }
-    if let Some(e) = err {
-        return Err(Fail::usage(prog, e.message(prog), 1));
+    if let Some(e) = split.err {
+        return Err(Fail::usage(prog, &e, 1));
     }
     if p.long && format.is_some() {
         return Err(Fail::raw(
@@ -1094,30 +936,34 @@ pub fn parse_args(
             format_long = Some(f);
         }
     }
-    let mut operands = operands.into_iter();
+    let unrecognized = |o: &str| {
+        Fail::raw(
+            1,
+            vec![
+                format!("{prog}: error: Unrecognized option: {o}"),
+                usage_text().trim_end().to_string(),
+            ],
+        )
+    };
+    let mut operands = split.operands.into_iter();
     if let Some(o) = operands.next() {
-        if job_flag {
-            p.filters.jobs = Some(parse_job_list(prog, &o)?);
-        } else {
-            let mut lines = vec![format!("{prog}: error: Unrecognized option: {o}")];
-            lines.push(usage_text().trim_end().to_string());
-            return Err(Fail::raw(1, lines));
+        if !job_flag {
+            return Err(unrecognized(&o));
         }
+        p.filters.jobs = Some(parse_job_list(prog, &o)?);
         if let Some(o) = operands.next() {
-            let mut lines = vec![format!("{prog}: error: Unrecognized option: {o}")];
-            lines.push(usage_text().trim_end().to_string());
-            return Err(Fail::raw(1, lines));
+            return Err(unrecognized(&o));
         }
     }
-    for (var, what) in [
-        ("SQUEUE_ACCOUNT", "--accounts (from SQUEUE_ACCOUNT)"),
-        ("SQUEUE_QOS", "--qos (from SQUEUE_QOS)"),
-        ("SQUEUE_LICENSES", "--licenses (from SQUEUE_LICENSES)"),
-    ] {
-        if env(var).is_some() {
-            return Err(not_supported(prog, what));
-        }
-    }
+    common::refuse_env(
+        prog,
+        env,
+        &[
+            ("SQUEUE_ACCOUNT", "--accounts"),
+            ("SQUEUE_QOS", "--qos"),
+            ("SQUEUE_LICENSES", "--licenses"),
+        ],
+    )?;
     if p.filters.names.is_none() {
         if let Some(v) = env("SQUEUE_NAMES") {
             p.filters.names = Some(split_list(&v));
@@ -1202,23 +1048,13 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> Result<String, 
 
 /// `gsqueue` entry point.
 pub fn main(args: Vec<String>) -> i32 {
-    let argv0 = args.first().cloned().unwrap_or_else(|| "squeue".into());
-    let prog = common::prog_name(&argv0);
-    match run(&prog, &args) {
-        Ok(c) => c,
-        Err(f) => common::report(&f),
-    }
+    common::run_main(&args, "squeue", run)
 }
 
 fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
-    let rest = if args.is_empty() { &[][..] } else { &args[1..] };
-    let env = |k: &str| std::env::var(k).ok();
-    let p = match parse_args(prog, rest, &env, common::current_uid())? {
-        Parsed::Print(s) => {
-            common::out(&s);
-            return Ok(0);
-        }
-        Parsed::Run(p) => p,
+    let Some(p) = parse_args(prog, args, &common::env_var, common::current_uid())?.or_print()
+    else {
+        return Ok(0);
     };
     for w in p.warnings.iter().chain(p.format.errors.iter()) {
         if w.starts_with(prog) {
@@ -1227,10 +1063,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             common::err_line(&format!("{prog}: error: {w}"));
         }
     }
-    let (cfg, client) = common::connect(prog)?;
-    if let Some(c) = &p.clusters {
-        common::check_clusters(prog, c, &cfg.cluster_name)?;
-    }
+    let (cfg, client) = common::connect(prog, p.clusters.as_deref())?;
     let mut filter = JobFilter::default();
     if let Some(ids) = &p.filters.jobs {
         filter.ids = ids.iter().map(|(id, _)| *id).collect();
@@ -1242,10 +1075,8 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         .filter(|ids| ids.len() == 1)
         .map(|ids| ids[0]);
     let mut code = 0;
-    loop {
-        if !p.no_header && (p.iterate.is_some() || p.verbose > 0 || p.long) {
-            common::out(&format!("{}\n", common::ctime_str(common::now())));
-        }
+    let dated = !p.no_header && (p.iterate.is_some() || p.verbose > 0 || p.long);
+    common::repeat(p.iterate, dated, || {
         let resp: Result<JobsResponse, _> = client.post(
             paths::JOBS_QUERY,
             &JobQuery {
@@ -1276,14 +1107,8 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
                 code = 1;
             }
         }
-        match p.iterate {
-            Some(secs) => {
-                common::out("\n");
-                std::thread::sleep(std::time::Duration::from_secs(secs));
-            }
-            None => break,
-        }
-    }
+        Ok(())
+    })?;
     Ok(code)
 }
 

@@ -70,7 +70,10 @@ fn run(args: Args) -> anyhow::Result<()> {
              use AuthType=auth/munge or set SlurmctldHost=name(127.0.0.1)"
         );
     }
-    let store = Store::open(&cfg.state_save_location)?;
+    let store = Store::open(
+        &cfg.state_save_location,
+        cfg.state_sync == gsched_proto::config::StateSync::Full,
+    )?;
     let state = State::load(cfg.clone(), store, server::now())?;
     let recovered = state.jobs.len();
     let shared = Arc::new(Shared {
@@ -81,9 +84,11 @@ fn run(args: Args) -> anyhow::Result<()> {
         host: cfg.ctld_host.name.clone(),
     });
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    // One async thread: every request takes the state lock anyway, and a single thread
+    // saves the cross-thread wake-ups that dominate a request's cost. Node calls and
+    // credential checks that may block run on the blocking pool.
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .worker_threads(2)
         .build()
         .context("cannot start the async runtime")?;
     rt.block_on(async move {

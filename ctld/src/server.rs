@@ -109,8 +109,12 @@ async fn submit(
     Extension(who): Who,
     Body(req): Body<SubmitRequest>,
 ) -> Result<Json<SubmitResponse>, ApiErr> {
+    let held = req.spec.hold;
     let id = sh.lock().submit(req.spec, who, now())?;
-    sh.wake.notify_one();
+    // A held job cannot start anything; the periodic pass still sees it.
+    if !held {
+        sh.wake.notify_one();
+    }
     Ok(Json(SubmitResponse { job_id: id }))
 }
 

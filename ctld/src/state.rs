@@ -919,7 +919,8 @@ impl State {
         let queue: Vec<QueuedJob> = self
             .jobs
             .values()
-            .filter(|j| j.info.state == JobState::Pending)
+            // Held jobs keep the reason they were held with and cost the pass nothing.
+            .filter(|j| j.info.state == JobState::Pending && !j.info.held)
             .map(|j| QueuedJob {
                 id: j.info.job_id,
                 priority: j.info.priority,
@@ -931,14 +932,7 @@ impl State {
                     .iter()
                     .filter_map(|p| self.parts.iter().position(|x| &x.name == p))
                     .collect(),
-                held: j
-                    .info
-                    .held
-                    .then_some(if j.info.reason == Reason::JobHeldAdmin {
-                        Reason::JobHeldAdmin
-                    } else {
-                        Reason::JobHeldUser
-                    }),
+                held: None,
                 begin_time: j.info.eligible_time,
                 time_limit: j.info.time_limit,
                 req: Self::request_of(&j.info.spec),
@@ -1395,7 +1389,7 @@ mod tests {
             d = dir.display()
         );
         let cfg = Arc::new(Config::parse(&text, &dir.join("gsched.conf")).unwrap());
-        let store = Store::open(&cfg.state_save_location).unwrap();
+        let store = Store::open(&cfg.state_save_location, false).unwrap();
         State::load(cfg, store, 1000).unwrap()
     }
 

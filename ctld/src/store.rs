@@ -69,8 +69,10 @@ pub struct StoredJob {
 }
 
 impl Store {
-    /// Opens (creating if needed) `<dir>/gsched.db` and brings the schema up to date.
-    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+    /// Opens (creating if needed) `<dir>/gsched.db` and brings the schema up to date. With
+    /// `fsync`, every commit is flushed to the disk (survives power loss); without, a commit
+    /// is in the operating system when it returns (survives any crash of gsctld itself).
+    pub fn open(dir: &Path, fsync: bool) -> Result<Store, StoreError> {
         std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
             path: dir.to_path_buf(),
             source,
@@ -81,7 +83,7 @@ impl Store {
             source,
         })?;
         let mut store = Store { conn, path };
-        store.init()?;
+        store.init(fsync)?;
         Ok(store)
     }
 
@@ -92,16 +94,17 @@ impl Store {
         }
     }
 
-    fn init(&mut self) -> Result<(), StoreError> {
+    fn init(&mut self, fsync: bool) -> Result<(), StoreError> {
         let path = self.path.clone();
         let e = |source| StoreError::Sqlite {
             path: path.clone(),
             source,
         };
         self.conn
-            .execute_batch(
-                "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;",
-            )
+            .execute_batch(&format!(
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous={}; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;",
+                if fsync { "FULL" } else { "NORMAL" }
+            ))
             .map_err(e)?;
         let version: u32 = self
             .conn
@@ -267,7 +270,7 @@ mod tests {
     fn jobs_survive_reopen_and_ids_advance() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let mut s = Store::open(dir.path()).unwrap();
+            let mut s = Store::open(dir.path(), true).unwrap();
             assert_eq!(s.next_job_id().unwrap(), 1);
             s.insert_job(1, JobState::Pending, 1000, "{\"a\":1}")
                 .unwrap();
@@ -276,7 +279,7 @@ mod tests {
             s.update_job(1, JobState::Completed, Some(100), "{\"a\":3}")
                 .unwrap();
         }
-        let s = Store::open(dir.path()).unwrap();
+        let s = Store::open(dir.path(), true).unwrap();
         assert_eq!(s.next_job_id().unwrap(), 3);
         let all = s.load_jobs(0).unwrap();
         assert_eq!(all.len(), 2);
@@ -290,18 +293,18 @@ mod tests {
     #[test]
     fn newer_schema_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        drop(Store::open(dir.path()).unwrap());
+        drop(Store::open(dir.path(), true).unwrap());
         let c = Connection::open(dir.path().join("gsched.db")).unwrap();
         c.execute_batch("PRAGMA user_version = 99").unwrap();
         drop(c);
-        let e = Store::open(dir.path()).unwrap_err().to_string();
+        let e = Store::open(dir.path(), true).unwrap_err().to_string();
         assert!(e.contains("newer than this gsctld"), "{e}");
     }
 
     #[test]
     fn failed_transaction_rolls_back() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Store::open(dir.path()).unwrap();
+        let mut s = Store::open(dir.path(), true).unwrap();
         s.insert_job(1, JobState::Pending, 0, "{}").unwrap();
         let r = s.transaction(|s| {
             s.update_job(1, JobState::Running, None, "{\"x\":1}")?;

@@ -31,4 +31,9 @@ pub trait Authenticator: Send + Sync {
     fn credential(&self) -> Result<String, AuthError>;
     /// Checks a credential from a request this process received.
     fn verify(&self, credential: &str) -> Result<Identity, AuthError>;
+    /// Whether `verify` may block (talk to another daemon); servers then call it off their
+    /// async threads.
+    fn verify_blocks(&self) -> bool {
+        true
+    }
 }

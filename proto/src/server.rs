@@ -100,13 +100,17 @@ pub async fn check_request(
         })?
         .to_string();
     // Verifying may talk to a local daemon (munged): keep it off the async threads.
-    tokio::task::spawn_blocking(move || auth.verify(&cred))
-        .await
-        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
-        .map_err(|e| {
-            ApiError::new(
-                ErrorCode::AuthenticationFailed,
-                format!("Protocol authentication error: {e}"),
-            )
-        })
+    let verified = if auth.verify_blocks() {
+        tokio::task::spawn_blocking(move || auth.verify(&cred))
+            .await
+            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
+    } else {
+        auth.verify(&cred)
+    };
+    verified.map_err(|e| {
+        ApiError::new(
+            ErrorCode::AuthenticationFailed,
+            format!("Protocol authentication error: {e}"),
+        )
+    })
 }

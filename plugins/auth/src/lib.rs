@@ -61,6 +61,10 @@ impl Authenticator for NoneAuth {
         Ok(format!("none:{}:{}", self.uid, self.gid))
     }
 
+    fn verify_blocks(&self) -> bool {
+        false
+    }
+
     fn verify(&self, credential: &str) -> Result<Identity, AuthError> {
         let bad = || AuthError(format!("malformed auth/none credential {credential:?}"));
         let rest = credential.strip_prefix("none:").ok_or_else(bad)?;

@@ -1,0 +1,90 @@
+//! Administration through the commands against real daemons: `gscontrol update` of a job's
+//! time limit and of a node's state (a drained node gets no new jobs, resuming it lets them
+//! start), `gscancel --signal` reaching the job's processes, and `gscancel`'s filters.
+
+use gsched_tests::{secs, ClusterOpts, JobState, Reason, TestCluster};
+
+#[test]
+fn update_time_limit_is_shown_and_enforced() {
+    let c = TestCluster::start(ClusterOpts::named("tlimit").nodes(1));
+    let id = c.submit(["-t", "10", "--wrap", "sleep 1000"]);
+    c.wait_state(id, JobState::Running, secs(30));
+    c.cmd_ok(
+        "gscontrol",
+        [
+            "update".to_string(),
+            format!("JobId={id}"),
+            "TimeLimit=5".into(),
+        ],
+    );
+    let show = c.cmd_ok(
+        "gscontrol",
+        ["show".to_string(), "job".into(), id.to_string()],
+    );
+    assert!(show.contains("TimeLimit=00:05:00"), "{show}");
+    assert_eq!(c.job(id).time_limit, Some(5));
+    // Users may lower a limit; the lowest is one minute (seconds round up).
+    c.cmd_ok(
+        "gscontrol",
+        [
+            "update".to_string(),
+            format!("JobId={id}"),
+            "TimeLimit=0:01".into(),
+        ],
+    );
+    let j = c.job(id);
+    assert_eq!(j.time_limit, Some(1));
+    c.cmd_ok("gscancel", [id.to_string()]);
+    c.wait_terminal(id, secs(30));
+}
+
+#[test]
+fn drained_node_gets_no_jobs_until_resumed() {
+    let c = TestCluster::start(ClusterOpts::named("drain").nodes(1));
+    // Without a reason, Slurm refuses.
+    let out = c.cmd("gscontrol", ["update", "NodeName=n1", "State=DRAIN"]);
+    assert!(!out.status.success(), "{out:?}");
+    c.cmd_ok(
+        "gscontrol",
+        ["update", "NodeName=n1", "State=DRAIN", "Reason=maintenance"],
+    );
+    let info = c.cmd_ok("gsinfo", ["-h", "-o", "%t %E"]);
+    assert_eq!(info.trim(), "drain maintenance", "{info}");
+    let id = c.submit(["--wrap", "true"]);
+    c.wait_job(id, secs(10), "pending for Resources", |j| {
+        j.state == JobState::Pending && j.reason == Reason::Resources
+    });
+    c.cmd_ok("gscontrol", ["update", "NodeName=n1", "State=RESUME"]);
+    c.wait_state(id, JobState::Completed, secs(30));
+    let info = c.cmd_ok("gsinfo", ["-h", "-o", "%t"]);
+    assert_eq!(info.trim(), "idle", "{info}");
+}
+
+#[test]
+fn signal_reaches_the_job_and_filters_select_jobs() {
+    let c = TestCluster::start(ClusterOpts::named("signal").nodes(1).cpus(4));
+    let script = "#!/bin/bash\n\
+                  trap 'echo got USR1' USR1\n\
+                  echo ready\n\
+                  while true; do sleep 0.1; done\n";
+    c.write_script("trap.sh", script);
+    let id = c.submit(["-J", "trapper", "-o", "trap-%j.out", "trap.sh"]);
+    c.wait_file_contains(&format!("trap-{id}.out"), "ready", secs(30));
+    c.cmd_ok("gscancel", ["--signal=USR1".to_string(), id.to_string()]);
+    c.wait_file_contains(&format!("trap-{id}.out"), "got USR1", secs(30));
+    // Signalling does not cancel.
+    assert_eq!(c.job(id).state, JobState::Running);
+
+    // Filters: by name only the matching job goes; by state the pending one.
+    let other = c.submit(["-J", "other", "--wrap", "sleep 1000"]);
+    let held = c.submit(["-H", "-J", "other", "--wrap", "true"]);
+    c.wait_state(other, JobState::Running, secs(30));
+    c.cmd_ok("gscancel", ["-n", "trapper"]);
+    c.wait_state(id, JobState::Cancelled, secs(30));
+    assert_eq!(c.job(other).state, JobState::Running);
+    c.cmd_ok("gscancel", ["-t", "PENDING", "-n", "other"]);
+    c.wait_state(held, JobState::Cancelled, secs(10));
+    assert_eq!(c.job(other).state, JobState::Running);
+    c.cmd_ok("gscancel", ["-u", c.user()]);
+    c.wait_state(other, JobState::Cancelled, secs(30));
+}

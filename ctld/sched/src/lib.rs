@@ -1,23 +1,46 @@
 //! gsched's scheduler core: given the cluster, the queue and the time, decide which jobs start
-//! now and where, and why the others wait.
+//! now and where, why the others wait, and when they are expected to start.
 //!
-//! This crate is **pure and deterministic**: no I/O, no clock, no threads, no randomness. Time
-//! is an argument. The controller calls [`decide`] on every event, and the trace simulator
-//! calls the very same function, so every policy can be measured offline against real
-//! workloads. Keep it that way: anything that needs the outside world is gathered by the caller
-//! into a [`ClusterView`] and a queue of [`QueuedJob`]s.
+//! This crate is **pure and deterministic**: no I/O, no clock, no threads, no randomness, and
+//! no hash-map order reaches the output. Time is an argument (epoch seconds). The controller
+//! calls [`decide`] on every event, and the trace simulator calls the very same function, so
+//! every policy can be measured offline against real workloads. Keep it that way: anything
+//! that needs the outside world is gathered by the caller into a [`ClusterView`] and a queue of
+//! [`QueuedJob`]s.
 //!
-//! The policy here is priority order with resource matching (Slurm's `sched/builtin`): jobs are
-//! taken by priority, then submit time, then id; a job that cannot start blocks lower-priority
-//! jobs of the same partitions, so nothing starves. Backfill arrives as a policy of its own.
+//! Jobs are always taken by priority, then submit time, then id. What happens to a job that
+//! cannot start is the [`Policy`]:
+//!
+//! * [`Policy::Fifo`] (Slurm's `sched/builtin`, the default): it blocks every lower-priority job
+//!   of its partitions, so nothing starves and nothing jumps the queue.
+//! * [`Policy::Easy`]: the first `reserve` such jobs get a *reservation* (nodes, CPUs and
+//!   memory from their earliest possible start for their whole time limit); lower-priority
+//!   jobs start now only where they cannot touch a reservation (backfill).
+//! * [`Policy::Conservative`]: every job gets a reservation, so a job never starts later than
+//!   it was planned because of a job behind it.
+//!
+//! Backfill plans on a [timeline](timeline) of every node built from the running jobs' expected
+//! ends ([`ClusterView::running`]); see [`backfill`] for the planner and why it is fast. Every
+//! waiting job gets an expected start ([`Decisions::estimates`]) when one exists within
+//! [`SchedConfig::horizon_secs`]. [`priority`] holds Slurm's multifactor priority as pure
+//! functions for the controller to compute [`QueuedJob::priority`] with.
 
 #![forbid(unsafe_code)]
 
 use gsched_proto::job::{JobId, MemRequest, Reason};
 
+pub mod backfill;
 mod place;
+pub mod priority;
+pub mod timeline;
 
 pub use place::{place, NodeAlloc, Placement};
+pub use priority::{
+    decay, multifactor_priority, PriorityBreakdown, PriorityInputs, PriorityWeights,
+};
+
+/// The end to give a running job without a time limit: later than any planning looks.
+pub const UNLIMITED_END: i64 = i64::MAX / 4;
 
 /// One node as the scheduler sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,11 +77,28 @@ pub struct PartitionView {
     pub max_time: Option<u32>,
 }
 
+/// A running job's resources and when they are expected back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunningAlloc {
+    pub job_id: JobId,
+    /// Expected end, epoch seconds: start + time limit, or [`UNLIMITED_END`] for a job without
+    /// one. An end already past (a job being killed) counts as one second from now.
+    pub end: i64,
+    /// What it holds on each node (`tasks` is not used).
+    pub nodes: Vec<NodeAlloc>,
+}
+
 /// Everything the scheduler may look at about the cluster.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterView {
     pub nodes: Vec<NodeView>,
     pub partitions: Vec<PartitionView>,
+    /// Running jobs, for planning: when their resources come back. [`NodeView::alloc_cpus`]
+    /// and [`NodeView::alloc_mem_mb`] stay the truth about *now* (the sum of these and of
+    /// anything else holding the node); only [`Policy::Easy`] and [`Policy::Conservative`]
+    /// decisions, and the estimates, read this. A job missing here holds its share of the
+    /// node's allocation for ever, as far as planning knows.
+    pub running: Vec<RunningAlloc>,
 }
 
 /// What a job needs, in the terms placement works with.
@@ -88,9 +128,63 @@ pub struct QueuedJob {
     pub req: ResourceRequest,
 }
 
+/// What happens to jobs that cannot start now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Policy {
+    /// Priority order; a job that cannot start blocks lower-priority jobs of its partitions.
+    #[default]
+    Fifo,
+    /// EASY backfill: reservations for the first `reserve` (Slurm-like default 1) jobs that
+    /// cannot start; lower-priority jobs start only where they delay no reservation.
+    Easy { reserve: usize },
+    /// Conservative backfill: a reservation for every job.
+    Conservative,
+}
+
+impl Policy {
+    /// EASY with one reservation.
+    pub const EASY: Policy = Policy::Easy { reserve: 1 };
+}
+
 /// Scheduler settings taken from the config.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SchedConfig {}
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedConfig {
+    pub policy: Policy,
+    /// Seconds a job without a time limit, in a partition without `MaxTime`, is planned for
+    /// (default 365 days, as Slurm plans such jobs).
+    pub default_limit_secs: i64,
+    /// How far ahead starts are planned: no reservation or estimate begins later than
+    /// `now + horizon_secs` (default 7 days).
+    pub horizon_secs: i64,
+    /// Compute [`Decisions::estimates`] for [`Policy::Fifo`] too (default true). EASY and
+    /// conservative compute them as part of their decisions, at no extra cost.
+    pub fifo_estimates: bool,
+}
+
+impl Default for SchedConfig {
+    fn default() -> Self {
+        SchedConfig {
+            policy: Policy::Fifo,
+            default_limit_secs: 365 * 24 * 3600,
+            horizon_secs: 7 * 24 * 3600,
+            fifo_estimates: true,
+        }
+    }
+}
+
+/// When and where a waiting job is expected to start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    pub job_id: JobId,
+    /// Epoch seconds.
+    pub start: i64,
+    /// Index of the partition it is planned in.
+    pub partition: usize,
+    pub placement: Placement,
+    /// A reservation: these resources are held for the job from `start` for its whole time
+    /// limit, and no lower-priority job may use them. Otherwise only an estimate.
+    pub reserved: bool,
+}
 
 /// Start a job now on these resources.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,28 +201,41 @@ pub struct Decisions {
     pub starts: Vec<Start>,
     /// Why each job that does not start keeps waiting.
     pub waiting: Vec<(JobId, Reason)>,
+    /// Expected starts of waiting jobs (not held; within the horizon), in priority order.
+    pub estimates: Vec<Estimate>,
 }
 
-/// Decides which queued jobs start at `now`, and where.
+/// Decides which queued jobs start at `now`, and where; why the others wait and when they
+/// are expected to start.
 ///
-/// Deterministic: the same arguments always give the same decisions.
+/// Deterministic: the same arguments always give the same decisions, whatever the order of
+/// `queue` and of [`ClusterView::running`].
 pub fn decide(
     view: &ClusterView,
     queue: &[QueuedJob],
     now: i64,
-    _config: &SchedConfig,
+    config: &SchedConfig,
 ) -> Decisions {
+    match config.policy {
+        Policy::Fifo => {
+            let mut d = decide_fifo(view, queue, now);
+            if config.fifo_estimates {
+                d.estimates = backfill::fifo_estimates(view, queue, now, config, &d);
+            }
+            d
+        }
+        Policy::Easy { .. } | Policy::Conservative => {
+            backfill::decide_backfill(view, queue, now, config)
+        }
+    }
+}
+
+/// Priority order with resource matching, placement at `now` only.
+fn decide_fifo(view: &ClusterView, queue: &[QueuedJob], now: i64) -> Decisions {
     let mut nodes = view.nodes.clone();
-    let mut order: Vec<&QueuedJob> = queue.iter().collect();
-    order.sort_by(|a, b| {
-        b.priority
-            .cmp(&a.priority)
-            .then(a.submit_time.cmp(&b.submit_time))
-            .then(a.id.cmp(&b.id))
-    });
     let mut blocked = vec![false; view.partitions.len()];
     let mut out = Decisions::default();
-    for job in order {
+    for job in backfill::priority_order(queue) {
         if let Some(r) = job.held {
             out.waiting.push((job.id, r));
             continue;
@@ -137,54 +244,33 @@ pub fn decide(
             out.waiting.push((job.id, Reason::BeginTime));
             continue;
         }
-        let mut reason = None;
+        let mut bars = Vec::new();
         let mut started = false;
         for &p in &job.partitions {
-            let Some(part) = view.partitions.get(p) else {
+            let Some(bar) = backfill::partition_bar(job, view, p) else {
                 continue;
             };
-            if !part.up {
-                reason.get_or_insert(Reason::PartitionDown);
+            bars.push((p, bar));
+            if bar.is_some() || blocked[p] {
                 continue;
             }
-            if let (Some(max), Some(limit)) = (part.max_time, job.time_limit) {
-                if limit > max {
-                    reason.get_or_insert(Reason::PartitionTimeLimit);
-                    continue;
+            if let Some(placement) = place(&nodes, &view.partitions[p].nodes, &job.req) {
+                for a in &placement.nodes {
+                    let n = &mut nodes[a.node];
+                    n.alloc_cpus += a.cpus;
+                    n.alloc_mem_mb += a.mem_mb;
                 }
-            } else if part.max_time.is_some() && job.time_limit.is_none() {
-                reason.get_or_insert(Reason::PartitionTimeLimit);
-                continue;
-            }
-            if blocked[p] {
-                reason.get_or_insert(Reason::Priority);
-                continue;
-            }
-            match place(&nodes, &part.nodes, &job.req) {
-                Some(placement) => {
-                    for a in &placement.nodes {
-                        let n = &mut nodes[a.node];
-                        n.alloc_cpus += a.cpus;
-                        n.alloc_mem_mb += a.mem_mb;
-                    }
-                    out.starts.push(Start {
-                        job_id: job.id,
-                        partition: p,
-                        placement,
-                    });
-                    started = true;
-                    break;
-                }
-                None => {
-                    reason = Some(match reason {
-                        Some(Reason::Priority) | None => Reason::Resources,
-                        Some(r) => r,
-                    });
-                }
+                out.starts.push(Start {
+                    job_id: job.id,
+                    partition: p,
+                    placement,
+                });
+                started = true;
+                break;
             }
         }
         if !started {
-            let r = reason.unwrap_or(Reason::Resources);
+            let r = backfill::waiting_reason(&bars, &blocked);
             if r == Reason::Resources {
                 for &p in &job.partitions {
                     if let Some(b) = blocked.get_mut(p) {

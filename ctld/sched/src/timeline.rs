@@ -9,7 +9,7 @@
 //!
 //! Usage only changes at breakpoints: it drops when a running job ends (or a planned job's
 //! window closes) and rises when a planned job's window opens. Nothing here knows about
-//! priorities or policies; [`crate::backfill`] drives it.
+//! priorities or policies; [`crate::plan`] drives it.
 
 use crate::{ClusterView, UNLIMITED_END};
 
@@ -32,6 +32,11 @@ impl NodeLine {
     /// Index of the step in force at `t` (`t` at or after the first step).
     fn at(&self, t: i64) -> usize {
         self.steps.partition_point(|s| s.t <= t).saturating_sub(1)
+    }
+
+    /// CPUs and memory in use at the start (the planner's `now`).
+    pub(crate) fn first(&self) -> (u32, u64) {
+        (self.steps[0].cpus, self.steps[0].mem_mb)
     }
 
     /// Most CPUs and most memory in use at any time in `[s, e)` (each its own maximum).

@@ -8,6 +8,7 @@
 //! now 1000                 # epoch seconds (default 0); times below may be +N (from now)
 //! horizon 604800           # optional, seconds
 //! default_limit 86400      # optional, seconds, for jobs without a time limit
+//! plan_depth 2             # optional: planned estimates, then "not before" bounds
 //! node n1 cpus=4 mem=8000 [weight=1] [down]
 //! partition batch nodes=n1,n2 [maxtime=60] [down]   # default: one partition "all"
 //! running 100 end=+3600 n1:4c n2:2c/1000m           # end=unlimited for no limit
@@ -24,8 +25,8 @@ use std::path::Path;
 
 use gsched_proto::job::{MemRequest, Reason};
 use gsched_sched::{
-    decide, ClusterView, Decisions, NodeAlloc, NodeView, PartitionView, Policy, QueuedJob,
-    ResourceRequest, RunningAlloc, SchedConfig, UNLIMITED_END,
+    decide, ClusterView, Decisions, EstimateKind, NodeAlloc, NodeView, PartitionView, Policy,
+    QueuedJob, ResourceRequest, RunningAlloc, SchedConfig, UNLIMITED_END,
 };
 
 struct Scenario {
@@ -83,6 +84,7 @@ fn parse(text: &str) -> Scenario {
             "now" => s.now = rest[0].parse().unwrap(),
             "horizon" => s.config.horizon_secs = rest[0].parse().unwrap(),
             "default_limit" => s.config.default_limit_secs = rest[0].parse().unwrap(),
+            "plan_depth" => s.config.plan_depth = rest[0].parse().unwrap(),
             "node" => s.view.nodes.push(NodeView {
                 name: rest[0].into(),
                 cpus: kv("cpus").unwrap().parse().unwrap(),
@@ -225,7 +227,11 @@ fn render(s: &Scenario, d: &Decisions) -> String {
             let _ = write!(
                 out,
                 ", {} at {} in {} on {}",
-                if e.reserved { "reserved" } else { "expected" },
+                match e.kind {
+                    EstimateKind::Reserved => "reserved",
+                    EstimateKind::Planned => "expected",
+                    EstimateKind::NotBefore => "not before",
+                },
                 rel(e.start, s.now),
                 s.view.partitions[e.partition].name,
                 allocs(&s.view, &e.placement.nodes)

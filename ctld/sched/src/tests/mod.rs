@@ -170,7 +170,10 @@ fn past_due_running_job_frees_one_second_from_now() {
     };
     let d = decide(&v, &[job(1, 2, 1)], 100, &cfg);
     assert!(d.starts.is_empty());
-    assert_eq!((d.estimates[0].start, d.estimates[0].reserved), (101, true));
+    assert_eq!(
+        (d.estimates[0].start, d.estimates[0].kind),
+        (101, EstimateKind::Reserved)
+    );
 }
 
 #[test]
@@ -221,12 +224,16 @@ fn easy_reserves_only_the_first_jobs() {
         ..SchedConfig::default()
     };
     let d = decide(&v, &q, 0, &cfg);
-    let got: Vec<(JobId, i64, bool)> = d
+    let got: Vec<(JobId, i64, EstimateKind)> = d
         .estimates
         .iter()
-        .map(|e| (e.job_id, e.start, e.reserved))
+        .map(|e| (e.job_id, e.start, e.kind))
         .collect();
-    assert_eq!(got, vec![(1, 100, true), (2, 700, true), (3, 1300, false)]);
+    use EstimateKind::*;
+    assert_eq!(
+        got,
+        vec![(1, 100, Reserved), (2, 700, Reserved), (3, 1300, Planned)]
+    );
 }
 
 // ---- Property tests ----------------------------------------------------------------------
@@ -373,6 +380,7 @@ fn config(policy: Policy) -> SchedConfig {
         policy,
         default_limit_secs: 5000,
         horizon_secs: 20_000,
+        plan_depth: 4,
         fifo_estimates: true,
     }
 }
@@ -555,10 +563,14 @@ proptest! {
                 prop_assert!(e.start >= j.begin_time.unwrap_or(NOW));
                 prop_assert!(e.start <= NOW + cfg.horizon_secs);
                 prop_assert!(j.held.is_none() && bar_free(j, v, e.partition));
-                if policy == Policy::Fifo {
-                    prop_assert!(!e.reserved);
+                match (policy, e.kind) {
+                    (Policy::Fifo, EstimateKind::Reserved) => prop_assert!(false, "FIFO reserves"),
+                    (Policy::Conservative, k) => prop_assert_eq!(k, EstimateKind::Reserved),
+                    _ => {}
                 }
-                uses.extend(uses_of(&e.placement, e.start, len_of(j, v, e.partition, &cfg)));
+                if e.kind != EstimateKind::NotBefore {
+                    uses.extend(uses_of(&e.placement, e.start, len_of(j, v, e.partition, &cfg)));
+                }
             }
             for t in breakpoints(v, &uses) {
                 for (i, n) in v.nodes.iter().enumerate() {
@@ -567,12 +579,25 @@ proptest! {
                     prop_assert!(m <= n.mem_mb, "{:?}: node {} at {}: {} MB", policy, i, t, m);
                 }
             }
-            if policy == Policy::Conservative {
-                prop_assert!(d.estimates.iter().all(|e| e.reserved));
-            }
             if let Policy::Easy { reserve } = policy {
-                let held = d.estimates.iter().filter(|e| e.reserved).count();
+                let held = d.estimates.iter().filter(|e| e.kind == EstimateKind::Reserved).count();
                 prop_assert!(held <= reserve);
+            }
+            // Bounds come after every planned estimate, and each fits on what is held.
+            let kinds: Vec<EstimateKind> = d.estimates.iter().map(|e| e.kind).filter(|&k| k != EstimateKind::Reserved).collect();
+            let planned = kinds.iter().filter(|&&k| k == EstimateKind::Planned).count();
+            prop_assert!(planned <= cfg.plan_depth);
+            prop_assert!(kinds[planned..].iter().all(|&k| k == EstimateKind::NotBefore));
+            for e in d.estimates.iter().filter(|e| e.kind == EstimateKind::NotBefore) {
+                let j = q.iter().find(|j| j.id == e.job_id).unwrap();
+                let mut with = uses.clone();
+                with.extend(uses_of(&e.placement, e.start, len_of(j, v, e.partition, &cfg)));
+                for t in breakpoints(v, &with) {
+                    for a in &e.placement.nodes {
+                        let (c, m) = used_at(v, &with, a.node, t);
+                        prop_assert!(c <= v.nodes[a.node].cpus as u64 && m <= v.nodes[a.node].mem_mb);
+                    }
+                }
             }
         }
     }
@@ -597,22 +622,34 @@ proptest! {
                     before.extend(uses_of(&s.placement, NOW, len_of(j, v, s.partition, &cfg)));
                     continue;
                 }
-                let est = d.estimates.iter().find(|e| e.job_id == j.id && e.reserved);
+                let est = d.estimates.iter().find(|e| e.job_id == j.id && e.kind == EstimateKind::Reserved);
                 let until = match est {
                     Some(e) => e.start - 1,
                     None if policy == Policy::Conservative => NOW + cfg.horizon_secs,
                     None => continue,
                 };
+                // In each partition, a job that may spread is planned on one node when one node
+                // of the partition can take it within the horizon, else spread.
+                let spreadable = j.req.nodes.is_none() && j.req.ntasks_per_node.is_none() && j.req.tasks > 1;
+                let mut single = j.clone();
+                single.req.nodes = Some(1);
                 let mut ts = breakpoints(v, &before);
                 ts.push(from);
-                for t in ts.into_iter().filter(|&t| t >= from && t <= until) {
-                    for &p in &j.partitions {
-                        if bar_free(j, v, p) {
-                            prop_assert!(
-                                !placeable(v, &before, j, p, t, len_of(j, v, p, &cfg)),
-                                "{:?}: job {} could start at {} in {}, planned {:?}", policy, j.id, t, p, est.map(|e| e.start)
-                            );
-                        }
+                ts.retain(|&t| t >= from);
+                for &p in j.partitions.iter().filter(|&&p| bar_free(j, v, p)) {
+                    let len = len_of(j, v, p, &cfg);
+                    let jj = if spreadable
+                        && ts.iter().any(|&t| t <= NOW + cfg.horizon_secs && placeable(v, &before, &single, p, t, len))
+                    {
+                        &single
+                    } else {
+                        j
+                    };
+                    for &t in ts.iter().filter(|&&t| t <= until) {
+                        prop_assert!(
+                            !placeable(v, &before, jj, p, t, len),
+                            "{:?}: job {} could start at {} in {}, planned {:?}", policy, j.id, t, p, est.map(|e| e.start)
+                        );
                     }
                 }
                 if let Some(e) = est {

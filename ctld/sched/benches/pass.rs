@@ -14,6 +14,10 @@
 //! with a begin time. It asks for about 0.8 of the cluster's CPU time over the 7-day
 //! horizon, so most jobs get a planned start within it.
 //!
+//! Policies measured: `fifo`, `easy` (one reservation) and `conservative` with the default
+//! [`SchedConfig`] (so EASY and FIFO plan the first 1,000 waiting jobs and bound the others),
+//! and `easy_plan_all`, EASY planning every waiting job's estimate.
+//!
 //! `BENCH_UNIQUE_LIMITS=1` gives every job a time limit of its own (any minute from 10 to
 //! 1,440): the worst case for the planner's grouping of jobs by shape. `BENCH_STATS=1` prints
 //! what each policy decides (starts, estimates, reservations) before measuring.
@@ -196,15 +200,19 @@ fn bench(c: &mut Criterion) {
     let q = queue(&mut rng, unique);
     let mut g = c.benchmark_group(if unique { "pass_unique_limits" } else { "pass" });
     g.sample_size(10);
-    for (name, policy) in [
-        ("fifo", Policy::Fifo),
-        ("easy", Policy::EASY),
-        ("conservative", Policy::Conservative),
+    for (name, policy, plan_depth) in [
+        ("fifo", Policy::Fifo, None),
+        ("easy", Policy::EASY, None),
+        ("easy_plan_all", Policy::EASY, Some(usize::MAX)),
+        ("conservative", Policy::Conservative, None),
     ] {
-        let cfg = SchedConfig {
+        let mut cfg = SchedConfig {
             policy,
             ..SchedConfig::default()
         };
+        if let Some(d) = plan_depth {
+            cfg.plan_depth = d;
+        }
         // What one pass decides, printed once (with BENCH_STATS=1) so the numbers can be
         // judged.
         if std::env::var_os("BENCH_STATS").is_none() {

@@ -57,7 +57,7 @@ pub(crate) fn decide_backfill(
         Policy::Conservative => usize::MAX,
         Policy::Fifo => 0,
     };
-    let mut pl = Planner::new(view, now, config);
+    let mut pl = Planner::new(view, queue, now, config);
     let mut blocked = vec![false; view.partitions.len()];
     let mut reserved = 0usize;
     let mut out = Decisions::default();

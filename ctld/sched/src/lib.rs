@@ -159,8 +159,9 @@ pub struct SchedConfig {
     pub horizon_secs: i64,
     /// Under FIFO and EASY, how many waiting jobs without a reservation get a
     /// [`EstimateKind::Planned`] start, in priority order; the jobs after them get a
-    /// [`EstimateKind::NotBefore`] bound (default 1,000; conservative plans every job). Planning
-    /// costs about 40 µs a job on a deep queue of a 10,000-node cluster; bounds about 1 µs.
+    /// [`EstimateKind::NotBefore`] bound (default 1,000; conservative plans every job). On the
+    /// benchmark's 100,000 jobs and 10,000 nodes planning costs about 9 µs a job, a bound about
+    /// 0.6 µs: planning every job makes an EASY pass about 0.9 s instead of 0.12 s.
     pub plan_depth: usize,
     /// Compute [`Decisions::estimates`] under [`Policy::Fifo`] (default true).
     pub fifo_estimates: bool,
@@ -256,7 +257,7 @@ fn decide_fifo(
     now: i64,
     config: &SchedConfig,
 ) -> Decisions {
-    let mut pl = plan::Planner::new(view, now, config);
+    let mut pl = plan::Planner::new(view, queue, now, config);
     let mut nodes = view.nodes.clone();
     let mut blocked = vec![false; view.partitions.len()];
     let mut out = Decisions::default();

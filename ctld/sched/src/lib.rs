@@ -21,9 +21,11 @@
 //!
 //! Backfill plans on a timeline of every node built from the running jobs' expected
 //! ends ([`ClusterView::running`]); the planner (`plan.rs`) explains how it stays fast. Every
-//! waiting job gets an expected start ([`Decisions::estimates`]) when one exists within
-//! [`SchedConfig::horizon_secs`]. [`priority`] holds Slurm's multifactor priority as pure
-//! functions for the controller to compute [`QueuedJob::priority`] with.
+//! waiting job that is not held gets an expected start ([`Decisions::estimates`]) when one
+//! exists within [`SchedConfig::horizon_secs`]: its reservation, else a start planned in
+//! priority order for the first [`SchedConfig::plan_depth`] jobs, else a lower bound (see
+//! [`EstimateKind`]). [`priority`] holds Slurm's multifactor priority as pure functions for the
+//! controller to compute [`QueuedJob::priority`] with.
 
 #![forbid(unsafe_code)]
 
@@ -135,8 +137,8 @@ pub enum Policy {
     /// Priority order; a job that cannot start blocks lower-priority jobs of its partitions.
     #[default]
     Fifo,
-    /// EASY backfill: reservations for the first `reserve` (Slurm-like default 1) jobs that
-    /// cannot start; lower-priority jobs start only where they delay no reservation.
+    /// EASY backfill: reservations for the first `reserve` jobs that cannot start (usually 1:
+    /// [`Policy::EASY`]); lower-priority jobs start only where they delay no reservation.
     Easy { reserve: usize },
     /// Conservative backfill: a reservation for every job.
     Conservative,
@@ -190,8 +192,8 @@ pub enum EstimateKind {
     /// Planned in priority order with everything before it held: when the job starts if
     /// jobs run to their limits, nothing new arrives and nothing is backfilled ahead of it.
     Planned,
-    /// A lower bound: the earliest start given what runs, starts, is reserved or planned,
-    /// ignoring the other waiting jobs (jobs beyond [`SchedConfig::plan_depth`]).
+    /// A lower bound, for the jobs beyond [`SchedConfig::plan_depth`]: the earliest start
+    /// given what runs, starts, is reserved or planned, but not the other bounded jobs.
     NotBefore,
 }
 
@@ -230,7 +232,7 @@ pub struct Decisions {
 /// are expected to start.
 ///
 /// Deterministic: the same arguments always give the same decisions, whatever the order of
-/// `queue` and of [`ClusterView::running`].
+/// `queue` (job ids being unique) and of [`ClusterView::running`].
 pub fn decide(
     view: &ClusterView,
     queue: &[QueuedJob],

@@ -915,6 +915,7 @@ impl State {
                     max_time: p.max_time,
                 })
                 .collect(),
+            running: Vec::new(),
         };
         let queue: Vec<QueuedJob> = self
             .jobs

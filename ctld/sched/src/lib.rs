@@ -1,23 +1,49 @@
 //! gsched's scheduler core: given the cluster, the queue and the time, decide which jobs start
-//! now and where, and why the others wait.
+//! now and where, why the others wait, and when they are expected to start.
 //!
-//! This crate is **pure and deterministic**: no I/O, no clock, no threads, no randomness. Time
-//! is an argument. The controller calls [`decide`] on every event, and the trace simulator
-//! calls the very same function, so every policy can be measured offline against real
-//! workloads. Keep it that way: anything that needs the outside world is gathered by the caller
-//! into a [`ClusterView`] and a queue of [`QueuedJob`]s.
+//! This crate is **pure and deterministic**: no I/O, no clock, no threads, no randomness, and
+//! no hash-map order reaches the output. Time is an argument (epoch seconds). The controller
+//! calls [`decide`] on every event, and the trace simulator calls the very same function, so
+//! every policy can be measured offline against real workloads. Keep it that way: anything
+//! that needs the outside world is gathered by the caller into a [`ClusterView`] and a queue of
+//! [`QueuedJob`]s.
 //!
-//! The policy here is priority order with resource matching (Slurm's `sched/builtin`): jobs are
-//! taken by priority, then submit time, then id; a job that cannot start blocks lower-priority
-//! jobs of the same partitions, so nothing starves. Backfill arrives as a policy of its own.
+//! Jobs are always taken by priority, then submit time, then id. What happens to a job that
+//! cannot start is the [`Policy`]:
+//!
+//! * [`Policy::Fifo`] (Slurm's `sched/builtin`, the default): it blocks every lower-priority job
+//!   of its partitions, so nothing starves and nothing jumps the queue.
+//! * [`Policy::Easy`]: the first `reserve` such jobs get a *reservation* (nodes, CPUs and
+//!   memory from their earliest possible start for their whole time limit); lower-priority
+//!   jobs start now only where they cannot touch a reservation (backfill).
+//! * [`Policy::Conservative`]: every job gets a reservation, so a job never starts later than
+//!   it was planned because of a job behind it.
+//!
+//! Backfill plans on a timeline of every node built from the running jobs' expected
+//! ends ([`ClusterView::running`]); the planner (`plan.rs`) explains how it stays fast. Every
+//! waiting job that is not held gets an expected start ([`Decisions::estimates`]) when one
+//! exists within [`SchedConfig::horizon_secs`]: its reservation, else a start planned in
+//! priority order for the first [`SchedConfig::plan_depth`] jobs, else a lower bound (see
+//! [`EstimateKind`]). [`priority`] holds Slurm's multifactor priority as pure functions for the
+//! controller to compute [`QueuedJob::priority`] with.
 
 #![forbid(unsafe_code)]
 
 use gsched_proto::job::{JobId, MemRequest, Reason};
 
+mod backfill;
 mod place;
+mod plan;
+pub mod priority;
+mod timeline;
 
 pub use place::{place, NodeAlloc, Placement};
+pub use priority::{
+    decay, multifactor_priority, PriorityBreakdown, PriorityInputs, PriorityWeights,
+};
+
+/// The end to give a running job without a time limit: later than any planning looks.
+pub const UNLIMITED_END: i64 = i64::MAX / 4;
 
 /// One node as the scheduler sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,11 +80,28 @@ pub struct PartitionView {
     pub max_time: Option<u32>,
 }
 
+/// A running job's resources and when they are expected back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunningAlloc {
+    pub job_id: JobId,
+    /// Expected end, epoch seconds: start + time limit, or [`UNLIMITED_END`] for a job without
+    /// one. An end already past (a job being killed) counts as one second from now.
+    pub end: i64,
+    /// What it holds on each node (`tasks` is not used).
+    pub nodes: Vec<NodeAlloc>,
+}
+
 /// Everything the scheduler may look at about the cluster.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterView {
     pub nodes: Vec<NodeView>,
     pub partitions: Vec<PartitionView>,
+    /// Running jobs, for planning: when their resources come back. [`NodeView::alloc_cpus`]
+    /// and [`NodeView::alloc_mem_mb`] stay the truth about *now* (the sum of these and of
+    /// anything else holding the node); only [`Policy::Easy`] and [`Policy::Conservative`]
+    /// decisions, and the estimates, read this. A job missing here holds its share of the
+    /// node's allocation for ever, as far as planning knows.
+    pub running: Vec<RunningAlloc>,
 }
 
 /// What a job needs, in the terms placement works with.
@@ -88,9 +131,83 @@ pub struct QueuedJob {
     pub req: ResourceRequest,
 }
 
+/// What happens to jobs that cannot start now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Policy {
+    /// Priority order; a job that cannot start blocks lower-priority jobs of its partitions.
+    #[default]
+    Fifo,
+    /// EASY backfill: reservations for the first `reserve` jobs that cannot start (usually 1:
+    /// [`Policy::EASY`]); lower-priority jobs start only where they delay no reservation.
+    Easy { reserve: usize },
+    /// Conservative backfill: a reservation for every job.
+    Conservative,
+}
+
+impl Policy {
+    /// EASY with one reservation.
+    pub const EASY: Policy = Policy::Easy { reserve: 1 };
+}
+
 /// Scheduler settings taken from the config.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SchedConfig {}
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedConfig {
+    pub policy: Policy,
+    /// Seconds a job without a time limit, in a partition without `MaxTime`, is planned for
+    /// (default 365 days, as Slurm plans such jobs).
+    pub default_limit_secs: i64,
+    /// How far ahead starts are planned: no reservation or estimate begins later than
+    /// `now + horizon_secs` (default 7 days).
+    pub horizon_secs: i64,
+    /// Under FIFO and EASY, how many waiting jobs without a reservation get a
+    /// [`EstimateKind::Planned`] start, in priority order; the jobs after them get a
+    /// [`EstimateKind::NotBefore`] bound (default 1,000; conservative plans every job). On the
+    /// benchmark's 100,000 jobs and 10,000 nodes planning costs about 9 µs a job, a bound about
+    /// 0.6 µs: planning every job makes an EASY pass about 0.9 s instead of 0.12 s.
+    pub plan_depth: usize,
+    /// Compute [`Decisions::estimates`] under [`Policy::Fifo`] (default true).
+    pub fifo_estimates: bool,
+}
+
+impl Default for SchedConfig {
+    fn default() -> Self {
+        SchedConfig {
+            policy: Policy::Fifo,
+            default_limit_secs: 365 * 24 * 3600,
+            horizon_secs: 7 * 24 * 3600,
+            plan_depth: 1000,
+            fifo_estimates: true,
+        }
+    }
+}
+
+/// How much an [`Estimate`] promises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EstimateKind {
+    /// A reservation: the resources are held for the job from its start for its whole time
+    /// limit, and no lower-priority job may use them. The job starts then at the latest if
+    /// running jobs end by their limits (EASY's first `reserve` waiting jobs; every job under
+    /// conservative).
+    Reserved,
+    /// Planned in priority order with everything before it held: when the job starts if
+    /// jobs run to their limits, nothing new arrives and nothing is backfilled ahead of it.
+    Planned,
+    /// A lower bound, for the jobs beyond [`SchedConfig::plan_depth`]: the earliest start
+    /// given what runs, starts, is reserved or planned, but not the other bounded jobs.
+    NotBefore,
+}
+
+/// When and where a waiting job is expected to start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    pub job_id: JobId,
+    /// Epoch seconds.
+    pub start: i64,
+    /// Index of the partition it is planned in.
+    pub partition: usize,
+    pub placement: Placement,
+    pub kind: EstimateKind,
+}
 
 /// Start a job now on these resources.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,84 +224,97 @@ pub struct Decisions {
     pub starts: Vec<Start>,
     /// Why each job that does not start keeps waiting.
     pub waiting: Vec<(JobId, Reason)>,
+    /// Expected starts of waiting jobs (not held; within the horizon), in priority order.
+    pub estimates: Vec<Estimate>,
 }
 
-/// Decides which queued jobs start at `now`, and where.
+/// Decides which queued jobs start at `now`, and where; why the others wait and when they
+/// are expected to start.
 ///
-/// Deterministic: the same arguments always give the same decisions.
+/// Deterministic: the same arguments always give the same decisions, whatever the order of
+/// `queue` (job ids being unique) and of [`ClusterView::running`].
 pub fn decide(
     view: &ClusterView,
     queue: &[QueuedJob],
     now: i64,
-    _config: &SchedConfig,
+    config: &SchedConfig,
 ) -> Decisions {
+    match config.policy {
+        Policy::Fifo => decide_fifo(view, queue, now, config),
+        Policy::Easy { .. } | Policy::Conservative => {
+            backfill::decide_backfill(view, queue, now, config)
+        }
+    }
+}
+
+/// Priority order with resource matching, placement at `now` only; then the estimates.
+///
+/// The decisions are exactly those of [`place`] on the nodes as each start leaves them. A
+/// request without `-N` that one node can hold goes to the first such node in preference
+/// order, which the planner's index finds without looking at every node; the others (spread
+/// over nodes, `-N`) go through [`place`] itself.
+fn decide_fifo(
+    view: &ClusterView,
+    queue: &[QueuedJob],
+    now: i64,
+    config: &SchedConfig,
+) -> Decisions {
+    let mut pl = plan::Planner::new(view, queue, now, config);
     let mut nodes = view.nodes.clone();
-    let mut order: Vec<&QueuedJob> = queue.iter().collect();
-    order.sort_by(|a, b| {
-        b.priority
-            .cmp(&a.priority)
-            .then(a.submit_time.cmp(&b.submit_time))
-            .then(a.id.cmp(&b.id))
-    });
     let mut blocked = vec![false; view.partitions.len()];
     let mut out = Decisions::default();
-    for job in order {
+    let order = backfill::priority_order(queue);
+    // Why each job (by its place in `order`) waits; `None` if it starts.
+    let mut reasons: Vec<Option<Reason>> = Vec::with_capacity(order.len());
+    for &job in &order {
         if let Some(r) = job.held {
             out.waiting.push((job.id, r));
+            reasons.push(Some(r));
             continue;
         }
         if job.begin_time.is_some_and(|b| b > now) {
             out.waiting.push((job.id, Reason::BeginTime));
+            reasons.push(Some(Reason::BeginTime));
             continue;
         }
-        let mut reason = None;
+        let mut bars = Vec::new();
         let mut started = false;
+        let total = place::total_tasks(&job.req);
+        let one_node = total <= 1 || job.req.ntasks_per_node.is_some_and(|t| t.max(1) >= total);
         for &p in &job.partitions {
-            let Some(part) = view.partitions.get(p) else {
+            let Some(bar) = backfill::partition_bar(job, view, p) else {
                 continue;
             };
-            if !part.up {
-                reason.get_or_insert(Reason::PartitionDown);
+            bars.push((p, bar));
+            if bar.is_some() || blocked[p] {
                 continue;
             }
-            if let (Some(max), Some(limit)) = (part.max_time, job.time_limit) {
-                if limit > max {
-                    reason.get_or_insert(Reason::PartitionTimeLimit);
-                    continue;
+            let len = plan::Planner::planning_len(job, view, p, config);
+            let placement = match pl.first_fit_now(p, &job.req, len) {
+                Some(placement) => Some(placement),
+                None if job.req.nodes.is_none() && one_node => None,
+                None => place(&nodes, &view.partitions[p].nodes, &job.req),
+            };
+            if let Some(placement) = placement {
+                for a in &placement.nodes {
+                    let n = &mut nodes[a.node];
+                    n.alloc_cpus += a.cpus;
+                    n.alloc_mem_mb += a.mem_mb;
                 }
-            } else if part.max_time.is_some() && job.time_limit.is_none() {
-                reason.get_or_insert(Reason::PartitionTimeLimit);
-                continue;
-            }
-            if blocked[p] {
-                reason.get_or_insert(Reason::Priority);
-                continue;
-            }
-            match place(&nodes, &part.nodes, &job.req) {
-                Some(placement) => {
-                    for a in &placement.nodes {
-                        let n = &mut nodes[a.node];
-                        n.alloc_cpus += a.cpus;
-                        n.alloc_mem_mb += a.mem_mb;
-                    }
-                    out.starts.push(Start {
-                        job_id: job.id,
-                        partition: p,
-                        placement,
-                    });
-                    started = true;
-                    break;
-                }
-                None => {
-                    reason = Some(match reason {
-                        Some(Reason::Priority) | None => Reason::Resources,
-                        Some(r) => r,
-                    });
-                }
+                pl.commit(&placement, now, len);
+                out.starts.push(Start {
+                    job_id: job.id,
+                    partition: p,
+                    placement,
+                });
+                started = true;
+                break;
             }
         }
-        if !started {
-            let r = reason.unwrap_or(Reason::Resources);
+        if started {
+            reasons.push(None);
+        } else {
+            let r = backfill::waiting_reason(&bars, &blocked);
             if r == Reason::Resources {
                 for &p in &job.partitions {
                     if let Some(b) = blocked.get_mut(p) {
@@ -193,7 +323,11 @@ pub fn decide(
                 }
             }
             out.waiting.push((job.id, r));
+            reasons.push(Some(r));
         }
+    }
+    if config.fifo_estimates {
+        out.estimates = backfill::fifo_estimates(&mut pl, view, &order, &reasons, now, config);
     }
     out
 }

@@ -22,19 +22,34 @@ pub struct Placement {
     pub nodes: Vec<NodeAlloc>,
 }
 
-/// How many tasks of `req` fit on `n` as it is now, and the memory they take.
+/// How many tasks of `req` fit on `n` as it is now.
 fn capacity(n: &NodeView, req: &ResourceRequest) -> u32 {
     if !n.available {
         return 0;
     }
+    capacity_with(n.cpus, n.mem_mb, n.alloc_cpus, n.alloc_mem_mb, req)
+}
+
+/// How many tasks of `req` fit on a node of `cpus` CPUs and `mem_mb` memory of which
+/// `used_cpus` and `used_mem_mb` are taken. The planner calls it with the most a node has in
+/// use over a time window, which gives the tasks that fit over the whole window.
+pub(crate) fn capacity_with(
+    cpus: u32,
+    mem_mb: u64,
+    used_cpus: u32,
+    used_mem_mb: u64,
+    req: &ResourceRequest,
+) -> u32 {
+    let free_cpus = cpus.saturating_sub(used_cpus);
+    let free_mem = mem_mb.saturating_sub(used_mem_mb);
     let cpt = req.cpus_per_task.max(1);
-    let mut tasks = n.free_cpus() / cpt;
+    let mut tasks = free_cpus / cpt;
     match req.mem {
-        Some(MemRequest::PerNode(0)) if n.alloc_mem_mb > 0 => return 0,
-        Some(MemRequest::PerNode(m)) if m > 0 && n.free_mem_mb() < m => return 0,
+        Some(MemRequest::PerNode(0)) if used_mem_mb > 0 => return 0,
+        Some(MemRequest::PerNode(m)) if m > 0 && free_mem < m => return 0,
         Some(MemRequest::PerCpu(m)) if m > 0 => {
             let per_task = m.saturating_mul(cpt as u64);
-            tasks = tasks.min((n.free_mem_mb() / per_task).min(u32::MAX as u64) as u32);
+            tasks = tasks.min((free_mem / per_task).min(u32::MAX as u64) as u32);
         }
         _ => {}
     }
@@ -47,9 +62,17 @@ fn capacity(n: &NodeView, req: &ResourceRequest) -> u32 {
     tasks
 }
 
-fn mem_for(n: &NodeView, req: &ResourceRequest, cpus: u32) -> u64 {
+/// The tasks one job places in total (`-n`, raised to `-N` x `--ntasks-per-node`).
+pub(crate) fn total_tasks(req: &ResourceRequest) -> u32 {
+    match (req.ntasks_per_node, req.nodes) {
+        (Some(tpn), Some(n)) => req.tasks.max(tpn.max(1).saturating_mul(n)),
+        _ => req.tasks.max(1),
+    }
+}
+
+fn mem_for(node_mem_mb: u64, req: &ResourceRequest, cpus: u32) -> u64 {
     match req.mem {
-        Some(MemRequest::PerNode(0)) => n.mem_mb,
+        Some(MemRequest::PerNode(0)) => node_mem_mb,
         Some(MemRequest::PerNode(m)) => m,
         Some(MemRequest::PerCpu(m)) => m.saturating_mul(cpus as u64),
         None => 0,
@@ -71,10 +94,18 @@ pub fn place(nodes: &[NodeView], candidates: &[usize], req: &ResourceRequest) ->
         .collect();
     cands.sort_by_key(|&(i, _)| (nodes[i].weight, i));
     cands.dedup_by_key(|c| c.0);
-    let total_tasks = match (req.ntasks_per_node, req.nodes) {
-        (Some(tpn), Some(n)) => req.tasks.max(tpn.max(1).saturating_mul(n)),
-        _ => req.tasks.max(1),
-    };
+    place_caps(&cands, req, |i| nodes[i].mem_mb)
+}
+
+/// The placement rules of [`place`] over candidates already known: `cands` holds
+/// `(node, tasks that fit)` in order of preference, without duplicates or zero capacities;
+/// `node_mem` gives a node's memory (for `--mem=0`).
+pub(crate) fn place_caps(
+    cands: &[(usize, u32)],
+    req: &ResourceRequest,
+    node_mem: impl Fn(usize) -> u64,
+) -> Option<Placement> {
+    let total_tasks = total_tasks(req);
     let chosen: Vec<(usize, u32)> = match req.nodes {
         Some(n) => {
             let n = n.max(1) as usize;
@@ -82,11 +113,15 @@ pub fn place(nodes: &[NodeView], candidates: &[usize], req: &ResourceRequest) ->
                 return None;
             }
             // The n nodes holding the most tasks, kept in preference order.
-            let mut by_cap = cands.clone();
-            by_cap.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            let mut pick: Vec<(usize, u32)> = by_cap.into_iter().take(n).collect();
-            pick.sort_by_key(|&(i, _)| (nodes[i].weight, i));
-            pick
+            let mut by_cap: Vec<(usize, usize, u32)> = cands
+                .iter()
+                .enumerate()
+                .map(|(k, &(i, c))| (k, i, c))
+                .collect();
+            by_cap.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
+            let mut pick: Vec<(usize, usize, u32)> = by_cap.into_iter().take(n).collect();
+            pick.sort_by_key(|&(k, _, _)| k);
+            pick.into_iter().map(|(_, i, c)| (i, c)).collect()
         }
         None => {
             // As few nodes as possible: the first node that holds every task, else the
@@ -94,19 +129,23 @@ pub fn place(nodes: &[NodeView], candidates: &[usize], req: &ResourceRequest) ->
             if let Some(&one) = cands.iter().find(|c| c.1 >= total_tasks) {
                 vec![one]
             } else {
-                let mut by_cap = cands.clone();
-                by_cap.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                let mut by_cap: Vec<(usize, usize, u32)> = cands
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(i, c))| (k, i, c))
+                    .collect();
+                by_cap.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
                 let mut pick = Vec::new();
                 let mut cap = 0u32;
                 for c in by_cap {
                     if cap >= total_tasks {
                         break;
                     }
-                    cap = cap.saturating_add(c.1);
+                    cap = cap.saturating_add(c.2);
                     pick.push(c);
                 }
-                pick.sort_by_key(|&(i, _)| (nodes[i].weight, i));
-                pick
+                pick.sort_by_key(|&(k, _, _)| k);
+                pick.into_iter().map(|(_, i, c)| (i, c)).collect()
             }
         }
     };
@@ -134,7 +173,7 @@ pub fn place(nodes: &[NodeView], candidates: &[usize], req: &ResourceRequest) ->
             NodeAlloc {
                 node: i,
                 cpus,
-                mem_mb: mem_for(&nodes[i], req, cpus),
+                mem_mb: mem_for(node_mem(i), req, cpus),
                 tasks: t,
             }
         })

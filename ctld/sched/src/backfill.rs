@@ -1,0 +1,254 @@
+//! The backfill policies, in priority order over the queue: which jobs start now, which get
+//! a reservation, and when the others are expected to start. The [`Planner`] answers the
+//! questions about time and nodes; this module decides what to ask and what to hold.
+
+use gsched_proto::job::Reason;
+
+use crate::plan::{Found, Planner};
+use crate::{
+    ClusterView, Decisions, Estimate, EstimateKind, Policy, QueuedJob, SchedConfig, Start,
+};
+
+/// Why a job cannot run in a partition at all, or `None` if it may.
+pub(crate) fn partition_bar(
+    job: &QueuedJob,
+    view: &ClusterView,
+    p: usize,
+) -> Option<Option<Reason>> {
+    let part = view.partitions.get(p)?;
+    if !part.up {
+        return Some(Some(Reason::PartitionDown));
+    }
+    match (part.max_time, job.time_limit) {
+        (Some(max), Some(limit)) if limit > max => Some(Some(Reason::PartitionTimeLimit)),
+        (Some(_), None) => Some(Some(Reason::PartitionTimeLimit)),
+        _ => Some(None),
+    }
+}
+
+/// Jobs in the order they are considered: priority, then submit time, then id.
+pub(crate) fn priority_order(queue: &[QueuedJob]) -> Vec<&QueuedJob> {
+    let mut order: Vec<&QueuedJob> = queue.iter().collect();
+    // Ids are unique, so this order is total and an unstable sort is deterministic.
+    order.sort_unstable_by(|a, b| {
+        b.priority
+            .cmp(&a.priority)
+            .then(a.submit_time.cmp(&b.submit_time))
+            .then(a.id.cmp(&b.id))
+    });
+    order
+}
+
+/// EASY and conservative backfill (see [`Policy`]).
+///
+/// Pass 1 decides, in priority order: a job that fits now without touching a reservation
+/// starts; one that cannot gets its reason and, under conservative or for EASY's first
+/// `reserve` eligible waiting jobs, a reservation at its earliest start. Pass 2 (EASY) gives the
+/// other waiting jobs their estimates on the timeline pass 1 left, with every start and
+/// reservation known, so a job backfilled in pass 1 cannot make an estimate wrong.
+pub(crate) fn decide_backfill(
+    view: &ClusterView,
+    queue: &[QueuedJob],
+    now: i64,
+    config: &SchedConfig,
+) -> Decisions {
+    let reserve = match config.policy {
+        Policy::Easy { reserve } => reserve,
+        Policy::Conservative => usize::MAX,
+        Policy::Fifo => 0,
+    };
+    let mut pl = Planner::new(view, queue, now, config);
+    let mut blocked = vec![false; view.partitions.len()];
+    let mut reserved = 0usize;
+    let mut out = Decisions::default();
+    // Jobs left for pass 2, with their place in priority order; estimates by that place.
+    let mut later: Vec<(usize, &QueuedJob)> = Vec::new();
+    let order = priority_order(queue);
+    let mut estimates: Vec<Option<Estimate>> = vec![None; order.len()];
+    for (at, &job) in order.iter().enumerate() {
+        if let Some(r) = job.held {
+            out.waiting.push((job.id, r));
+            continue;
+        }
+        let begin = job.begin_time.filter(|&b| b > now);
+        let mut bars: Vec<(usize, Option<Reason>)> = Vec::new();
+        let mut started = false;
+        for &p in &job.partitions {
+            let Some(bar) = partition_bar(job, view, p) else {
+                continue;
+            };
+            bars.push((p, bar));
+            if bar.is_some() || begin.is_some() {
+                continue;
+            }
+            let len = Planner::planning_len(job, view, p, config);
+            if let Some(placement) = pl.start_now(p, &job.req, len) {
+                pl.commit(&placement, now, len);
+                out.starts.push(Start {
+                    job_id: job.id,
+                    partition: p,
+                    placement,
+                });
+                started = true;
+                break;
+            }
+        }
+        if started {
+            continue;
+        }
+        let reason = if begin.is_some() {
+            Reason::BeginTime
+        } else {
+            let r = waiting_reason(&bars, &blocked);
+            if r == Reason::Resources {
+                for &p in &job.partitions {
+                    if let Some(b) = blocked.get_mut(p) {
+                        *b = true;
+                    }
+                }
+            }
+            r
+        };
+        out.waiting.push((job.id, reason));
+        let hold = match config.policy {
+            Policy::Conservative => true,
+            _ => begin.is_none() && reserved < reserve,
+        };
+        if !hold {
+            later.push((at, job));
+            continue;
+        }
+        if let Some(e) = estimate(
+            &mut pl,
+            job,
+            view,
+            now,
+            config,
+            None,
+            EstimateKind::Reserved,
+        ) {
+            reserved += 1;
+            estimates[at] = Some(e);
+        }
+    }
+    for (k, (at, job)) in later.into_iter().enumerate() {
+        let kind = if k < config.plan_depth {
+            EstimateKind::Planned
+        } else {
+            EstimateKind::NotBefore
+        };
+        estimates[at] = estimate(&mut pl, job, view, now, config, None, kind);
+    }
+    // In priority order, like the rest.
+    out.estimates = estimates.into_iter().flatten().collect();
+    out
+}
+
+/// `job`'s earliest start (not before `floor[p]` in partition `p`, when given) in any of its
+/// partitions; unless it is only a [`EstimateKind::NotBefore`] bound, its resources are held
+/// from then on for the jobs after it.
+fn estimate(
+    pl: &mut Planner,
+    job: &QueuedJob,
+    view: &ClusterView,
+    now: i64,
+    config: &SchedConfig,
+    floor: Option<&[i64]>,
+    kind: EstimateKind,
+) -> Option<Estimate> {
+    let begin = job.begin_time.filter(|&b| b > now);
+    let mut best: Option<(usize, Found, i64)> = None;
+    for &p in &job.partitions {
+        if partition_bar(job, view, p) != Some(None) {
+            continue;
+        }
+        let from = floor.map_or(now, |f| f[p]).max(begin.unwrap_or(now));
+        if from == i64::MAX {
+            continue;
+        }
+        let len = Planner::planning_len(job, view, p, config);
+        if let Some(f) = pl.earliest(p, &job.req, len, from, begin.is_some()) {
+            if best.as_ref().is_none_or(|b| f.start < b.1.start) {
+                best = Some((p, f, len));
+            }
+        }
+    }
+    let (p, f, len) = best?;
+    if kind != EstimateKind::NotBefore {
+        pl.commit(&f.placement, f.start, len);
+    }
+    Some(Estimate {
+        job_id: job.id,
+        start: f.start,
+        partition: p,
+        placement: f.placement,
+        kind,
+    })
+}
+
+/// Slurm's pending reason for a job that does not start, from its partitions' bars (in the
+/// user's order) and which partitions already have a job waiting for resources: the first
+/// such job of a partition waits for `Resources`, the ones after it for `Priority`.
+pub(crate) fn waiting_reason(bars: &[(usize, Option<Reason>)], blocked: &[bool]) -> Reason {
+    let mut reason: Option<Reason> = None;
+    for &(p, bar) in bars {
+        match bar {
+            Some(r) => {
+                reason.get_or_insert(r);
+            }
+            None if blocked[p] => {
+                reason.get_or_insert(Reason::Priority);
+            }
+            None => {
+                reason = Some(match reason {
+                    Some(Reason::Priority) | None => Reason::Resources,
+                    Some(r) => r,
+                });
+            }
+        }
+    }
+    reason.unwrap_or(Reason::Resources)
+}
+
+/// Start estimates for the jobs FIFO leaves waiting: each is planned, in priority order, at
+/// its earliest start no earlier than that of any job before it that waits in one of its
+/// partitions (FIFO never starts a job before the one blocking it), and its resources are held
+/// for the jobs after it; beyond [`SchedConfig::plan_depth`] jobs, the same bound without
+/// holding anything ([`EstimateKind::NotBefore`]).
+pub(crate) fn fifo_estimates(
+    pl: &mut Planner,
+    view: &ClusterView,
+    order: &[&QueuedJob],
+    reasons: &[Option<Reason>],
+    now: i64,
+    config: &SchedConfig,
+) -> Vec<Estimate> {
+    let mut floor = vec![now; view.partitions.len()];
+    let mut out = Vec::new();
+    let mut considered = 0usize;
+    for (&job, &reason) in order.iter().zip(reasons) {
+        let Some(reason) = reason else {
+            continue;
+        };
+        if job.held.is_some() {
+            continue;
+        }
+        considered += 1;
+        let kind = if considered <= config.plan_depth {
+            EstimateKind::Planned
+        } else {
+            EstimateKind::NotBefore
+        };
+        let e = estimate(pl, job, view, now, config, Some(&floor), kind);
+        if matches!(reason, Reason::Resources | Reason::Priority) {
+            let at = e.as_ref().map_or(i64::MAX, |e| e.start);
+            for &p in &job.partitions {
+                if let Some(f) = floor.get_mut(p) {
+                    *f = (*f).max(at);
+                }
+            }
+        }
+        out.extend(e);
+    }
+    out
+}

@@ -1,0 +1,692 @@
+use super::*;
+use proptest::prelude::*;
+
+mod reference;
+
+fn node(name: &str, cpus: u32, mem: u64) -> NodeView {
+    NodeView {
+        name: name.into(),
+        cpus,
+        mem_mb: mem,
+        alloc_cpus: 0,
+        alloc_mem_mb: 0,
+        available: true,
+        weight: 1,
+    }
+}
+
+fn cluster(n: usize, cpus: u32, mem: u64) -> ClusterView {
+    ClusterView {
+        nodes: (0..n)
+            .map(|i| node(&format!("n{}", i + 1), cpus, mem))
+            .collect(),
+        partitions: vec![PartitionView {
+            name: "debug".into(),
+            nodes: (0..n).collect(),
+            up: true,
+            max_time: None,
+        }],
+        running: Vec::new(),
+    }
+}
+
+fn job(id: JobId, tasks: u32, cpt: u32) -> QueuedJob {
+    QueuedJob {
+        id,
+        priority: 100,
+        submit_time: id as i64,
+        partitions: vec![0],
+        held: None,
+        begin_time: None,
+        time_limit: Some(10),
+        req: ResourceRequest {
+            nodes: None,
+            tasks,
+            cpus_per_task: cpt,
+            ntasks_per_node: None,
+            mem: None,
+        },
+    }
+}
+
+/// A one-line rendering of decisions, for snapshot-style assertions.
+fn render(view: &ClusterView, d: &Decisions) -> String {
+    let mut s = String::new();
+    for st in &d.starts {
+        let nodes: Vec<String> = st
+            .placement
+            .nodes
+            .iter()
+            .map(|a| format!("{}:{}c/{}m", view.nodes[a.node].name, a.cpus, a.mem_mb))
+            .collect();
+        s.push_str(&format!("start {} on {}; ", st.job_id, nodes.join(",")));
+    }
+    for (id, r) in &d.waiting {
+        s.push_str(&format!("wait {id} {r}; "));
+    }
+    s
+}
+
+#[test]
+fn fifo_fills_nodes_then_blocks() {
+    let v = cluster(2, 4, 1000);
+    let q = vec![job(1, 3, 1), job(2, 4, 1), job(3, 2, 1), job(4, 1, 1)];
+    let d = decide(&v, &q, 0, &SchedConfig::default());
+    assert_eq!(
+        render(&v, &d),
+        "start 1 on n1:3c/0m; start 2 on n2:4c/0m; wait 3 Resources; wait 4 Priority; "
+    );
+}
+
+#[test]
+fn held_and_begin_time_wait_without_blocking() {
+    let v = cluster(1, 2, 1000);
+    let mut a = job(1, 1, 1);
+    a.held = Some(Reason::JobHeldUser);
+    let mut b = job(2, 1, 1);
+    b.begin_time = Some(100);
+    let c = job(3, 2, 1);
+    let d = decide(&v, &[a, b, c], 50, &SchedConfig::default());
+    assert_eq!(
+        render(&v, &d),
+        "start 3 on n1:2c/0m; wait 1 JobHeldUser; wait 2 BeginTime; "
+    );
+}
+
+#[test]
+fn exact_node_count_and_memory() {
+    let v = cluster(3, 4, 1000);
+    let mut j = job(1, 4, 1);
+    j.req.nodes = Some(2);
+    j.req.mem = Some(MemRequest::PerCpu(100));
+    let d = decide(&v, &[j], 0, &SchedConfig::default());
+    assert_eq!(render(&v, &d), "start 1 on n1:3c/300m,n2:1c/100m; ");
+    let mut k = job(2, 1, 1);
+    k.req.mem = Some(MemRequest::PerNode(2000));
+    let d = decide(&v, &[k], 0, &SchedConfig::default());
+    assert_eq!(render(&v, &d), "wait 2 Resources; ");
+}
+
+#[test]
+fn partition_limits_give_reasons() {
+    let mut v = cluster(1, 4, 1000);
+    v.partitions[0].max_time = Some(5);
+    let d = decide(&v, &[job(1, 1, 1)], 0, &SchedConfig::default());
+    assert_eq!(render(&v, &d), "wait 1 PartitionTimeLimit; ");
+    v.partitions[0].up = false;
+    let d = decide(&v, &[job(1, 1, 1)], 0, &SchedConfig::default());
+    assert_eq!(render(&v, &d), "wait 1 PartitionDown; ");
+}
+
+#[test]
+fn unavailable_nodes_are_skipped() {
+    let mut v = cluster(2, 2, 1000);
+    v.nodes[0].available = false;
+    let d = decide(&v, &[job(1, 2, 1)], 0, &SchedConfig::default());
+    assert_eq!(render(&v, &d), "start 1 on n2:2c/0m; ");
+}
+
+#[test]
+fn priority_order_wins_over_submit_order() {
+    let v = cluster(1, 1, 1000);
+    let a = job(1, 1, 1);
+    let mut b = job(2, 1, 1);
+    b.priority = 200;
+    let d = decide(&v, &[a, b], 0, &SchedConfig::default());
+    assert_eq!(render(&v, &d), "start 2 on n1:1c/0m; wait 1 Resources; ");
+}
+
+#[test]
+fn fifo_estimates_can_be_turned_off() {
+    let v = cluster(1, 1, 1000);
+    let q = vec![job(1, 1, 1), job(2, 1, 1)];
+    let d = decide(&v, &q, 0, &SchedConfig::default());
+    assert_eq!(d.estimates.len(), 1);
+    assert_eq!((d.estimates[0].job_id, d.estimates[0].start), (2, 600));
+    let cfg = SchedConfig {
+        fifo_estimates: false,
+        ..SchedConfig::default()
+    };
+    assert!(decide(&v, &q, 0, &cfg).estimates.is_empty());
+}
+
+#[test]
+fn past_due_running_job_frees_one_second_from_now() {
+    let mut v = cluster(1, 2, 1000);
+    v.nodes[0].alloc_cpus = 2;
+    v.running.push(RunningAlloc {
+        job_id: 9,
+        end: 50,
+        nodes: vec![NodeAlloc {
+            node: 0,
+            cpus: 2,
+            mem_mb: 0,
+            tasks: 0,
+        }],
+    });
+    let cfg = SchedConfig {
+        policy: Policy::EASY,
+        ..SchedConfig::default()
+    };
+    let d = decide(&v, &[job(1, 2, 1)], 100, &cfg);
+    assert!(d.starts.is_empty());
+    assert_eq!(
+        (d.estimates[0].start, d.estimates[0].kind),
+        (101, EstimateKind::Reserved)
+    );
+}
+
+#[test]
+fn horizon_bounds_estimates() {
+    let mut v = cluster(1, 2, 1000);
+    v.nodes[0].alloc_cpus = 2;
+    v.running.push(RunningAlloc {
+        job_id: 9,
+        end: 10_000,
+        nodes: vec![NodeAlloc {
+            node: 0,
+            cpus: 2,
+            mem_mb: 0,
+            tasks: 0,
+        }],
+    });
+    let mut cfg = SchedConfig {
+        policy: Policy::Conservative,
+        horizon_secs: 9_999,
+        ..SchedConfig::default()
+    };
+    let d = decide(&v, &[job(1, 1, 1)], 0, &cfg);
+    assert!(d.estimates.is_empty());
+    assert_eq!(d.waiting, vec![(1, Reason::Resources)]);
+    cfg.horizon_secs = 10_000;
+    let d = decide(&v, &[job(1, 1, 1)], 0, &cfg);
+    assert_eq!(d.estimates[0].start, 10_000);
+}
+
+#[test]
+fn easy_reserves_only_the_first_jobs() {
+    // One 1-CPU node busy until 100: three waiting jobs, EASY with 2 reservations.
+    let mut v = cluster(1, 1, 1000);
+    v.nodes[0].alloc_cpus = 1;
+    v.running.push(RunningAlloc {
+        job_id: 9,
+        end: 100,
+        nodes: vec![NodeAlloc {
+            node: 0,
+            cpus: 1,
+            mem_mb: 0,
+            tasks: 0,
+        }],
+    });
+    let q = vec![job(1, 1, 1), job(2, 1, 1), job(3, 1, 1)];
+    let cfg = SchedConfig {
+        policy: Policy::Easy { reserve: 2 },
+        ..SchedConfig::default()
+    };
+    let d = decide(&v, &q, 0, &cfg);
+    let got: Vec<(JobId, i64, EstimateKind)> = d
+        .estimates
+        .iter()
+        .map(|e| (e.job_id, e.start, e.kind))
+        .collect();
+    use EstimateKind::*;
+    assert_eq!(
+        got,
+        vec![(1, 100, Reserved), (2, 700, Reserved), (3, 1300, Planned)]
+    );
+}
+
+// ---- Property tests ----------------------------------------------------------------------
+
+const NOW: i64 = 1000;
+
+/// A random small cluster with running jobs, and a random queue.
+#[derive(Debug, Clone)]
+struct Case {
+    view: ClusterView,
+    queue: Vec<QueuedJob>,
+}
+
+fn arb_case() -> impl Strategy<Value = Case> {
+    let nodes = prop::collection::vec(
+        (1u32..16, 256u64..8192, prop::bool::weighted(0.15), 0u32..3),
+        1..6,
+    );
+    let running = prop::collection::vec(
+        (
+            prop::collection::vec((0usize..6, 1u32..8, 0u64..1500), 1..3),
+            prop_oneof![
+                4 => (1i64..6000).prop_map(|d| NOW + d),
+                1 => Just(UNLIMITED_END),
+                1 => (0i64..500).prop_map(|d| NOW - d),
+            ],
+        ),
+        0..6,
+    );
+    let parts = prop::collection::vec(
+        (
+            prop::collection::vec(0usize..6, 1..6),
+            prop::bool::weighted(0.15),
+            prop::option::weighted(0.2, 30u32..200),
+        ),
+        1..3,
+    );
+    let jobs = prop::collection::vec(
+        (
+            (
+                1u32..7,
+                1u32..3,
+                prop::option::weighted(0.3, 1u32..4),
+                prop::option::of(1u32..4),
+            ),
+            (
+                prop::option::of(0u64..600),
+                any::<bool>(),
+                prop::option::weighted(0.9, 1u32..120),
+            ),
+            (
+                0u32..3,
+                prop::collection::vec(0usize..3, 1..3),
+                prop::option::of(0i64..3000),
+                0u8..12,
+            ),
+        ),
+        0..16,
+    );
+    (nodes, running, parts, jobs).prop_map(|(nodes, running, parts, jobs)| {
+        let mut v = ClusterView::default();
+        for (i, (cpus, mem, down, w)) in nodes.iter().enumerate() {
+            let mut n = node(&format!("n{i}"), *cpus, *mem);
+            n.available = !(*down && i > 0);
+            n.weight = *w;
+            v.nodes.push(n);
+        }
+        for (k, (allocs, end)) in running.iter().enumerate() {
+            let mut nodes = Vec::new();
+            for &(n, c, m) in allocs {
+                let n = n % v.nodes.len();
+                if nodes.iter().any(|a: &NodeAlloc| a.node == n) {
+                    continue;
+                }
+                let nv = &mut v.nodes[n];
+                let c = c.min(nv.cpus - nv.alloc_cpus);
+                let m = m.min(nv.mem_mb - nv.alloc_mem_mb);
+                nv.alloc_cpus += c;
+                nv.alloc_mem_mb += m;
+                nodes.push(NodeAlloc {
+                    node: n,
+                    cpus: c,
+                    mem_mb: m,
+                    tasks: 0,
+                });
+            }
+            v.running.push(RunningAlloc {
+                job_id: 900 + k as u32,
+                end: *end,
+                nodes,
+            });
+        }
+        for (i, (nodes, down, max)) in parts.iter().enumerate() {
+            v.partitions.push(PartitionView {
+                name: format!("p{i}"),
+                nodes: nodes.iter().map(|&n| n % (v.nodes.len() + 1)).collect(),
+                up: !(*down && i > 0),
+                max_time: *max,
+            });
+        }
+        let np = v.partitions.len();
+        let queue = jobs
+            .iter()
+            .enumerate()
+            .map(
+                |(i, ((tasks, cpt, n, tpn), (mem, per_cpu, limit), (prio, parts, begin, misc)))| {
+                    let mut j = job(i as u32 + 1, *tasks, *cpt);
+                    j.priority = *prio;
+                    j.req.nodes = *n;
+                    j.req.ntasks_per_node = tpn.filter(|_| misc % 3 == 0);
+                    j.req.mem = mem.map(|m| {
+                        if *per_cpu {
+                            MemRequest::PerCpu(m / 4)
+                        } else {
+                            MemRequest::PerNode(m)
+                        }
+                    });
+                    j.time_limit = *limit;
+                    j.partitions = parts.iter().map(|&p| p % (np + 1)).collect();
+                    j.begin_time = begin.map(|b| NOW - 1000 + b);
+                    if *misc == 11 {
+                        j.held = Some(Reason::JobHeldUser);
+                    }
+                    j
+                },
+            )
+            .collect();
+        Case { view: v, queue }
+    })
+}
+
+fn policies() -> [Policy; 5] {
+    [
+        Policy::Fifo,
+        Policy::Easy { reserve: 0 },
+        Policy::Easy { reserve: 1 },
+        Policy::Easy { reserve: 3 },
+        Policy::Conservative,
+    ]
+}
+
+fn config(policy: Policy) -> SchedConfig {
+    SchedConfig {
+        policy,
+        default_limit_secs: 5000,
+        horizon_secs: 20_000,
+        plan_depth: 4,
+        fifo_estimates: true,
+    }
+}
+
+/// Seconds a job is planned for in partition `p` (what the planner must use).
+fn len_of(j: &QueuedJob, v: &ClusterView, p: usize, cfg: &SchedConfig) -> i64 {
+    match j.time_limit.or(v.partitions[p].max_time) {
+        Some(m) => m as i64 * 60,
+        None => cfg.default_limit_secs,
+    }
+}
+
+/// One interval of use on one node.
+#[derive(Debug, Clone, Copy)]
+struct Use {
+    node: usize,
+    start: i64,
+    end: i64,
+    cpus: u32,
+    mem: u64,
+}
+
+/// Brute-force usage: what the view holds at `t` (running jobs give back at their end, a
+/// past end counting as one second from now) plus the intervals covering `t`.
+fn used_at(v: &ClusterView, uses: &[Use], node: usize, t: i64) -> (u64, u64) {
+    let n = &v.nodes[node];
+    let mut c = n.alloc_cpus as u64;
+    let mut m = n.alloc_mem_mb;
+    for r in &v.running {
+        let end = if r.end >= UNLIMITED_END {
+            i64::MAX
+        } else {
+            r.end.max(NOW + 1)
+        };
+        if end <= t {
+            for a in r.nodes.iter().filter(|a| a.node == node) {
+                c -= a.cpus as u64;
+                m -= a.mem_mb;
+            }
+        }
+    }
+    for u in uses
+        .iter()
+        .filter(|u| u.node == node && u.start <= t && t < u.end)
+    {
+        c += u.cpus as u64;
+        m += u.mem;
+    }
+    (c, m)
+}
+
+/// Every time at which usage may change.
+fn breakpoints(v: &ClusterView, uses: &[Use]) -> Vec<i64> {
+    let mut ts = vec![NOW];
+    for r in &v.running {
+        ts.push(r.end.max(NOW + 1));
+    }
+    for u in uses {
+        ts.push(u.start);
+        ts.push(u.end);
+    }
+    ts.retain(|t| (NOW..UNLIMITED_END).contains(t));
+    ts.sort_unstable();
+    ts.dedup();
+    ts
+}
+
+fn uses_of(p: &Placement, start: i64, len: i64) -> impl Iterator<Item = Use> + '_ {
+    p.nodes.iter().map(move |a| Use {
+        node: a.node,
+        start,
+        end: start + len,
+        cpus: a.cpus,
+        mem: a.mem_mb,
+    })
+}
+
+/// Whether some placement of `j` in partition `p` exists over `[t, t + len)` given `uses`,
+/// found by the reference `place` on nodes loaded with their peak use over the window.
+fn placeable(v: &ClusterView, uses: &[Use], j: &QueuedJob, p: usize, t: i64, len: i64) -> bool {
+    let pts = breakpoints(v, uses);
+    let nodes: Vec<NodeView> = v
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut peak = used_at(v, uses, i, t);
+            for &b in pts.iter().filter(|&&b| b > t && b < t + len) {
+                let u = used_at(v, uses, i, b);
+                peak = (peak.0.max(u.0), peak.1.max(u.1));
+            }
+            NodeView {
+                alloc_cpus: peak.0.min(u32::MAX as u64) as u32,
+                alloc_mem_mb: peak.1,
+                ..n.clone()
+            }
+        })
+        .collect();
+    reference::place(&nodes, &v.partitions[p].nodes, &j.req).is_some()
+}
+
+fn bar_free(j: &QueuedJob, v: &ClusterView, p: usize) -> bool {
+    backfill::partition_bar(j, v, p) == Some(None)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// (a) Whatever the queue and policy, starts never give a node more CPUs or memory than it
+    /// has, and every started job gets what it asked for.
+    #[test]
+    fn never_over_allocates(case in arb_case()) {
+        let (v, q) = (&case.view, &case.queue);
+        for policy in policies() {
+            let d = decide(v, q, NOW, &config(policy));
+            let mut cpus: Vec<u32> = v.nodes.iter().map(|n| n.alloc_cpus).collect();
+            let mut mem: Vec<u64> = v.nodes.iter().map(|n| n.alloc_mem_mb).collect();
+            for s in &d.starts {
+                let j = q.iter().find(|j| j.id == s.job_id).unwrap();
+                let tasks: u32 = s.placement.nodes.iter().map(|a| a.tasks).sum();
+                prop_assert!(tasks >= j.req.tasks);
+                if let Some(n) = j.req.nodes { prop_assert_eq!(s.placement.nodes.len(), n as usize); }
+                prop_assert!(j.held.is_none() && j.begin_time.is_none_or(|b| b <= NOW));
+                for a in &s.placement.nodes {
+                    prop_assert!(v.nodes[a.node].available);
+                    prop_assert!(v.partitions[s.partition].nodes.contains(&a.node));
+                    cpus[a.node] += a.cpus;
+                    mem[a.node] += a.mem_mb;
+                }
+            }
+            for (i, n) in v.nodes.iter().enumerate() {
+                prop_assert!(cpus[i] <= n.cpus, "{:?}: node {} cpus", policy, i);
+                prop_assert!(mem[i] <= n.mem_mb, "{:?}: node {} mem", policy, i);
+            }
+            prop_assert_eq!(d.starts.len() + d.waiting.len(), q.len());
+        }
+    }
+
+    /// (b) The same input gives the same output, whatever the order of the queue and of the
+    /// running jobs.
+    #[test]
+    fn deterministic(case in arb_case(), seed in any::<u64>()) {
+        let (v, q) = (&case.view, &case.queue);
+        let mut q2 = q.clone();
+        let mut v2 = v.clone();
+        // A cheap deterministic shuffle.
+        let mut x = seed | 1;
+        for i in (1..q2.len()).rev() {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            q2.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        v2.running.reverse();
+        for policy in policies() {
+            let c = config(policy);
+            let d = decide(v, q, NOW, &c);
+            prop_assert_eq!(&d, &decide(v, q, NOW, &c));
+            prop_assert_eq!(&d, &decide(&v2, &q2, NOW, &c));
+        }
+    }
+
+    /// (c) Backfilled jobs never delay a reservation: with every started job running to its
+    /// limit, every running job to its expected end, every reservation and every estimate
+    /// holding its resources, no node is ever over-allocated at any time; so each reserved
+    /// job's resources are free over its whole window. Estimates start within the horizon, not
+    /// before the job may begin, and conservative holds every one.
+    #[test]
+    fn backfill_never_delays_a_reservation(case in arb_case()) {
+        let (v, q) = (&case.view, &case.queue);
+        for policy in policies() {
+            let cfg = config(policy);
+            let d = decide(v, q, NOW, &cfg);
+            let mut uses: Vec<Use> = Vec::new();
+            for s in &d.starts {
+                let j = q.iter().find(|j| j.id == s.job_id).unwrap();
+                uses.extend(uses_of(&s.placement, NOW, len_of(j, v, s.partition, &cfg)));
+            }
+            for e in &d.estimates {
+                let j = q.iter().find(|j| j.id == e.job_id).unwrap();
+                prop_assert!(e.start > NOW || (e.start == NOW && policy == Policy::Fifo));
+                prop_assert!(e.start >= j.begin_time.unwrap_or(NOW));
+                prop_assert!(e.start <= NOW + cfg.horizon_secs);
+                prop_assert!(j.held.is_none() && bar_free(j, v, e.partition));
+                match (policy, e.kind) {
+                    (Policy::Fifo, EstimateKind::Reserved) => prop_assert!(false, "FIFO reserves"),
+                    (Policy::Conservative, k) => prop_assert_eq!(k, EstimateKind::Reserved),
+                    _ => {}
+                }
+                if e.kind != EstimateKind::NotBefore {
+                    uses.extend(uses_of(&e.placement, e.start, len_of(j, v, e.partition, &cfg)));
+                }
+            }
+            for t in breakpoints(v, &uses) {
+                for (i, n) in v.nodes.iter().enumerate() {
+                    let (c, m) = used_at(v, &uses, i, t);
+                    prop_assert!(c <= n.cpus as u64, "{:?}: node {} at {}: {} cpus", policy, i, t, c);
+                    prop_assert!(m <= n.mem_mb, "{:?}: node {} at {}: {} MB", policy, i, t, m);
+                }
+            }
+            if let Policy::Easy { reserve } = policy {
+                let held = d.estimates.iter().filter(|e| e.kind == EstimateKind::Reserved).count();
+                prop_assert!(held <= reserve);
+            }
+            // Bounds come after every planned estimate, and each fits on what is held.
+            let kinds: Vec<EstimateKind> = d.estimates.iter().map(|e| e.kind).filter(|&k| k != EstimateKind::Reserved).collect();
+            let planned = kinds.iter().filter(|&&k| k == EstimateKind::Planned).count();
+            prop_assert!(planned <= cfg.plan_depth);
+            prop_assert!(kinds[planned..].iter().all(|&k| k == EstimateKind::NotBefore));
+            for e in d.estimates.iter().filter(|e| e.kind == EstimateKind::NotBefore) {
+                let j = q.iter().find(|j| j.id == e.job_id).unwrap();
+                let mut with = uses.clone();
+                with.extend(uses_of(&e.placement, e.start, len_of(j, v, e.partition, &cfg)));
+                for t in breakpoints(v, &with) {
+                    for a in &e.placement.nodes {
+                        let (c, m) = used_at(v, &with, a.node, t);
+                        prop_assert!(c <= v.nodes[a.node].cpus as u64 && m <= v.nodes[a.node].mem_mb);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reservations are at the earliest possible time: given what was running and what the
+    /// jobs before it in priority order started or reserved, no placement of a reserved job
+    /// existed at any earlier time; and conservative leaves a job without an estimate only
+    /// when no placement exists within the horizon.
+    #[test]
+    fn reservations_are_earliest(case in arb_case()) {
+        let (v, q) = (&case.view, &case.queue);
+        for policy in [Policy::Easy { reserve: 2 }, Policy::Conservative] {
+            let cfg = config(policy);
+            let d = decide(v, q, NOW, &cfg);
+            let mut before: Vec<Use> = Vec::new();
+            for j in backfill::priority_order(q) {
+                if j.held.is_some() {
+                    continue;
+                }
+                let from = j.begin_time.unwrap_or(NOW).max(NOW);
+                if let Some(s) = d.starts.iter().find(|s| s.job_id == j.id) {
+                    before.extend(uses_of(&s.placement, NOW, len_of(j, v, s.partition, &cfg)));
+                    continue;
+                }
+                let est = d.estimates.iter().find(|e| e.job_id == j.id && e.kind == EstimateKind::Reserved);
+                let until = match est {
+                    Some(e) => e.start - 1,
+                    None if policy == Policy::Conservative => NOW + cfg.horizon_secs,
+                    None => continue,
+                };
+                // In each partition, a job that may spread is planned on one node when one node
+                // of the partition can take it within the horizon, else spread.
+                let spreadable = j.req.nodes.is_none() && j.req.ntasks_per_node.is_none() && j.req.tasks > 1;
+                let mut single = j.clone();
+                single.req.nodes = Some(1);
+                let mut ts = breakpoints(v, &before);
+                ts.push(from);
+                ts.retain(|&t| t >= from);
+                for &p in j.partitions.iter().filter(|&&p| bar_free(j, v, p)) {
+                    let len = len_of(j, v, p, &cfg);
+                    let jj = if spreadable
+                        && ts.iter().any(|&t| t <= NOW + cfg.horizon_secs && placeable(v, &before, &single, p, t, len))
+                    {
+                        &single
+                    } else {
+                        j
+                    };
+                    for &t in ts.iter().filter(|&&t| t <= until) {
+                        prop_assert!(
+                            !placeable(v, &before, jj, p, t, len),
+                            "{:?}: job {} could start at {} in {}, planned {:?}", policy, j.id, t, p, est.map(|e| e.start)
+                        );
+                    }
+                }
+                if let Some(e) = est {
+                    before.extend(uses_of(&e.placement, e.start, len_of(j, v, e.partition, &cfg)));
+                }
+            }
+        }
+    }
+
+    /// (d) `Policy::Fifo` decides exactly what the scheduler decided before backfill existed.
+    #[test]
+    fn fifo_is_unchanged(case in arb_case()) {
+        let (v, q) = (&case.view, &case.queue);
+        let old = reference::decide(v, q, NOW);
+        let new = decide(v, q, NOW, &SchedConfig::default());
+        prop_assert_eq!(&old.starts, &new.starts);
+        prop_assert_eq!(&old.waiting, &new.waiting);
+    }
+
+    /// With nothing reserved and nothing waiting for resources, EASY and conservative start
+    /// the same jobs as FIFO on an idle cluster of single-task jobs.
+    #[test]
+    fn placement_matches_fifo_when_everything_fits(
+        n in 1usize..5,
+        jobs in prop::collection::vec((1u32..4, prop::option::of(0u64..500)), 0..6),
+    ) {
+        let v = cluster(n, 16, 4096);
+        let q: Vec<QueuedJob> = jobs.iter().enumerate().map(|(i, (c, m))| {
+            let mut j = job(i as u32 + 1, 1, *c);
+            j.req.mem = m.map(MemRequest::PerNode);
+            j
+        }).collect();
+        let fifo = decide(&v, &q, NOW, &SchedConfig::default());
+        prop_assume!(fifo.waiting.is_empty());
+        for policy in [Policy::EASY, Policy::Conservative] {
+            let d = decide(&v, &q, NOW, &config(policy));
+            prop_assert_eq!(&d.starts, &fifo.starts);
+        }
+    }
+}

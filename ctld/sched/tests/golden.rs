@@ -1,0 +1,280 @@
+//! Golden scenarios: each file in `tests/golden/` describes a small cluster, its running jobs
+//! and a queue, then (after a line `== decisions`) what `decide` must answer, rendered one line
+//! per job. Run with `UPDATE_GOLDEN=1` to rewrite the expected part after a deliberate change,
+//! then read the diff.
+//!
+//! ```text
+//! policy easy 1            # fifo | easy [reserve] | conservative
+//! now 1000                 # epoch seconds (default 0); times below may be +N (from now)
+//! horizon 604800           # optional, seconds
+//! default_limit 86400      # optional, seconds, for jobs without a time limit
+//! plan_depth 2             # optional: planned estimates, then "not before" bounds
+//! node n1 cpus=4 mem=8000 [weight=1] [down]
+//! partition batch nodes=n1,n2 [maxtime=60] [down]   # default: one partition "all"
+//! running 100 end=+3600 n1:4c n2:2c/1000m           # end=unlimited for no limit
+//! job 1 n=16 t=120 [N=4] [c=1] [tpn=4] [mem=1000 | mempercpu=100 | mem=0]
+//!       [prio=100] [submit=1] [part=batch,debug] [begin=+60] [held=user|admin] [t=unlimited]
+//! == decisions
+//! start 2 in all on n3:4c
+//! wait 1 Resources, reserved at +3600 on n1:4c,n2:4c,n3:4c,n4:4c
+//! wait 3 Priority, expected at +10800 on n4:4c
+//! ```
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use gsched_proto::job::{MemRequest, Reason};
+use gsched_sched::{
+    decide, ClusterView, Decisions, EstimateKind, NodeAlloc, NodeView, PartitionView, Policy,
+    QueuedJob, ResourceRequest, RunningAlloc, SchedConfig, UNLIMITED_END,
+};
+
+struct Scenario {
+    view: ClusterView,
+    queue: Vec<QueuedJob>,
+    now: i64,
+    config: SchedConfig,
+}
+
+fn time(v: &str, now: i64) -> i64 {
+    match v.strip_prefix('+') {
+        Some(rel) => now + rel.parse::<i64>().expect("relative time"),
+        None => v.parse().expect("time"),
+    }
+}
+
+fn parse(text: &str) -> Scenario {
+    let mut s = Scenario {
+        view: ClusterView::default(),
+        queue: Vec::new(),
+        now: 0,
+        config: SchedConfig::default(),
+    };
+    let mut parts_declared = false;
+    let node_index = |view: &ClusterView, name: &str| -> usize {
+        view.nodes
+            .iter()
+            .position(|n| n.name == name)
+            .unwrap_or_else(|| panic!("unknown node {name}"))
+    };
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let kind = words.next().unwrap();
+        let rest: Vec<&str> = words.collect();
+        let kv = |k: &str| {
+            rest.iter()
+                .find_map(|w| w.strip_prefix(k).and_then(|v| v.strip_prefix('=')))
+        };
+        let flag = |k: &str| rest.contains(&k);
+        match kind {
+            "policy" => {
+                s.config.policy = match rest[0] {
+                    "fifo" => Policy::Fifo,
+                    "easy" => Policy::Easy {
+                        reserve: rest.get(1).map_or(1, |r| r.parse().unwrap()),
+                    },
+                    "conservative" => Policy::Conservative,
+                    p => panic!("unknown policy {p}"),
+                }
+            }
+            "now" => s.now = rest[0].parse().unwrap(),
+            "horizon" => s.config.horizon_secs = rest[0].parse().unwrap(),
+            "default_limit" => s.config.default_limit_secs = rest[0].parse().unwrap(),
+            "plan_depth" => s.config.plan_depth = rest[0].parse().unwrap(),
+            "node" => s.view.nodes.push(NodeView {
+                name: rest[0].into(),
+                cpus: kv("cpus").unwrap().parse().unwrap(),
+                mem_mb: kv("mem").map_or(0, |m| m.parse().unwrap()),
+                alloc_cpus: 0,
+                alloc_mem_mb: 0,
+                available: !flag("down"),
+                weight: kv("weight").map_or(1, |w| w.parse().unwrap()),
+            }),
+            "partition" => {
+                parts_declared = true;
+                let nodes = kv("nodes")
+                    .unwrap()
+                    .split(',')
+                    .map(|n| node_index(&s.view, n))
+                    .collect();
+                s.view.partitions.push(PartitionView {
+                    name: rest[0].into(),
+                    nodes,
+                    up: !flag("down"),
+                    max_time: kv("maxtime").map(|m| m.parse().unwrap()),
+                });
+            }
+            "running" => {
+                let end = match kv("end").unwrap() {
+                    "unlimited" => UNLIMITED_END,
+                    e => time(e, s.now),
+                };
+                let mut nodes = Vec::new();
+                for w in rest.iter().filter(|w| w.contains(':')) {
+                    let (name, res) = w.split_once(':').unwrap();
+                    let (c, m) = res.split_once('/').unwrap_or((res, "0m"));
+                    let a = NodeAlloc {
+                        node: node_index(&s.view, name),
+                        cpus: c.trim_end_matches('c').parse().unwrap(),
+                        mem_mb: m.trim_end_matches('m').parse().unwrap(),
+                        tasks: 0,
+                    };
+                    s.view.nodes[a.node].alloc_cpus += a.cpus;
+                    s.view.nodes[a.node].alloc_mem_mb += a.mem_mb;
+                    nodes.push(a);
+                }
+                s.view.running.push(RunningAlloc {
+                    job_id: rest[0].parse().unwrap(),
+                    end,
+                    nodes,
+                });
+            }
+            "job" => {
+                let id: u32 = rest[0].parse().unwrap();
+                let mem = match (kv("mem"), kv("mempercpu")) {
+                    (Some(m), _) => Some(MemRequest::PerNode(m.parse().unwrap())),
+                    (_, Some(m)) => Some(MemRequest::PerCpu(m.parse().unwrap())),
+                    _ => None,
+                };
+                s.queue.push(QueuedJob {
+                    id,
+                    priority: kv("prio").map_or(100, |p| p.parse().unwrap()),
+                    submit_time: kv("submit").map_or(id as i64, |t| time(t, s.now)),
+                    partitions: kv("part").map_or(vec![0], |p| {
+                        p.split(',')
+                            .map(|n| {
+                                s.view
+                                    .partitions
+                                    .iter()
+                                    .position(|x| x.name == n)
+                                    .unwrap_or_else(|| panic!("unknown partition {n}"))
+                            })
+                            .collect()
+                    }),
+                    held: kv("held").map(|h| match h {
+                        "user" => Reason::JobHeldUser,
+                        _ => Reason::JobHeldAdmin,
+                    }),
+                    begin_time: kv("begin").map(|t| time(t, s.now)),
+                    time_limit: match kv("t").unwrap() {
+                        "unlimited" => None,
+                        t => Some(t.parse().unwrap()),
+                    },
+                    req: ResourceRequest {
+                        nodes: kv("N").map(|n| n.parse().unwrap()),
+                        tasks: kv("n").map_or(1, |n| n.parse().unwrap()),
+                        cpus_per_task: kv("c").map_or(1, |c| c.parse().unwrap()),
+                        ntasks_per_node: kv("tpn").map(|n| n.parse().unwrap()),
+                        mem,
+                    },
+                });
+            }
+            k => panic!("unknown line kind {k}"),
+        }
+        if kind == "node" && !parts_declared {
+            // Until partitions are declared, one partition "all" holds every node.
+            let all = (0..s.view.nodes.len()).collect();
+            s.view.partitions = vec![PartitionView {
+                name: "all".into(),
+                nodes: all,
+                up: true,
+                max_time: None,
+            }];
+        }
+        if kind == "partition" && s.view.partitions.first().is_some_and(|p| p.name == "all") {
+            s.view.partitions.remove(0);
+        }
+    }
+    s
+}
+
+fn rel(t: i64, now: i64) -> String {
+    format!("+{}", t - now)
+}
+
+fn allocs(view: &ClusterView, a: &[NodeAlloc]) -> String {
+    a.iter()
+        .map(|a| {
+            let n = &view.nodes[a.node].name;
+            if a.mem_mb > 0 {
+                format!("{n}:{}c/{}m", a.cpus, a.mem_mb)
+            } else {
+                format!("{n}:{}c", a.cpus)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn render(s: &Scenario, d: &Decisions) -> String {
+    let mut out = String::new();
+    for st in &d.starts {
+        let _ = writeln!(
+            out,
+            "start {} in {} on {}",
+            st.job_id,
+            s.view.partitions[st.partition].name,
+            allocs(&s.view, &st.placement.nodes)
+        );
+    }
+    for (id, r) in &d.waiting {
+        let _ = write!(out, "wait {id} {r}");
+        if let Some(e) = d.estimates.iter().find(|e| e.job_id == *id) {
+            let _ = write!(
+                out,
+                ", {} at {} in {} on {}",
+                match e.kind {
+                    EstimateKind::Reserved => "reserved",
+                    EstimateKind::Planned => "expected",
+                    EstimateKind::NotBefore => "not before",
+                },
+                rel(e.start, s.now),
+                s.view.partitions[e.partition].name,
+                allocs(&s.view, &e.placement.nodes)
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+const MARK: &str = "== decisions\n";
+
+#[test]
+fn golden_scenarios() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut failures = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let (input, expected) = match text.split_once(MARK) {
+            Some((i, e)) => (i, e),
+            None => (text.as_str(), ""),
+        };
+        let s = parse(input);
+        let d = decide(&s.view, &s.queue, s.now, &s.config);
+        let got = render(&s, &d);
+        if got != expected {
+            if update {
+                std::fs::write(&f, format!("{input}{MARK}{got}")).unwrap();
+            } else {
+                failures.push(format!(
+                    "{}:\n--- expected\n{expected}--- got\n{got}",
+                    f.display()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1030,6 +1030,9 @@ pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> Stri
     ));
     o.push_str(&format!("AccrueTime={}{le}", opt_time_str(j.eligible_time)));
     let end = match (j.state, j.time_limit, j.start_time) {
+        (JobState::Pending, Some(m), _) if j.expected_start.is_some() => {
+            make_time_str(j.expected_start.unwrap_or(0) + i64::from(m) * 60)
+        }
         (JobState::Pending, _, _) => "Unknown".to_string(),
         (JobState::Running | JobState::Completing, None, _) => "Unknown".to_string(),
         (JobState::Running | JobState::Completing, Some(m), Some(s)) => {
@@ -1039,7 +1042,7 @@ pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> Stri
     };
     o.push_str(&format!(
         "StartTime={} EndTime={end} Deadline=N/A{le}",
-        opt_time_str(j.start_time)
+        opt_time_str(j.start_time.or(j.expected_start))
     ));
     o.push_str(&format!(
         "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main{le}",

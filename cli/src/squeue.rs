@@ -555,12 +555,13 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
             }
         }
         F::SelectJobInfo => String::new(),
-        F::StartTime => date(job.start_time),
+        F::StartTime => date(job.start_time.or(job.expected_start)),
         F::StateCompact => job.state.compact().to_string(),
         F::State => job.state.long().to_string(),
         F::UserName => name_or_id(&job.user_name, job.user_id),
         F::UserId => job.user_id.to_string(),
         F::SubmitTime => date(Some(job.submit_time)),
+        F::SchedNodes if !job.sched_nodes.is_empty() => hostlist::compress_sorted(&job.sched_nodes),
         F::SchedNodes => return ("(null)".to_string(), false),
         F::Sct => "*:*:*".to_string(),
         F::WorkDir => job.spec.work_dir.clone(),
@@ -655,7 +656,9 @@ pub fn sort_jobs(jobs: &mut [JobInfo], spec: &str, now: i64) -> Result<(), Strin
             }),
             'M' => sort_by(jobs, rev, |j| j.run_time(now)),
             'm' => sort_by(jobs, rev, |j| j.mem_per_node_mb),
-            'S' => sort_by(jobs, rev, |j| j.start_time.unwrap_or(0)),
+            'S' => sort_by(jobs, rev, |j| {
+                j.start_time.or(j.expected_start).unwrap_or(0)
+            }),
             'V' => sort_by(jobs, rev, |j| j.submit_time),
             'e' => sort_by(jobs, rev, |j| j.end_time.unwrap_or(0)),
             'N' => sort_by(jobs, rev, |j| j.nodes.clone()),
@@ -1215,6 +1218,8 @@ pub(crate) mod tests {
             exit_signal: 0,
             cancelled_by: None,
             held: false,
+            expected_start: None,
+            sched_nodes: Vec::new(),
             spec: JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),

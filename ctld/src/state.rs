@@ -9,12 +9,17 @@ use gsched_proto::api::{
     TerminateReason,
 };
 use gsched_proto::auth::Identity;
-use gsched_proto::config::{Config, ConfiguredNodeState, PartitionState};
+use gsched_proto::config::{
+    BackfillPolicy, Config, ConfiguredNodeState, PartitionState, SchedulerType,
+};
 use gsched_proto::hostlist;
 use gsched_proto::job::{JobId, JobInfo, JobSpec, JobState, MemRequest, Reason};
 use gsched_proto::node::{NodeBaseState, NodeInfo, PartitionInfo, PartitionStateInfo};
 use gsched_proto::users;
-use gsched_sched::{ClusterView, NodeView, PartitionView, QueuedJob, ResourceRequest, SchedConfig};
+use gsched_sched::{
+    ClusterView, NodeAlloc, NodeView, PartitionView, Policy, QueuedJob, ResourceRequest,
+    RunningAlloc, SchedConfig,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -136,6 +141,7 @@ pub struct State {
     next_id: JobId,
     pub start_time: i64,
     slurm_uid: Option<u32>,
+    sched_config: SchedConfig,
 }
 
 impl std::fmt::Debug for State {
@@ -256,7 +262,9 @@ impl State {
         }
         let next_id = store.next_job_id()?;
         let slurm_uid = users::user_by_name(&cfg.slurm_user).map(|u| u.uid);
+        let sched_config = sched_config_from(&cfg);
         Ok(State {
+            sched_config,
             cfg,
             store,
             jobs,
@@ -486,6 +494,8 @@ impl State {
             exit_signal: 0,
             cancelled_by: None,
             held,
+            expected_start: None,
+            sched_nodes: Vec::new(),
             spec,
         };
         let rec = StoredRecord {
@@ -915,7 +925,32 @@ impl State {
                     max_time: p.max_time,
                 })
                 .collect(),
-            running: Vec::new(),
+            running: self
+                .jobs
+                .values()
+                .filter(|j| matches!(j.info.state, JobState::Running | JobState::Completing))
+                .map(|j| RunningAlloc {
+                    job_id: j.info.job_id,
+                    end: match (j.info.start_time, j.info.time_limit) {
+                        (Some(s), Some(m)) => s + m as i64 * 60,
+                        _ => gsched_sched::UNLIMITED_END,
+                    },
+                    nodes: j
+                        .info
+                        .nodes
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(k, n)| {
+                            Some(NodeAlloc {
+                                node: *self.node_index.get(n)?,
+                                cpus: j.info.cpus_per_node.get(k).copied().unwrap_or(0),
+                                mem_mb: j.extra.alloc_mem.get(k).copied().unwrap_or(0),
+                                tasks: 0,
+                            })
+                        })
+                        .collect(),
+                })
+                .collect(),
         };
         let queue: Vec<QueuedJob> = self
             .jobs
@@ -939,7 +974,25 @@ impl State {
                 req: Self::request_of(&j.info.spec),
             })
             .collect();
-        let decisions = gsched_sched::decide(&view, &queue, now, &SchedConfig::default());
+        let decisions = gsched_sched::decide(&view, &queue, now, &self.sched_config);
+        for j in self.jobs.values_mut() {
+            if j.info.state == JobState::Pending {
+                j.info.expected_start = None;
+                j.info.sched_nodes.clear();
+            }
+        }
+        for e in &decisions.estimates {
+            let names: Vec<String> = e
+                .placement
+                .nodes
+                .iter()
+                .map(|a| self.nodes[a.node].name.clone())
+                .collect();
+            if let Some(j) = self.jobs.get_mut(&e.job_id) {
+                j.info.expected_start = Some(e.start);
+                j.info.sched_nodes = names;
+            }
+        }
         for (id, reason) in decisions.waiting {
             if let Some(j) = self.jobs.get_mut(&id) {
                 j.info.reason = reason;
@@ -1369,6 +1422,28 @@ fn back_to_queue(job: &mut Job) {
     job.launch = None;
     job.terminate_sent_at = None;
     job.terminate_acked = false;
+}
+
+/// The scheduler core's settings from `SchedulerType=` and `SchedulerParameters=`.
+pub fn sched_config_from(cfg: &Config) -> SchedConfig {
+    let p = cfg.scheduler.params;
+    let mut c = SchedConfig {
+        policy: match (cfg.scheduler.scheduler_type, p.bf_policy) {
+            (SchedulerType::Builtin, _) => Policy::Fifo,
+            (SchedulerType::Backfill, BackfillPolicy::Easy) => Policy::Easy {
+                reserve: p.bf_reserve.unwrap_or(1) as usize,
+            },
+            (SchedulerType::Backfill, BackfillPolicy::Conservative) => Policy::Conservative,
+        },
+        ..SchedConfig::default()
+    };
+    if let Some(w) = p.bf_window_min {
+        c.horizon_secs = w as i64 * 60;
+    }
+    if let Some(n) = p.bf_max_job_test {
+        c.plan_depth = n as usize;
+    }
+    c
 }
 
 /// FIFO priority like Slurm's priority/basic: older jobs rank higher.

@@ -189,9 +189,7 @@ pub const IGNORED_KEYS: &[&str] = &[
     "ResvOverRun",
     "ResvProlog",
     "ReturnToService",
-    "SchedulerParameters",
     "SchedulerTimeSlice",
-    "SchedulerType",
     "ScronParameters",
     "SelectType",
     "SelectTypeParameters",
@@ -316,6 +314,8 @@ const GLOBAL_KEYS: &[&str] = &[
     "SlurmdSpoolDir",
     "SlurmdTimeout",
     "SlurmUser",
+    "SchedulerParameters",
+    "SchedulerType",
     "StateSaveLocation",
     "StateSyncMode",
 ];
@@ -407,6 +407,85 @@ impl fmt::Display for CtldHost {
             None => f.write_str(&self.name),
         }
     }
+}
+
+/// `SchedulerType=`: which scheduling plugin decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedulerType {
+    /// `sched/backfill` (Slurm's default): priority order, and lower-priority jobs start early
+    /// when that delays no reserved job.
+    Backfill,
+    /// `sched/builtin`: strict priority order.
+    Builtin,
+}
+
+/// `bf_policy=` (gsched): how many pending jobs hold reservations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackfillPolicy {
+    /// EASY: the first `bf_reserve` blocked jobs hold reservations.
+    #[default]
+    Easy,
+    /// Every pending job holds a reservation.
+    Conservative,
+}
+
+/// The `SchedulerParameters=` options gsched implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SchedulerParams {
+    pub bf_policy: BackfillPolicy,
+    /// `bf_reserve=N` (gsched): reservations under EASY; `None` = 1.
+    pub bf_reserve: Option<u32>,
+    /// `bf_window=` minutes: how far ahead backfill plans.
+    pub bf_window_min: Option<u32>,
+    /// `bf_max_job_test=`: how many pending jobs get a fully planned start.
+    pub bf_max_job_test: Option<u32>,
+}
+
+/// The scheduler settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerConfig {
+    pub scheduler_type: SchedulerType,
+    pub params: SchedulerParams,
+}
+
+/// Parses `SchedulerParameters=a=b,c`: the implemented options, and the names of the others
+/// (Slurm has dozens; they are accepted with a warning).
+fn parse_scheduler_params(v: &str) -> Result<(SchedulerParams, Vec<String>), String> {
+    let mut p = SchedulerParams::default();
+    let mut ignored = Vec::new();
+    for item in v.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (k, val) = match item.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (item, None),
+        };
+        let num = |what: &str| -> Result<u32, String> {
+            val.and_then(|v| v.parse::<u32>().ok()).ok_or_else(|| {
+                format!(
+                    "{what}= needs a whole number, got \"{}\"",
+                    val.unwrap_or("")
+                )
+            })
+        };
+        match k.to_ascii_lowercase().as_str() {
+            "bf_policy" => {
+                p.bf_policy = match val.map(str::to_ascii_lowercase).as_deref() {
+                    Some("easy") => BackfillPolicy::Easy,
+                    Some("conservative") => BackfillPolicy::Conservative,
+                    _ => {
+                        return Err(format!(
+                            "bf_policy= must be easy or conservative, got \"{}\"",
+                            val.unwrap_or("")
+                        ))
+                    }
+                }
+            }
+            "bf_reserve" => p.bf_reserve = Some(num("bf_reserve")?.max(1)),
+            "bf_window" => p.bf_window_min = Some(num("bf_window")?.max(1)),
+            "bf_max_job_test" => p.bf_max_job_test = Some(num("bf_max_job_test")?.max(1)),
+            _ => ignored.push(k.to_string()),
+        }
+    }
+    Ok((p, ignored))
 }
 
 /// `StateSyncMode=`: when a committed change of the controller's store is on disk.
@@ -585,6 +664,8 @@ pub struct Config {
     pub slurm_user: String,
     /// `StateSyncMode=` (gsched): how the controller's store reaches the disk.
     pub state_sync: StateSync,
+    /// `SchedulerType=` and `SchedulerParameters=`.
+    pub scheduler: SchedulerConfig,
     pub nodes: Vec<NodeConfig>,
     pub partitions: Vec<PartitionConfig>,
     /// Human-readable warnings (ignored Slurm settings and the like), one per setting.
@@ -1110,6 +1191,8 @@ struct Globals {
     auth_info: Option<String>,
     slurm_user: Option<String>,
     state_sync: Option<StateSync>,
+    scheduler_type: Option<SchedulerType>,
+    scheduler_params: Option<SchedulerParams>,
 }
 
 struct Parser {
@@ -1303,6 +1386,27 @@ impl Parser {
             }
             "AuthInfo" => g.auth_info = Some(value.to_string()),
             "SlurmUser" => g.slurm_user = Some(parse_nonempty(value).map_err(err)?),
+            "SchedulerType" => {
+                g.scheduler_type = Some(match value.to_ascii_lowercase().as_str() {
+                    "sched/backfill" => SchedulerType::Backfill,
+                    "sched/builtin" => SchedulerType::Builtin,
+                    _ => {
+                        return Err(err(format!(
+                            "unknown scheduler plugin \"{value}\"; valid names: sched/backfill, sched/builtin"
+                        )))
+                    }
+                });
+            }
+            "SchedulerParameters" => {
+                let (params, ignored) = parse_scheduler_params(value).map_err(err)?;
+                for p in ignored {
+                    let message = format!(
+                        "{loc}: SchedulerParameters option {p} is a Slurm setting gsched does not use yet; ignored"
+                    );
+                    self.warn(format!("schedparam/{p}"), message);
+                }
+                self.globals.scheduler_params = Some(params);
+            }
             "StateSyncMode" => {
                 g.state_sync = Some(match value.to_ascii_uppercase().as_str() {
                     "NORMAL" => StateSync::Normal,
@@ -1614,6 +1718,10 @@ impl Parser {
             auth_info: g.auth_info,
             slurm_user: g.slurm_user.unwrap_or_else(|| "root".to_string()),
             state_sync: g.state_sync.unwrap_or(StateSync::Normal),
+            scheduler: SchedulerConfig {
+                scheduler_type: g.scheduler_type.unwrap_or(SchedulerType::Backfill),
+                params: g.scheduler_params.unwrap_or_default(),
+            },
             nodes: self.nodes,
             partitions,
             warnings: self.warnings,
@@ -1791,7 +1899,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
         );
         // One warning per ignored key, with file and line.
         assert!(c.warnings.contains(&format!(
-            "{PATH}:29: SchedulerType is a Slurm setting gsched does not use yet; ignored"
+            "{PATH}:30: SelectType is a Slurm setting gsched does not use yet; ignored"
         )));
         assert_eq!(
             c.warnings
@@ -1800,7 +1908,40 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 .count(),
             1
         );
-        assert_eq!(c.warnings.len(), 22, "{:#?}", c.warnings);
+        assert_eq!(c.warnings.len(), 21, "{:#?}", c.warnings);
+    }
+
+    #[test]
+    fn scheduler_settings() {
+        let c = parse(MIN);
+        assert_eq!(c.scheduler.scheduler_type, SchedulerType::Backfill);
+        assert_eq!(c.scheduler.params, SchedulerParams::default());
+        let c = parse(&format!(
+            "{MIN}SchedulerType=sched/builtin\nSchedulerParameters=bf_policy=conservative,bf_window=60,bf_max_job_test=500,bf_continue\n"
+        ));
+        assert_eq!(c.scheduler.scheduler_type, SchedulerType::Builtin);
+        assert_eq!(c.scheduler.params.bf_policy, BackfillPolicy::Conservative);
+        assert_eq!(c.scheduler.params.bf_window_min, Some(60));
+        assert_eq!(c.scheduler.params.bf_max_job_test, Some(500));
+        assert!(
+            c.warnings.iter().any(|w| w.contains("bf_continue")),
+            "{:?}",
+            c.warnings
+        );
+        let e = Config::parse(&format!("{MIN}SchedulerType=sched/wiki\n"), Path::new(PATH))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("valid names: sched/backfill, sched/builtin"),
+            "{e}"
+        );
+        let e = Config::parse(
+            &format!("{MIN}SchedulerParameters=bf_policy=greedy\n"),
+            Path::new(PATH),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("bf_policy= must be easy or conservative"), "{e}");
     }
 
     #[test]
@@ -2107,7 +2248,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
     #[test]
     fn warnings_are_deduplicated() {
         let c = parse(&format!(
-            "{MIN}SchedulerType=sched/backfill\nschedulertype=sched/builtin\n\
+            "{MIN}SelectType=select/cons_tres\nselecttype=select/linear\n\
              NodeName=a Sockets=1 TmpDisk=10\nNodeName=b TmpDisk=20\n\
              PartitionName=p MaxNodes=1 OverSubscribe=NO\nPartitionName=q MaxNodes=2\n\
              DownNodes=a State=DOWN Reason=x\nDownNodes=b\n\
@@ -2116,7 +2257,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
         assert_eq!(
             c.warnings,
             [
-                format!("{PATH}:2: SchedulerType is a Slurm setting gsched does not use yet; ignored"),
+                format!("{PATH}:2: SelectType is a Slurm setting gsched does not use yet; ignored"),
                 format!("{PATH}:4: TmpDisk on NodeName lines is a Slurm setting gsched does not use yet; ignored"),
                 format!("{PATH}:6: MaxNodes on PartitionName lines is a Slurm setting gsched does not use yet; ignored"),
                 format!("{PATH}:6: OverSubscribe on PartitionName lines is a Slurm setting gsched does not use yet; ignored"),
@@ -2240,8 +2381,6 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
             "JobAcctGatherType",
             "JobAcctGatherFrequency",
             "JobCompType",
-            "SchedulerType",
-            "SchedulerParameters",
             "SelectType",
             "SelectTypeParameters",
             "ProctrackType",
@@ -2330,7 +2469,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
             "gsched.conf",
             "SlurmctldHost=head\nInclude nodes.conf\ninclude \"sub/parts.conf\"\n",
         );
-        write("nodes.conf", "NodeName=n[1-2] CPUs=2\nSchedulerType=x\n");
+        write("nodes.conf", "NodeName=n[1-2] CPUs=2\nSelectType=x\n");
         write(
             "sub/parts.conf",
             "PartitionName=p Nodes=ALL\nInclude more.conf\n",
@@ -2348,7 +2487,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
         assert_eq!(
             c.warnings,
             [format!(
-                "{}:2: SchedulerType is a Slurm setting gsched does not use yet; ignored",
+                "{}:2: SelectType is a Slurm setting gsched does not use yet; ignored",
                 dir.path().join("nodes.conf").display()
             )]
         );

@@ -274,6 +274,13 @@ pub struct JobInfo {
     /// Uid that cancelled the job (`CANCELLED by N`).
     pub cancelled_by: Option<u32>,
     pub held: bool,
+    /// For a pending job: when the scheduler expects it to start (`squeue --start`,
+    /// `StartTime=`), if it can tell.
+    #[serde(default)]
+    pub expected_start: Option<i64>,
+    /// For a pending job: the nodes it is expected to start on (`%Y`, `SchedNodes`).
+    #[serde(default)]
+    pub sched_nodes: Vec<String>,
     pub spec: JobSpec,
 }
 

@@ -296,7 +296,7 @@ fn environment_is_exactly_the_launch_environment() {
     let f = Fixture::new();
     let mut req = f.request(
         107,
-        "#!/bin/sh\nenv | sort\ngrep -E '^Sig(Blk|Ign)' /proc/$$/status\n",
+        "#!/bin/sh\nenv | sort\nexec grep -E '^Sig(Blk|Ign)' /proc/self/status\n",
     );
     req.environment.push(("MY_VAR".into(), "a b=c".into()));
     let dir = f.folder(req);
@@ -311,6 +311,9 @@ fn environment_is_exactly_the_launch_environment() {
         "{out}"
     );
     assert!(!out.contains("GSCHED_TEST_LEAK"), "{out}");
+    // The mask is read by the script's last command, exec'd (no fork): a shell blocks every
+    // signal for a moment while it forks, so reading the shell's own status from a child
+    // would race with that.
     // gsstepd blocks signals for itself; the job must start with none blocked, and with no
     // standard signal ignored (std ignores SIGPIPE in gsstepd). Signals 32 and 33 belong to
     // the C library, which refuses to change them, so whatever the test's environment set

@@ -137,13 +137,15 @@ pub const OPTIONS: &[Opt] = &[
 ];
 
 /// Options gsched implements (or accepts because they are harmless: `--ignore-pbs`,
-/// `--no-requeue` (gsched never requeues), `--wckey` (no accounting, as Slurm with
+/// `--wckey` (no accounting, as Slurm with
 /// `TrackWCKey=no`), `-M` naming the local cluster). Every other option is refused.
 const IMPLEMENTED: &[&str] = &[
+    "begin",
     "chdir",
     "cluster",
     "clusters",
     "cpus-per-task",
+    "dependency",
     "error",
     "export",
     "gid",
@@ -152,6 +154,7 @@ const IMPLEMENTED: &[&str] = &[
     "ignore-pbs",
     "input",
     "job-name",
+    "kill-on-invalid-dep",
     "mem",
     "mem-per-cpu",
     "no-requeue",
@@ -163,6 +166,7 @@ const IMPLEMENTED: &[&str] = &[
     "parsable",
     "partition",
     "quiet",
+    "requeue",
     "time",
     "uid",
     "usage",
@@ -284,6 +288,13 @@ pub struct Opts {
     pub gid: Option<u32>,
     pub clusters: Option<String>,
     pub ignore_pbs: bool,
+    /// `-d`, as given.
+    pub dependency: Option<String>,
+    /// `-b`, resolved.
+    pub begin: Option<i64>,
+    pub kill_on_invalid_dep: Option<bool>,
+    /// `--requeue` / `--no-requeue`.
+    pub requeue: Option<bool>,
 }
 
 /// Facts about the caller that option processing needs.
@@ -370,8 +381,22 @@ impl Opts {
                 );
             }
             "cluster" | "clusters" => self.clusters = Some(val.to_string()),
+            "dependency" => self.dependency = Some(val.to_string()),
+            "begin" => match gsched_proto::begin::parse_begin(val, crate::common::now()) {
+                Ok(t) => self.begin = Some(t),
+                Err(_) => return Err(opt_err("Invalid --begin specification")),
+            },
+            "kill-on-invalid-dep" => {
+                self.kill_on_invalid_dep = Some(match val.to_ascii_lowercase().as_str() {
+                    "yes" | "y" | "1" => true,
+                    "no" | "n" | "0" => false,
+                    _ => return Err(opt_err("Invalid --kill-on-invalid-dep specification")),
+                })
+            }
+            "requeue" => self.requeue = Some(true),
+            "no-requeue" => self.requeue = Some(false),
             // Accepted without effect: see IMPLEMENTED.
-            "no-requeue" | "wckey" => {}
+            "wckey" => {}
             _ => {}
         }
         Ok(())
@@ -969,6 +994,10 @@ pub fn build(
         command,
         run_as_uid: opts.uid,
         run_as_gid: opts.gid,
+        dependency: opts.dependency.clone(),
+        kill_on_invalid_dep: opts.kill_on_invalid_dep,
+        begin_time: opts.begin,
+        requeue: opts.requeue,
     };
     Ok(Built {
         spec,

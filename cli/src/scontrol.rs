@@ -11,7 +11,7 @@ use crate::getopt::{self, HasArg, Opt, Ordering};
 use gsched_proto::api::{
     paths, Ack, ConfigResponse, ErrorCode, HoldRequest, JobActionResponse, JobFilter, JobQuery,
     JobUpdateRequest, JobsResponse, NodeStateUpdate, NodeUpdateRequest, NodesResponse,
-    PartitionsResponse, PingResponse,
+    PartitionsResponse, PingResponse, RequeueRequest,
 };
 use gsched_proto::client::{Client, ClientError};
 use gsched_proto::config::Config;
@@ -87,6 +87,9 @@ pub trait Api {
     fn config(&self) -> Result<ConfigResponse, String>;
     fn ping(&self) -> Result<PingResponse, String>;
     fn hold(&self, req: &HoldRequest) -> Result<JobActionResponse, String>;
+    fn requeue(&self, _req: &RequeueRequest) -> Result<JobActionResponse, String> {
+        Err("requeue is not available".into())
+    }
     fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)>;
     fn update_nodes(&self, req: &NodeUpdateRequest) -> Result<(), String>;
 }
@@ -119,6 +122,9 @@ impl Api for Remote {
     }
     fn hold(&self, req: &HoldRequest) -> Result<JobActionResponse, String> {
         err_text(self.client.post(paths::JOBS_HOLD, req))
+    }
+    fn requeue(&self, req: &RequeueRequest) -> Result<JobActionResponse, String> {
+        err_text(self.client.post(paths::JOBS_REQUEUE, req))
     }
     fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)> {
         self.client
@@ -245,10 +251,14 @@ impl Session<'_> {
             self.unsupported(&mut out, "reboot");
         } else if kw(tag, "reconfigure", 3) {
             self.unsupported(&mut out, "reconfigure");
-        } else if kw(tag, "requeue", 3) {
-            self.unsupported(&mut out, "requeue");
         } else if tag.len() >= 11 && tag[..11].eq_ignore_ascii_case("requeuehold") {
             self.unsupported(&mut out, "requeuehold");
+        } else if kw(tag, "requeue", 3) {
+            if n < 2 {
+                self.complain(&mut out, format!("too few arguments for keyword:{tag}"));
+            } else {
+                self.requeue(&mut out, &argv[1..]);
+            }
         } else if (tag.len() >= 4 && tag[..4].eq_ignore_ascii_case("hold"))
             || (tag.len() >= 5
                 && (tag[..5].eq_ignore_ascii_case("holdu")
@@ -639,6 +649,41 @@ impl Session<'_> {
         }
     }
 
+    /// `requeue <job_list>`: comma or space separated ids.
+    fn requeue(&self, out: &mut Out, args: &[String]) {
+        let mut ids = Vec::new();
+        for a in args {
+            if a.eq_ignore_ascii_case("Incomplete") {
+                self.complain(out, "requeue Incomplete is not supported by gsched yet");
+                return;
+            }
+            let mut s = a.as_str();
+            for pre in ["JobID=", "Job="] {
+                if s.len() >= pre.len() && s[..pre.len()].eq_ignore_ascii_case(pre) {
+                    s = &s[pre.len()..];
+                }
+            }
+            match job_id_list(s) {
+                Some(list) => ids.extend(list),
+                None => {
+                    self.complain(out, format!("Invalid job id specified for job {s}"));
+                    return;
+                }
+            }
+        }
+        let Some(api) = self.connect(out) else { return };
+        match api.requeue(&RequeueRequest { ids }) {
+            Ok(r) => {
+                for res in &r.results {
+                    if let Some(e) = &res.error {
+                        self.complain(out, format!("{} for job {}", e.message, res.job_id));
+                    }
+                }
+            }
+            Err(e) => self.perror(out, "slurm_requeue error", &e),
+        }
+    }
+
     fn update(&self, out: &mut Out, args: &[String]) {
         // Identify the entity, as scontrol's _update_it.
         let (mut job, mut node, mut part, mut step, mut resv, mut front, mut debug) =
@@ -700,6 +745,7 @@ impl Session<'_> {
         let mut ids: Option<Vec<u32>> = None;
         let mut id_str = String::new();
         let mut limit: Option<(char, Option<u32>)> = None;
+        let mut other = JobUpdateRequest::default();
         let mut i = 0;
         while i < args.len() {
             let (tag, val) = match args[i].split_once('=') {
@@ -730,12 +776,30 @@ impl Session<'_> {
                         return;
                     }
                 }
-            } else if kw(&tag, "JobNAME", 3) {
-                out.err(format!(
-                    "{}: error: update by JobName is not supported by gsched yet; use JobId",
-                    self.prog
-                ));
-                return;
+            } else if kw(&tag, "JobNAME", 4) || kw(&tag, "Name", 4) {
+                other.name = Some(val.clone());
+            } else if kw(&tag, "Dependency", 3) {
+                other.dependency = Some(val.clone());
+            } else if kw(&tag, "StartTime", 3) || kw(&tag, "BeginTime", 3) {
+                match gsched_proto::begin::parse_begin(&val, crate::common::now()) {
+                    Ok(t) => other.begin_time = Some(t),
+                    Err(_) => {
+                        out.err(format!("Invalid {tag} value: {val}"));
+                        out.stderr.push("Request aborted".into());
+                        return;
+                    }
+                }
+            } else if kw(&tag, "Priority", 2) {
+                match val.parse::<u32>() {
+                    Ok(p) => other.priority = Some(p),
+                    Err(_) => {
+                        out.err(format!("Invalid Priority value: {val}"));
+                        out.stderr.push("Request aborted".into());
+                        return;
+                    }
+                }
+            } else if kw(&tag, "Partition", 2) {
+                other.partition = Some(val.clone());
             } else {
                 out.err(format!(
                     "Update of this parameter is not supported: {}",
@@ -745,12 +809,24 @@ impl Session<'_> {
                 return;
             }
         }
-        let Some((sign, new)) = limit else {
+        let has_other = other.name.is_some()
+            || other.dependency.is_some()
+            || other.begin_time.is_some()
+            || other.priority.is_some()
+            || other.partition.is_some();
+        if limit.is_none() && !has_other {
             out.err("No changes specified");
             return;
-        };
+        }
         if id_str.is_empty() {
-            out.err(format!("{}: error: No job ID specified", self.prog));
+            if other.name.is_some() {
+                out.err(format!(
+                    "{}: error: update by JobName is not supported by gsched yet; use JobId",
+                    self.prog
+                ));
+            } else {
+                out.err(format!("{}: error: No job ID specified", self.prog));
+            }
             return;
         }
         let Some(ids) = ids else {
@@ -759,6 +835,17 @@ impl Session<'_> {
         };
         let Some(api) = self.connect(out) else { return };
         for id in ids {
+            if has_other {
+                let req = JobUpdateRequest {
+                    job_id: id,
+                    ..other.clone()
+                };
+                if let Err((_, msg)) = api.update_job(&req) {
+                    self.complain(out, format!("{msg} for job {id}"));
+                    continue;
+                }
+            }
+            let Some((sign, new)) = limit else { continue };
             let value = if sign == '=' {
                 new
             } else {
@@ -794,6 +881,7 @@ impl Session<'_> {
             let req = JobUpdateRequest {
                 job_id: id,
                 time_limit: Some(value),
+                ..JobUpdateRequest::default()
             };
             if let Err((_, msg)) = api.update_job(&req) {
                 self.complain(out, format!("{msg} for job {id}"));
@@ -1002,12 +1090,15 @@ pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> Stri
         j.priority
     ));
     o.push_str(&format!(
-        "JobState={} Reason={} Dependency=(null){le}",
+        "JobState={} Reason={} Dependency={}{le}",
         j.state.long(),
-        j.reason.as_str().replace(char::is_whitespace, "_")
+        j.reason.as_str().replace(char::is_whitespace, "_"),
+        j.dependency.as_deref().unwrap_or("(null)")
     ));
     o.push_str(&format!(
-        "Requeue=0 Restarts=0 BatchFlag=1 Reboot=0 ExitCode={}{le}",
+        "Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}{le}",
+        u8::from(j.requeue),
+        j.restarts,
         j.exit_code_string()
     ));
     if details {
@@ -1668,7 +1759,7 @@ mod tests {
              UserId=alice(1000) GroupId=users(1000) MCS_label=N/A\n   \
              Priority=4294901760 Nice=0 Account=(null) QOS=(null)\n   \
              JobState=RUNNING Reason=None Dependency=(null)\n   \
-             Requeue=0 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0\n   \
+             Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0\n   \
              RunTime=01:01:01 TimeLimit=00:30:00 TimeMin=N/A\n   \
              SubmitTime={s} EligibleTime={s}\n   \
              AccrueTime={s}\n   \
@@ -1808,11 +1899,8 @@ mod tests {
             assert_eq!(o.stdout, "slurm 22.05.8\n");
             let o = cmd(s, "frobnicate");
             assert_eq!(o.stderr, vec!["invalid keyword: frobnicate"]);
-            let o = cmd(s, "requeue 42");
-            assert_eq!(
-                o.stderr,
-                vec!["scontrol: error: requeue is not supported by gsched yet"]
-            );
+            let o = cmd(s, "requeue x1");
+            assert_eq!(o.stderr, vec!["Invalid job id specified for job x1"]);
         });
     }
 
@@ -1830,11 +1918,11 @@ mod tests {
             assert!(!o.failed, "{o:?}");
             let o = cmd(s, "update JobId=42 TimeLimit=+10");
             assert!(!o.failed);
-            let o = cmd(s, "update jobid=42 Partition=x");
+            let o = cmd(s, "update jobid=42 Frobnicate=x");
             assert_eq!(
                 o.stderr,
                 vec![
-                    "Update of this parameter is not supported: Partition=x",
+                    "Update of this parameter is not supported: Frobnicate=x",
                     "Request aborted"
                 ]
             );

@@ -490,9 +490,11 @@ fn stdio_path(job: &JobInfo, p: &Option<String>) -> String {
 pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
     let nodes = || hostlist::compress_sorted(&job.nodes);
     let v = match kind {
-        F::Account | F::Dependency | F::Features | F::Comment | F::Qos | F::Reservation => {
-            "(null)".to_string()
-        }
+        F::Dependency => job
+            .dependency
+            .clone()
+            .unwrap_or_else(|| "(null)".to_string()),
+        F::Account | F::Features | F::Comment | F::Qos | F::Reservation => "(null)".to_string(),
         F::WcKey | F::Licenses | F::Network => "(null)".to_string(),
         F::JobId | F::JobArrayId | F::ArrayJobId => job.job_id.to_string(),
         F::TresPerNode | F::CoreSpec | F::ArrayTaskId => "N/A".to_string(),
@@ -1220,6 +1222,9 @@ pub(crate) mod tests {
             held: false,
             expected_start: None,
             sched_nodes: Vec::new(),
+            dependency: None,
+            requeue: true,
+            restarts: 0,
             spec: JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),

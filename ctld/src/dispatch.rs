@@ -33,6 +33,9 @@ fn run(sh: &Arc<Shared>, e: Effect) {
                     Err(ClientError::Connect { source, .. }) => {
                         Err(LaunchFailure::Unreachable(source.to_string()))
                     }
+                    Err(ClientError::Api(e)) if e.code == ErrorCode::JobAlreadyDone => {
+                        Err(LaunchFailure::Busy(e.message))
+                    }
                     Err(ClientError::Api(e)) => Err(LaunchFailure::Refused(e.message)),
                     // Sent, but the answer was lost: the node may have it. Treat it as
                     // launched; reconciliation with the node's job list settles it.

@@ -109,6 +109,12 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
         };
         set(&mut env, "SLURM_OPEN_MODE", v);
     }
+    if let Some(d) = spec.dependency.as_deref().filter(|d| !d.is_empty()) {
+        set(&mut env, "SLURM_JOB_DEPENDENCY", d);
+    }
+    if job.restarts > 0 {
+        set(&mut env, "SLURM_RESTART_COUNT", job.restarts.to_string());
+    }
     if let Some(e) = &spec.export {
         set(&mut env, "SLURM_EXPORT_ENV", e);
     }

@@ -13,8 +13,8 @@ use gsched_proto::api::{
     self, paths, Ack, ApiError, ConfigResponse, ErrorCode, HeartbeatRequest, HeartbeatResponse,
     HoldRequest, JobActionResponse, JobActionResult, JobCompleteRequest, JobQuery,
     JobUpdateRequest, JobsResponse, NodeUpdateRequest, NodesResponse, PartitionsResponse,
-    PingResponse, RegisterRequest, RegisterResponse, SignalJobsRequest, SubmitRequest,
-    SubmitResponse,
+    PingResponse, RegisterRequest, RegisterResponse, RequeueRequest, SignalJobsRequest,
+    SubmitRequest, SubmitResponse,
 };
 use gsched_proto::auth::{Authenticator, Identity};
 use gsched_proto::config::Config;
@@ -71,6 +71,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::JOBS_SIGNAL, post(signal))
         .route(paths::JOBS_HOLD, post(hold))
         .route(paths::JOBS_UPDATE, post(update_job))
+        .route(paths::JOBS_REQUEUE, post(requeue))
         .route(paths::JOBS_COMPLETE, post(complete))
         .route(paths::NODES, get(nodes))
         .route(paths::NODES_UPDATE, post(update_nodes))
@@ -163,8 +164,27 @@ async fn update_job(
     if let Some(limit) = req.time_limit {
         sh.lock().update_time_limit(req.job_id, limit, who)?;
     }
+    let others = req.dependency.is_some()
+        || req.begin_time.is_some()
+        || req.name.is_some()
+        || req.priority.is_some()
+        || req.partition.is_some();
+    if others {
+        sh.lock().update_job(&req, who, now())?;
+    }
     sh.wake.notify_one();
     Ok(Json(Ack { ok: true }))
+}
+
+async fn requeue(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<RequeueRequest>,
+) -> Result<Json<JobActionResponse>, ApiErr> {
+    let (r, effects) = sh.lock().requeue(&req.ids, who, now())?;
+    dispatch::send(sh.clone(), effects);
+    sh.wake.notify_one();
+    Ok(results(r))
 }
 
 fn require_admin(sh: &Shared, who: &Identity) -> Result<(), ApiErr> {

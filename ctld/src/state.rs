@@ -3,15 +3,17 @@
 //! [`Effect`]s (messages to gsnoded) that the caller sends after releasing the lock, so this
 //! module does no network I/O and its rules can be unit-tested directly.
 
+use crate::depend::{self, DepStatus, TargetState};
 use crate::store::{Store, StoreError};
 use gsched_proto::api::{
-    ApiError, ErrorCode, JobCompleteRequest, JobFilter, LaunchRequest, NodeStateUpdate, RunningJob,
-    TerminateReason,
+    ApiError, ErrorCode, JobCompleteRequest, JobFilter, JobUpdateRequest, LaunchRequest,
+    NodeStateUpdate, RunningJob, TerminateReason,
 };
 use gsched_proto::auth::Identity;
 use gsched_proto::config::{
     BackfillPolicy, Config, ConfiguredNodeState, PartitionState, SchedulerType,
 };
+use gsched_proto::depend::{DepKind, DependencySpec};
 use gsched_proto::hostlist;
 use gsched_proto::job::{JobId, JobInfo, JobSpec, JobState, MemRequest, Reason};
 use gsched_proto::node::{NodeBaseState, NodeInfo, PartitionInfo, PartitionStateInfo};
@@ -31,6 +33,10 @@ pub const LOST_JOB_GRACE_SECS: i64 = 20;
 pub const HEARTBEAT_SECS: u32 = 5;
 /// How often an unacknowledged terminate request is re-sent.
 const TERMINATE_RETRY_SECS: i64 = 5;
+/// A requeued job becomes eligible this long after its previous run ended (Slurm shows
+/// reason `BeginTime` meanwhile); also the retry delay when a node still holds the
+/// previous run.
+pub const REQUEUE_DELAY_SECS: i64 = 1;
 
 /// A message for a node daemon, sent after the state lock is released.
 #[derive(Debug, Clone)]
@@ -60,6 +66,9 @@ pub struct JobExtra {
     pub terminate: Option<TerminateReason>,
     /// Memory (MiB) allocated on each node of `info.nodes`.
     pub alloc_mem: Vec<u64>,
+    /// The run is being ended by `scontrol requeue`: back to PENDING once it is over.
+    #[serde(default)]
+    pub requeue: bool,
 }
 
 /// Launch progress, kept in memory only.
@@ -405,6 +414,10 @@ impl State {
         if matches!(spec.mem, Some(MemRequest::PerCpu(0))) {
             return Err(ApiError::plain(ErrorCode::MemoryUnavailable));
         }
+        let dependency = match spec.dependency.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(d) => Some(self.check_dependency(d)?),
+        };
         // Could it ever run? Place it on the empty partition.
         let req = Self::request_of(&spec);
         let empty: Vec<NodeView> = self
@@ -481,7 +494,7 @@ impl State {
             priority: if held { 0 } else { priority_for(id) },
             time_limit,
             submit_time: now,
-            eligible_time: Some(now),
+            eligible_time: Some(spec.begin_time.map_or(now, |b| b.max(now))),
             start_time: None,
             end_time: None,
             num_nodes: spec.nodes.unwrap_or(1),
@@ -496,6 +509,9 @@ impl State {
             held,
             expected_start: None,
             sched_nodes: Vec::new(),
+            dependency,
+            requeue: spec.requeue.unwrap_or(true),
+            restarts: 0,
             spec,
         };
         let rec = StoredRecord {
@@ -716,6 +732,270 @@ impl State {
         Ok(results)
     }
 
+    /// Validates a dependency for a new or updated job: its syntax, and that the jobs it
+    /// names exist. Returns the canonical form.
+    fn check_dependency(&self, text: &str) -> Result<String, ApiError> {
+        let dep = DependencySpec::parse(text).map_err(|e| {
+            ApiError::new(
+                ErrorCode::DependencyProblem,
+                format!("Job dependency problem: {e}"),
+            )
+        })?;
+        for item in &dep.items {
+            if item.kind == DepKind::AfterCorr {
+                return Err(ApiError::new(
+                    ErrorCode::DependencyProblem,
+                    "Job dependency problem: aftercorr needs job arrays, which gsched does not support yet",
+                ));
+            }
+            for t in &item.targets {
+                if !self.jobs.contains_key(&t.job_id) {
+                    return Err(ApiError::new(
+                        ErrorCode::DependencyProblem,
+                        format!("Job dependency problem: job {} does not exist", t.job_id),
+                    ));
+                }
+            }
+        }
+        Ok(dep.to_string())
+    }
+
+    /// Evaluates the dependencies of pending jobs. Returns the jobs that must not be
+    /// queued yet (with their reason), and the jobs to cancel (`kill_invalid_depend`).
+    fn dependency_blocks(&mut self, now: i64) -> (HashMap<JobId, Reason>, Vec<JobId>) {
+        let mut blocked = HashMap::new();
+        let mut satisfied = Vec::new();
+        let mut kill = Vec::new();
+        let kill_default = self.cfg.scheduler.params.kill_invalid_depend;
+        let jobs = &self.jobs;
+        // Singleton: the lowest pending id of each (user, name) and every active job block
+        // the others.
+        let mut singleton_owner: HashMap<(u32, &str), JobId> = HashMap::new();
+        for j in jobs.values() {
+            let active = matches!(j.info.state, JobState::Running | JobState::Completing);
+            let waiting = j.info.state == JobState::Pending && !j.info.held;
+            if active || waiting {
+                singleton_owner
+                    .entry((j.info.user_id, j.info.name.as_str()))
+                    .and_modify(|o| {
+                        if active {
+                            *o = 0;
+                        }
+                    })
+                    .or_insert(if active { 0 } else { j.info.job_id });
+            }
+        }
+        for j in jobs.values() {
+            if j.info.state != JobState::Pending || j.info.held {
+                continue;
+            }
+            let Some(text) = j.info.dependency.as_deref() else {
+                continue;
+            };
+            let Ok(dep) = DependencySpec::parse(text) else {
+                continue;
+            };
+            let blocked_singleton = singleton_owner
+                .get(&(j.info.user_id, j.info.name.as_str()))
+                .is_some_and(|&o| o != j.info.job_id);
+            let target = |id: JobId| {
+                jobs.get(&id).map(|t| TargetState {
+                    state: t.info.state,
+                    start_time: t.info.start_time,
+                    end_time: t.info.end_time,
+                })
+            };
+            match depend::evaluate(&dep, target, blocked_singleton, now) {
+                DepStatus::Satisfied => satisfied.push(j.info.job_id),
+                DepStatus::Pending => {
+                    blocked.insert(j.info.job_id, Reason::Dependency);
+                }
+                DepStatus::NeverSatisfied => {
+                    blocked.insert(j.info.job_id, Reason::DependencyNeverSatisfied);
+                    if j.info.spec.kill_on_invalid_dep.unwrap_or(kill_default) {
+                        kill.push(j.info.job_id);
+                    }
+                }
+            }
+        }
+        for id in &satisfied {
+            if let Some(j) = self.jobs.get_mut(id) {
+                j.info.dependency = None;
+            }
+        }
+        for (id, reason) in &blocked {
+            if let Some(j) = self.jobs.get_mut(id) {
+                j.info.reason = *reason;
+                j.info.expected_start = None;
+                j.info.sched_nodes.clear();
+            }
+        }
+        for id in &kill {
+            if let Some(j) = self.jobs.get_mut(id) {
+                j.info.state = JobState::Cancelled;
+                j.info.end_time = Some(now);
+                j.info.start_time.get_or_insert(now);
+                blocked.remove(id);
+            }
+        }
+        let mut changed = satisfied;
+        changed.extend(kill.iter().copied());
+        if let Err(e) = self.persist_many(&changed) {
+            tracing::error!("cannot record dependency changes: {e}");
+        }
+        (blocked, kill)
+    }
+
+    /// `scontrol requeue`: a running job is ended and goes back to PENDING once its run is
+    /// over; a finished batch job goes back to PENDING at once.
+    pub fn requeue(
+        &mut self,
+        ids: &[JobId],
+        who: Identity,
+        now: i64,
+    ) -> Result<(ActionResults, Vec<Effect>), ApiError> {
+        let kill_wait = self.cfg.kill_wait;
+        let mut results = Vec::new();
+        let mut effects = Vec::new();
+        let mut changed = Vec::new();
+        for &id in ids {
+            let r = match self.jobs.get(&id) {
+                None => Err(ApiError::plain(ErrorCode::InvalidJobId)),
+                Some(j) => self.check_owner(&j.info, &who).and_then(|_| {
+                    if !j.info.requeue {
+                        Err(ApiError::plain(ErrorCode::Disabled))
+                    } else if j.info.state == JobState::Pending {
+                        Err(ApiError::new(
+                            ErrorCode::JobNotPending,
+                            "Job is pending execution",
+                        ))
+                    } else if j.info.state == JobState::Completing && !j.extra.requeue {
+                        Err(ApiError::plain(ErrorCode::JobAlreadyDone))
+                    } else {
+                        Ok(())
+                    }
+                }),
+            };
+            if let Err(e) = r {
+                results.push((id, Some(e)));
+                continue;
+            }
+            let job = self.jobs.get_mut(&id).expect("checked");
+            match job.info.state {
+                JobState::Running => {
+                    job.info.state = JobState::Completing;
+                    job.extra.terminate = Some(TerminateReason::Cancelled);
+                    job.extra.requeue = true;
+                    job.terminate_sent_at = Some(now);
+                    if let Some(node) = job.info.nodes.first() {
+                        effects.push(Effect::Terminate {
+                            node: node.clone(),
+                            job_id: id,
+                            reason: TerminateReason::Cancelled,
+                            kill_wait,
+                        });
+                    }
+                }
+                JobState::Completing => {}
+                _ => requeue_run(job, now),
+            }
+            changed.push(id);
+            results.push((id, None));
+        }
+        self.persist_many(&changed).map_err(internal)?;
+        Ok((results, effects))
+    }
+
+    /// `scontrol update JobId=N ...` for the keys beyond TimeLimit.
+    pub fn update_job(
+        &mut self,
+        req: &JobUpdateRequest,
+        who: Identity,
+        now: i64,
+    ) -> Result<(), ApiError> {
+        let id = req.job_id;
+        let admin = self.is_admin(&who);
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| ApiError::plain(ErrorCode::InvalidJobId))?;
+        self.check_owner(&job.info, &who)?;
+        if job.info.state.is_terminal() {
+            return Err(ApiError::plain(ErrorCode::JobAlreadyDone));
+        }
+        let pending = job.info.state == JobState::Pending;
+        let needs_pending = req.dependency.is_some()
+            || req.begin_time.is_some()
+            || req.partition.is_some()
+            || req.priority.is_some();
+        if needs_pending && !pending {
+            return Err(ApiError::plain(ErrorCode::JobNotPending));
+        }
+        if req.priority.is_some() && !admin {
+            return Err(ApiError::new(
+                ErrorCode::AccessDenied,
+                "Access/permission denied: only an administrator may set a job's priority",
+            ));
+        }
+        let dependency = match req.dependency.as_deref().map(str::trim) {
+            None => None,
+            Some("") => Some(None),
+            Some(d) => {
+                let canon = self.check_dependency(d)?;
+                if DependencySpec::parse(&canon)
+                    .map(|dep| {
+                        dep.items
+                            .iter()
+                            .any(|i| i.targets.iter().any(|t| t.job_id == id))
+                    })
+                    .unwrap_or(false)
+                {
+                    return Err(ApiError::new(
+                        ErrorCode::DependencyProblem,
+                        "Job dependency problem: a job cannot depend on itself",
+                    ));
+                }
+                Some(Some(canon))
+            }
+        };
+        let partition = match &req.partition {
+            None => None,
+            Some(p) => match self.partition_by_name(p) {
+                Some(i) => Some(self.parts[i].name.clone()),
+                None => return Err(ApiError::plain(ErrorCode::InvalidPartition)),
+            },
+        };
+        let job = self.jobs.get_mut(&id).expect("checked");
+        if let Some(d) = dependency {
+            job.info.spec.dependency = d.clone();
+            job.info.dependency = d;
+            job.info.reason = Reason::None;
+        }
+        if let Some(b) = req.begin_time {
+            job.info.eligible_time = Some(b.max(now));
+            job.info.spec.begin_time = Some(b);
+        }
+        if let Some(n) = &req.name {
+            job.info.name = n.clone();
+            job.info.spec.name = n.clone();
+        }
+        if let Some(p) = req.priority {
+            job.info.priority = p;
+            if p == 0 {
+                job.info.held = true;
+                job.info.reason = Reason::JobHeldAdmin;
+            } else if job.info.held {
+                job.info.held = false;
+                job.info.reason = Reason::None;
+            }
+        }
+        if let Some(p) = partition {
+            job.info.partition = p.clone();
+            job.info.spec.partitions = vec![p];
+        }
+        self.persist(id).map_err(internal)
+    }
+
     /// `scontrol update JobId=N TimeLimit=...`: users may lower a limit, admins may do anything.
     pub fn update_time_limit(
         &mut self,
@@ -898,6 +1178,8 @@ impl State {
                 _ => {}
             }
         }
+        // Dependencies: jobs that wait for other jobs never reach the scheduler core.
+        let (dep_blocked, _killed) = self.dependency_blocks(now);
         // The scheduler core.
         let (alloc_cpus, alloc_mem) = self.node_alloc();
         let view = ClusterView {
@@ -956,7 +1238,11 @@ impl State {
             .jobs
             .values()
             // Held jobs keep the reason they were held with and cost the pass nothing.
-            .filter(|j| j.info.state == JobState::Pending && !j.info.held)
+            .filter(|j| {
+                j.info.state == JobState::Pending
+                    && !j.info.held
+                    && !dep_blocked.contains_key(&j.info.job_id)
+            })
             .map(|j| QueuedJob {
                 id: j.info.job_id,
                 priority: j.info.priority,
@@ -976,7 +1262,7 @@ impl State {
             .collect();
         let decisions = gsched_sched::decide(&view, &queue, now, &self.sched_config);
         for j in self.jobs.values_mut() {
-            if j.info.state == JobState::Pending {
+            if j.info.state == JobState::Pending && !dep_blocked.contains_key(&j.info.job_id) {
                 j.info.expected_start = None;
                 j.info.sched_nodes.clear();
             }
@@ -1085,7 +1371,15 @@ impl State {
                 }
                 let _ = self.persist(id);
             }
-            Err(LaunchFailure::Refused(msg)) => {
+            Err(LaunchFailure::Busy(msg)) if job.info.restarts > 0 => {
+                // The node still holds the previous run of this requeued job until its
+                // report is acknowledged: try again shortly.
+                tracing::info!("job {id}: node still holds the previous run ({msg}); retrying");
+                back_to_queue(job);
+                job.info.eligible_time = Some(now + REQUEUE_DELAY_SECS);
+                let _ = self.persist(id);
+            }
+            Err(LaunchFailure::Refused(msg) | LaunchFailure::Busy(msg)) => {
                 tracing::warn!("job {id}: launch refused: {msg}");
                 job.info.state = JobState::Failed;
                 job.info.reason = Reason::JobLaunchFailure;
@@ -1133,7 +1427,9 @@ impl State {
         };
         job.info.state = state;
         job.info.reason = reason;
-        let _ = now;
+        if job.extra.requeue && req.launch_error.is_none() {
+            requeue_run(job, now);
+        }
         self.persist(req.job_id).map_err(internal)
     }
 
@@ -1164,6 +1460,9 @@ impl State {
                 job.info.state = st;
                 job.info.reason = r;
                 job.launch = None;
+                if job.extra.requeue {
+                    requeue_run(job, now);
+                }
                 let _ = self.persist(id);
             } else {
                 job.terminate_acked = false;
@@ -1264,6 +1563,9 @@ impl State {
                     };
                     j.info.end_time = Some(now);
                     j.launch = None;
+                    if j.extra.requeue {
+                        requeue_run(j, now);
+                    }
                 } else {
                     tracing::warn!("job {id}: node {name} does not have it; requeued");
                     back_to_queue(j);
@@ -1409,6 +1711,8 @@ pub enum LaunchFailure {
     Unreachable(String),
     /// gsnoded refused the job (unknown user, not allowed...).
     Refused(String),
+    /// gsnoded still holds a run of this job id (its report is not acknowledged yet).
+    Busy(String),
 }
 
 fn back_to_queue(job: &mut Job) {
@@ -1422,6 +1726,17 @@ fn back_to_queue(job: &mut Job) {
     job.launch = None;
     job.terminate_sent_at = None;
     job.terminate_acked = false;
+}
+
+/// Puts an ended run back in the queue as a new run (`scontrol requeue`).
+fn requeue_run(job: &mut Job, now: i64) {
+    back_to_queue(job);
+    job.info.restarts += 1;
+    job.info.exit_code = 0;
+    job.info.exit_signal = 0;
+    job.info.cancelled_by = None;
+    job.info.eligible_time = Some(now + REQUEUE_DELAY_SECS);
+    job.info.reason = Reason::BeginTime;
 }
 
 /// The scheduler core's settings from `SchedulerType=` and `SchedulerParameters=`.

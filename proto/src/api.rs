@@ -37,6 +37,7 @@ pub mod paths {
     pub const JOBS_SIGNAL: &str = "/v1/jobs/signal";
     pub const JOBS_HOLD: &str = "/v1/jobs/hold";
     pub const JOBS_UPDATE: &str = "/v1/jobs/update";
+    pub const JOBS_REQUEUE: &str = "/v1/jobs/requeue";
     pub const JOBS_COMPLETE: &str = "/v1/jobs/complete";
     pub const NODES: &str = "/v1/nodes";
     pub const NODES_UPDATE: &str = "/v1/nodes/update";
@@ -72,6 +73,8 @@ pub enum ErrorCode {
     NotFound,
     Unavailable,
     Internal,
+    DependencyProblem,
+    Disabled,
 }
 
 impl ErrorCode {
@@ -97,6 +100,8 @@ impl ErrorCode {
             ErrorCode::NotFound => "Not found",
             ErrorCode::Unavailable => "Service unavailable",
             ErrorCode::Internal => "Unexpected error",
+            ErrorCode::DependencyProblem => "Job dependency problem",
+            ErrorCode::Disabled => "Requested operation is presently disabled",
         }
     }
 
@@ -109,7 +114,9 @@ impl ErrorCode {
             | ErrorCode::TooManyProcessors
             | ErrorCode::MemoryUnavailable
             | ErrorCode::TimeLimitInvalid
-            | ErrorCode::InvalidNodeState => 400,
+            | ErrorCode::InvalidNodeState
+            | ErrorCode::DependencyProblem => 400,
+            ErrorCode::Disabled => 409,
             ErrorCode::ProtocolVersion => 426,
             ErrorCode::AuthenticationFailed => 401,
             ErrorCode::AccessDenied => 403,
@@ -259,6 +266,27 @@ pub struct JobUpdateRequest {
     /// New limit in minutes; `Some(None)` = UNLIMITED.
     #[serde(default)]
     pub time_limit: Option<Option<u32>>,
+    /// `Dependency=`; an empty string removes the dependency.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// `StartTime=`/`BeginTime=`, resolved to epoch seconds (pending jobs only).
+    #[serde(default)]
+    pub begin_time: Option<i64>,
+    /// `Name=`/`JobName=`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `Priority=` (administrators only).
+    #[serde(default)]
+    pub priority: Option<u32>,
+    /// `Partition=` (pending jobs only).
+    #[serde(default)]
+    pub partition: Option<String>,
+}
+
+/// `POST /v1/jobs/requeue`: `scontrol requeue`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RequeueRequest {
+    pub ids: Vec<JobId>,
 }
 
 /// `POST /v1/jobs/complete`: gsnoded reports how a job's batch script ended.

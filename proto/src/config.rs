@@ -439,6 +439,8 @@ pub struct SchedulerParams {
     pub bf_window_min: Option<u32>,
     /// `bf_max_job_test=`: how many pending jobs get a fully planned start.
     pub bf_max_job_test: Option<u32>,
+    /// `kill_invalid_depend`: cancel jobs whose dependency can never be satisfied.
+    pub kill_invalid_depend: bool,
 }
 
 /// The scheduler settings.
@@ -482,6 +484,7 @@ fn parse_scheduler_params(v: &str) -> Result<(SchedulerParams, Vec<String>), Str
             "bf_reserve" => p.bf_reserve = Some(num("bf_reserve")?.max(1)),
             "bf_window" => p.bf_window_min = Some(num("bf_window")?.max(1)),
             "bf_max_job_test" => p.bf_max_job_test = Some(num("bf_max_job_test")?.max(1)),
+            "kill_invalid_depend" => p.kill_invalid_depend = true,
             _ => ignored.push(k.to_string()),
         }
     }

@@ -109,6 +109,8 @@ pub enum Reason {
     TimeLimit,
     JobLaunchFailure,
     OutOfMemory,
+    Dependency,
+    DependencyNeverSatisfied,
 }
 
 impl Reason {
@@ -131,6 +133,8 @@ impl Reason {
             Reason::TimeLimit => "TimeLimit",
             Reason::JobLaunchFailure => "JobLaunchFailure",
             Reason::OutOfMemory => "OutOfMemory",
+            Reason::Dependency => "Dependency",
+            Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
         }
     }
 }
@@ -216,6 +220,18 @@ pub struct JobSpec {
     pub run_as_uid: Option<u32>,
     #[serde(default)]
     pub run_as_gid: Option<u32>,
+    /// `-d/--dependency` as given (`SLURM_JOB_DEPENDENCY`).
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// `--kill-on-invalid-dep=yes|no`; `None` = `kill_invalid_depend` of SchedulerParameters.
+    #[serde(default)]
+    pub kill_on_invalid_dep: Option<bool>,
+    /// `-b/--begin`, already resolved to epoch seconds.
+    #[serde(default)]
+    pub begin_time: Option<i64>,
+    /// `--requeue` (`Some(true)`) / `--no-requeue` (`Some(false)`); `None` = `JobRequeue`.
+    #[serde(default)]
+    pub requeue: Option<bool>,
 }
 
 impl JobSpec {
@@ -281,7 +297,21 @@ pub struct JobInfo {
     /// For a pending job: the nodes it is expected to start on (`%Y`, `SchedNodes`).
     #[serde(default)]
     pub sched_nodes: Vec<String>,
+    /// The dependency still to be satisfied (`Dependency=`, squeue `%E`); `None` once
+    /// satisfied or when there was none.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// Whether the job may be requeued (`Requeue=`).
+    #[serde(default = "yes")]
+    pub requeue: bool,
+    /// How many times the job was requeued (`Restarts=`, `SLURM_RESTART_COUNT`).
+    #[serde(default)]
+    pub restarts: u32,
     pub spec: JobSpec,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl JobInfo {

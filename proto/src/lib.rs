@@ -4,8 +4,10 @@
 
 pub mod api;
 pub mod auth;
+pub mod begin;
 pub mod client;
 pub mod config;
+pub mod depend;
 pub mod hostlist;
 pub mod job;
 pub mod node;

@@ -203,18 +203,18 @@ pub fn format_memory_mb(mb: u64) -> String {
 
 /// Broken-down local time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct LocalTm {
-    year: i64,
-    month: u32,
-    day: u32,
-    hour: u32,
-    minute: u32,
-    second: u32,
+pub(crate) struct LocalTm {
+    pub(crate) year: i64,
+    pub(crate) month: u32,
+    pub(crate) day: u32,
+    pub(crate) hour: u32,
+    pub(crate) minute: u32,
+    pub(crate) second: u32,
 }
 
 /// Converts epoch seconds to local time with the C library (honours `TZ`).
 #[allow(unsafe_code)]
-fn local_tm(epoch_secs: i64) -> Option<LocalTm> {
+pub(crate) fn local_tm(epoch_secs: i64) -> Option<LocalTm> {
     // `time_t` is 32 bits on some platforms.
     #[allow(clippy::useless_conversion)]
     let t: libc::time_t = epoch_secs.try_into().ok()?;
@@ -241,7 +241,7 @@ fn local_tm(epoch_secs: i64) -> Option<LocalTm> {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -252,7 +252,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 }
 
 /// Date of a day number since 1970-01-01 (inverse of [`days_from_civil`]).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

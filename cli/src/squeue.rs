@@ -1220,6 +1220,7 @@ pub(crate) mod tests {
             held: false,
             expected_start: None,
             sched_nodes: Vec::new(),
+            array: None,
             spec: JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),

@@ -24,6 +24,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+mod arrays;
+pub use arrays::ArrayRt;
+
 /// How long a job may be missing from its node's job list after its launch was acknowledged
 /// before the controller concludes the node never got it (heartbeats can cross a launch).
 pub const LOST_JOB_GRACE_SECS: i64 = 20;
@@ -142,6 +145,8 @@ pub struct State {
     pub start_time: i64,
     slurm_uid: Option<u32>,
     sched_config: SchedConfig,
+    /// Arrays with tasks in `jobs`, by array job id.
+    pub arrays: HashMap<JobId, ArrayRt>,
 }
 
 impl std::fmt::Debug for State {
@@ -263,7 +268,7 @@ impl State {
         let next_id = store.next_job_id()?;
         let slurm_uid = users::user_by_name(&cfg.slurm_user).map(|u| u.uid);
         let sched_config = sched_config_from(&cfg);
-        Ok(State {
+        let mut st = State {
             sched_config,
             cfg,
             store,
@@ -274,7 +279,10 @@ impl State {
             next_id,
             start_time: now,
             slurm_uid,
-        })
+            arrays: HashMap::new(),
+        };
+        st.rebuild_arrays()?;
+        Ok(st)
     }
 
     /// Root, SlurmUser and the controller's own user may act on everything.
@@ -402,6 +410,7 @@ impl State {
                 }
             }
         }
+        let array = self.parse_array(&spec)?;
         if matches!(spec.mem, Some(MemRequest::PerCpu(0))) {
             return Err(ApiError::plain(ErrorCode::MemoryUnavailable));
         }
@@ -496,8 +505,12 @@ impl State {
             held,
             expected_start: None,
             sched_nodes: Vec::new(),
+            array: None,
             spec,
         };
+        if let Some(array) = array {
+            return self.insert_array(info, array);
+        }
         let rec = StoredRecord {
             info: info.clone(),
             extra: JobExtra::default(),
@@ -523,9 +536,10 @@ impl State {
 
     /// Jobs matching a filter, in id order.
     pub fn query(&self, filter: &JobFilter) -> Vec<JobInfo> {
-        if !filter.ids.is_empty() && filter.ids.len() < 64 {
-            return filter
-                .ids
+        let named = filter.ids.len() + filter.array_tasks.len();
+        if named > 0 && named < 64 {
+            return self
+                .resolve_ids(&filter.ids, &filter.array_tasks)
                 .iter()
                 .filter_map(|id| self.jobs.get(id))
                 .map(|j| &j.info)
@@ -558,14 +572,14 @@ impl State {
         who: Identity,
         now: i64,
     ) -> Result<(ActionResults, Vec<Effect>), ApiError> {
-        let mut ids: Vec<JobId> = if filter.ids.is_empty() {
+        let mut ids: Vec<JobId> = if filter.ids.is_empty() && filter.array_tasks.is_empty() {
             self.jobs
                 .values()
                 .filter(|j| filter.matches(&j.info) && !j.info.state.is_terminal())
                 .map(|j| j.info.job_id)
                 .collect()
         } else {
-            filter.ids.clone()
+            self.resolve_ids(&filter.ids, &filter.array_tasks)
         };
         ids.dedup();
         let mut results = Vec::new();
@@ -658,11 +672,12 @@ impl State {
     pub fn hold(
         &mut self,
         ids: &[JobId],
+        array_tasks: &[(JobId, u32)],
         names: &[String],
         release: bool,
         who: Identity,
     ) -> Result<ActionResults, ApiError> {
-        let mut targets: Vec<JobId> = ids.to_vec();
+        let mut targets: Vec<JobId> = self.resolve_ids(ids, array_tasks);
         for n in names {
             targets.extend(
                 self.jobs
@@ -675,6 +690,15 @@ impl State {
         let mut results = Vec::new();
         let mut changed = Vec::new();
         for id in targets {
+            // An array named by its id: only its pending tasks are concerned.
+            let via_array = !ids.contains(&id)
+                && self.jobs.get(&id).is_some_and(|j| {
+                    j.info.state != JobState::Pending
+                        && j.info.array.is_some_and(|a| ids.contains(&a.job_id))
+                });
+            if via_array {
+                continue;
+            }
             let r = match self.jobs.get(&id) {
                 None => Err(ApiError::plain(ErrorCode::InvalidJobId)),
                 Some(j) => self.check_owner(&j.info, &who).and_then(|_| {
@@ -952,11 +976,13 @@ impl State {
                 })
                 .collect(),
         };
+        let throttled = self.throttled();
         let queue: Vec<QueuedJob> = self
             .jobs
             .values()
             // Held jobs keep the reason they were held with and cost the pass nothing.
             .filter(|j| j.info.state == JobState::Pending && !j.info.held)
+            .filter(|j| !throttled.contains(&j.info.job_id))
             .map(|j| QueuedJob {
                 id: j.info.job_id,
                 priority: j.info.priority,
@@ -993,6 +1019,11 @@ impl State {
                 j.info.sched_nodes = names;
             }
         }
+        for id in &throttled {
+            if let Some(j) = self.jobs.get_mut(id) {
+                j.info.reason = Reason::JobArrayTaskLimit;
+            }
+        }
         for (id, reason) in decisions.waiting {
             if let Some(j) = self.jobs.get_mut(&id) {
                 j.info.reason = reason;
@@ -1025,7 +1056,17 @@ impl State {
             job.terminate_acked = false;
             changed.push(start.job_id);
             let a = start.placement.nodes[0];
-            let req = crate::env::launch_request(&self.cfg, &job.info, a.cpus, a.mem_mb);
+            let info = job.info.clone();
+            let full = self.launch_info(&info);
+            let req = crate::env::launch_request(
+                &self.cfg,
+                full.as_ref().unwrap_or(&info),
+                a.cpus,
+                a.mem_mb,
+            );
+            let Some(job) = self.jobs.get(&start.job_id) else {
+                continue;
+            };
             effects.push(Effect::Launch {
                 node: job.info.nodes[0].clone(),
                 req: Box::new(req),
@@ -1057,6 +1098,7 @@ impl State {
         self.jobs.retain(|_, j| {
             !(j.info.state.is_terminal() && j.info.end_time.is_some_and(|e| now - e > age))
         });
+        self.purge_arrays();
     }
 
     /// The answer of gsnoded to a launch.
@@ -1354,7 +1396,7 @@ impl State {
             ("AuthType".into(), c.auth_type.to_string()),
             ("ClusterName".into(), c.cluster_name.clone()),
             ("KillWait".into(), format!("{} sec", c.kill_wait)),
-            ("MaxArraySize".into(), "1001".into()),
+            ("MaxArraySize".into(), c.max_array_size.to_string()),
             ("MinJobAge".into(), format!("{} sec", c.min_job_age)),
             ("SchedulerType".into(), "sched/builtin".into()),
             ("SlurmUser".into(), slurm_user),
@@ -1452,13 +1494,13 @@ fn priority_for(id: JobId) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use gsched_proto::config::Config;
 
-    const ROOT: Identity = Identity { uid: 0, gid: 0 };
+    pub(crate) const ROOT: Identity = Identity { uid: 0, gid: 0 };
 
-    fn state(dir: &std::path::Path) -> State {
+    pub(crate) fn state(dir: &std::path::Path) -> State {
         let text = format!(
             "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
              NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\nPartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
@@ -1469,7 +1511,7 @@ mod tests {
         State::load(cfg, store, 1000).unwrap()
     }
 
-    fn spec(tasks: u32) -> JobSpec {
+    pub(crate) fn spec(tasks: u32) -> JobSpec {
         JobSpec {
             name: "j".into(),
             script: "#!/bin/sh\ntrue\n".into(),
@@ -1479,7 +1521,7 @@ mod tests {
         }
     }
 
-    fn register_all(st: &mut State, now: i64) {
+    pub(crate) fn register_all(st: &mut State, now: i64) {
         for n in ["n1", "n2"] {
             let r = NodeReport {
                 name: n,

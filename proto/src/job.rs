@@ -109,6 +109,8 @@ pub enum Reason {
     TimeLimit,
     JobLaunchFailure,
     OutOfMemory,
+    /// An array task waits for its array's `%N` throttle.
+    JobArrayTaskLimit,
 }
 
 impl Reason {
@@ -131,6 +133,7 @@ impl Reason {
             Reason::TimeLimit => "TimeLimit",
             Reason::JobLaunchFailure => "JobLaunchFailure",
             Reason::OutOfMemory => "OutOfMemory",
+            Reason::JobArrayTaskLimit => "JobArrayTaskLimit",
         }
     }
 }
@@ -216,6 +219,9 @@ pub struct JobSpec {
     pub run_as_uid: Option<u32>,
     #[serde(default)]
     pub run_as_gid: Option<u32>,
+    /// `-a/--array` as given (`0-15:4%2`); see [`crate::array::parse`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<String>,
 }
 
 impl JobSpec {
@@ -281,10 +287,26 @@ pub struct JobInfo {
     /// For a pending job: the nodes it is expected to start on (`%Y`, `SchedNodes`).
     #[serde(default)]
     pub sched_nodes: Vec<String>,
+    /// For an array task: its array and index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<crate::array::ArrayTask>,
     pub spec: JobSpec,
 }
 
 impl JobInfo {
+    /// How users name the job: `N_K` for an array task, else `N`.
+    pub fn display_id(&self) -> String {
+        match &self.array {
+            Some(a) => a.name(),
+            None => self.job_id.to_string(),
+        }
+    }
+
+    /// The array's job id for an array task, else the job id.
+    pub fn array_job_id(&self) -> JobId {
+        self.array.map_or(self.job_id, |a| a.job_id)
+    }
+
     /// `ExitCode=code:signal` as scontrol and sacct print it.
     pub fn exit_code_string(&self) -> String {
         format!("{}:{}", self.exit_code, self.exit_signal)

@@ -3,6 +3,7 @@
 //! Each binary in `src/bin/` is a thin `main` calling the module of the same name; the
 //! modules keep Slurm's options, output formats, messages and exit codes.
 
+pub mod arrays;
 pub mod common;
 pub mod format;
 pub mod getopt;

@@ -141,6 +141,7 @@ pub const OPTIONS: &[Opt] = &[
 /// `TrackWCKey=no`), `-M` naming the local cluster). Every other option is refused.
 const IMPLEMENTED: &[&str] = &[
     "begin",
+    "array",
     "chdir",
     "cluster",
     "clusters",
@@ -295,6 +296,8 @@ pub struct Opts {
     pub kill_on_invalid_dep: Option<bool>,
     /// `--requeue` / `--no-requeue`.
     pub requeue: Option<bool>,
+    /// `-a/--array`, as given.
+    pub array: Option<String>,
 }
 
 /// Facts about the caller that option processing needs.
@@ -328,6 +331,7 @@ impl Opts {
         let opt_err = |msg: &str| Fail::error(prog, msg).with_code(EXIT_OPTION);
         match id {
             "job-name" => self.job_name = Some(val.to_string()),
+            "array" => self.array = Some(val.to_string()),
             "output" => self.output = Some(val.to_string()),
             "error" => self.error = Some(val.to_string()),
             "input" => self.input = Some(val.to_string()),
@@ -969,7 +973,21 @@ pub fn build(
         Some(None) => (None, true),
         Some(Some(m)) => (Some(m), false),
     };
+    // The controller checks the indices against MaxArraySize; the syntax is checked here
+    // with the same words (Slurm's ESLURM_INVALID_ARRAY).
+    if let Some(a) = &opts.array {
+        if gsched_proto::array::parse(a, None).is_err() {
+            return Err(Fail::error(
+                prog,
+                format!(
+                    "Batch job submission failed: {}",
+                    gsched_proto::array::INVALID_ARRAY
+                ),
+            ));
+        }
+    }
     let spec = JobSpec {
+        array: opts.array.clone(),
         name,
         script: script.to_string(),
         argv,
@@ -1345,6 +1363,37 @@ mod tests {
     }
 
     const SCRIPT: &str = "#!/bin/sh\n#SBATCH -J from_script -p script_part -t 10 -o out.%j\n#SBATCH --mem=1G\necho\n";
+
+    #[test]
+    fn array_from_cli_env_and_script() {
+        let src = ScriptSource::File("job.sh".into());
+        let script = "#!/bin/sh\n#SBATCH -a 0-3\necho\n";
+        let b = build(&ctx(&[]), &cli(&["job.sh"]), &src, script, None).unwrap();
+        assert_eq!(b.spec.array.as_deref(), Some("0-3"));
+        let env = ctx(&[("SBATCH_ARRAY_INX", "0,6,16-32")]);
+        let b = build(&env, &cli(&["job.sh"]), &src, script, None).unwrap();
+        assert_eq!(b.spec.array.as_deref(), Some("0,6,16-32"));
+        let b = build(
+            &env,
+            &cli(&["--array=0-15:4%2", "job.sh"]),
+            &src,
+            script,
+            None,
+        )
+        .unwrap();
+        assert_eq!(b.spec.array.as_deref(), Some("0-15:4%2"));
+        let b = build(&ctx(&[]), &cli(&["job.sh"]), &src, SCRIPT, None).unwrap();
+        assert_eq!(b.spec.array, None);
+        for bad in ["x", "3-1", "0-15:0", "1,,2", "0-7%"] {
+            let e = build(&ctx(&[]), &cli(&["-a", bad, "job.sh"]), &src, script, None).unwrap_err();
+            assert_eq!(
+                e.lines,
+                vec!["sbatch: error: Batch job submission failed: Invalid job array specification"],
+                "{bad}"
+            );
+            assert_eq!(e.code, 1);
+        }
+    }
 
     #[test]
     fn precedence_cli_over_env_over_script() {

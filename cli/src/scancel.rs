@@ -48,6 +48,8 @@ const OPTIONS: &[Opt] = &[
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Params {
     pub ids: Vec<JobId>,
+    /// Array tasks named `N_K`.
+    pub tasks: Vec<(JobId, u32)>,
     pub signal: Option<i32>,
     pub batch: bool,
     pub name: Option<String>,
@@ -108,11 +110,24 @@ fn parse_state(s: &str, from_env: bool) -> Result<Option<JobState>, Fail> {
     ))
 }
 
-/// Slurm's `_xlate_job_step_ids` restricted to what gsched has: plain job ids, several of
-/// them comma-joined in one argument. Array (`N_K`), het-job (`N+K`) and step (`N.S`) ids
-/// name nothing in gsched and are refused.
+/// Slurm's `_xlate_job_step_ids` restricted to what gsched has: job ids and array tasks
+/// (`N_K`), several of them comma-joined in one argument. Het-job (`N+K`) and step (`N.S`)
+/// ids name nothing in gsched and are refused.
 pub fn parse_ids(prog: &str, args: &[String]) -> Result<Vec<JobId>, Fail> {
+    let (ids, tasks) = parse_refs(prog, args)?;
+    match tasks.first() {
+        Some((n, k)) => Err(Fail::error(prog, format!("Invalid job id {n}_{k}"))),
+        None => Ok(ids),
+    }
+}
+
+/// Job ids, and array tasks named `N_K` as (N, K).
+pub type JobRefs = (Vec<JobId>, Vec<(JobId, u32)>);
+
+/// Job ids and array tasks (`N_K`) named on the command line.
+pub fn parse_refs(prog: &str, args: &[String]) -> Result<JobRefs, Fail> {
     let mut out = Vec::new();
+    let mut tasks = Vec::new();
     for a in args {
         let mut rest: &str = a;
         loop {
@@ -124,8 +139,17 @@ pub fn parse_ids(prog: &str, args: &[String]) -> Result<Vec<JobId>, Fail> {
             if n <= 0 || n > i64::from(u32::MAX) {
                 return Err(Fail::error(prog, format!("Invalid job id {rest}")));
             }
-            out.push(n as JobId);
-            let tail = &rest[digits..];
+            let mut tail = &rest[digits..];
+            if let Some(t) = tail.strip_prefix('_') {
+                let kd = t.bytes().take_while(u8::is_ascii_digit).count();
+                match t[..kd].parse::<u32>() {
+                    Ok(k) => tasks.push((n as JobId, k)),
+                    Err(_) => return Err(Fail::error(prog, format!("Invalid job id {rest}"))),
+                }
+                tail = &t[kd..];
+            } else {
+                out.push(n as JobId);
+            }
             if tail.is_empty() {
                 break;
             }
@@ -136,7 +160,7 @@ pub fn parse_ids(prog: &str, args: &[String]) -> Result<Vec<JobId>, Fail> {
             }
         }
     }
-    Ok(out)
+    Ok((out, tasks))
 }
 
 pub fn parse_args(
@@ -222,7 +246,7 @@ pub fn parse_args(
     if let Some(e) = split.err {
         return Err(Fail::usage(prog, &e, 1));
     }
-    p.ids = parse_ids(prog, &split.operands)?;
+    (p.ids, p.tasks) = parse_refs(prog, &split.operands)?;
     if let Some(u) = &p.user_name {
         match common::resolve_uid(u) {
             Some(uid) => p.user_id = Some(uid),
@@ -235,7 +259,7 @@ pub fn parse_args(
                 .map_err(|_| Fail::error(prog, format!("Invalid node list: {n}")))?,
         );
     }
-    if p.ids.is_empty() && !p.has_filters() {
+    if p.ids.is_empty() && p.tasks.is_empty() && !p.has_filters() {
         return Err(Fail::error(prog, "No job identification provided"));
     }
     Ok(Parsed::Run(Box::new(p)))
@@ -310,19 +334,31 @@ pub fn judge(prog: &str, p: &Params, resp: &JobActionResponse) -> Outcome {
 }
 
 /// Sends the signal/cancel request for `ids`.
-fn act(prog: &str, client: &Client, p: &Params, ids: Vec<JobId>) -> Outcome {
+fn act(
+    prog: &str,
+    client: &Client,
+    p: &Params,
+    ids: Vec<JobId>,
+    tasks: Vec<(JobId, u32)>,
+) -> Outcome {
     let mut o = Outcome::default();
-    if ids.is_empty() {
+    if ids.is_empty() && tasks.is_empty() {
         return o;
     }
     if p.verbose > 0 {
         for id in &ids {
             o.lines.push(verbose_line(prog, p, *id));
         }
+        for (n, k) in &tasks {
+            o.lines.push(
+                verbose_line(prog, p, *n).replace(&format!("job {n}"), &format!("job {n}_{k}")),
+            );
+        }
     }
     let req = SignalJobsRequest {
         filter: JobFilter {
             ids: ids.clone(),
+            array_tasks: tasks,
             ..Default::default()
         },
         signal: p.signal,
@@ -354,9 +390,9 @@ fn act(prog: &str, client: &Client, p: &Params, ids: Vec<JobId>) -> Outcome {
 pub fn select(prog: &str, p: &Params, jobs: &[JobInfo]) -> (Vec<JobId>, Outcome) {
     let mut o = Outcome::default();
     for id in &p.ids {
-        let active = jobs
-            .iter()
-            .any(|j| j.job_id == *id && !j.state.is_terminal());
+        let active = jobs.iter().any(|j| {
+            (j.job_id == *id || j.array.is_some_and(|a| a.job_id == *id)) && !j.state.is_terminal()
+        });
         if !active {
             o.code = 1;
             if p.verbose >= 0 {
@@ -366,9 +402,14 @@ pub fn select(prog: &str, p: &Params, jobs: &[JobInfo]) -> (Vec<JobId>, Outcome)
             }
         }
     }
+    let named = JobFilter {
+        ids: p.ids.clone(),
+        array_tasks: p.tasks.clone(),
+        ..Default::default()
+    };
     let chosen: Vec<JobId> = jobs
         .iter()
-        .filter(|j| p.ids.is_empty() || p.ids.contains(&j.job_id))
+        .filter(|j| named.names(j))
         .filter(|j| job_matches(p, j))
         .map(|j| j.job_id)
         .collect();
@@ -411,10 +452,11 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
     };
     let (_, client) = common::connect(prog, p.clusters.as_deref())?;
     let outcome = if !p.has_filters() {
-        act(prog, &client, &p, p.ids.clone())
+        act(prog, &client, &p, p.ids.clone(), p.tasks.clone())
     } else {
         let filter = JobFilter {
             ids: p.ids.clone(),
+            array_tasks: p.tasks.clone(),
             user_ids: p.user_id.into_iter().collect(),
             ..Default::default()
         };
@@ -430,7 +472,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
                 )
             })?;
         let (ids, mut o) = select(prog, &p, &resp.jobs);
-        let a = act(prog, &client, &p, ids);
+        let a = act(prog, &client, &p, ids, Vec::new());
         o.lines.extend(a.lines);
         o.code = o.code.max(a.code);
         o
@@ -503,6 +545,13 @@ mod tests {
             parse_ids("scancel", &s(&["12", "13,14"])).unwrap(),
             vec![12, 13, 14]
         );
+        assert_eq!(
+            parse_refs("scancel", &s(&["12_3,14", "15_0"])).unwrap(),
+            (vec![14], vec![(12, 3), (15, 0)])
+        );
+        for bad in ["12_x", "12_"] {
+            assert!(parse_refs("scancel", &s(&[bad])).is_err(), "{bad}");
+        }
         for bad in ["INVALID", "0", "12_3", "12.0", "12+1", "12x", "-5"] {
             let e = parse_ids("scancel", &s(&[bad])).unwrap_err();
             assert_eq!(

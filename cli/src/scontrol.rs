@@ -498,9 +498,19 @@ impl Session<'_> {
             }
             let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
             let n: u32 = digits.parse().unwrap_or(0);
-            if digits.len() != s.len() {
-                // An array task or het-job component: gsched has neither.
-                let Some(api) = self.connect(out) else { return };
+            let task = gsched_proto::array::parse_job_ref(s).and_then(|(n, k)| Some((n, k?)));
+            let Some(api) = self.connect(out) else { return };
+            let found_task = task.is_some_and(|t| {
+                api.jobs(JobFilter {
+                    array_tasks: vec![t],
+                    ..Default::default()
+                })
+                .is_ok_and(|r| !r.jobs.is_empty())
+            });
+            if let (Some(t), true) = (task, found_task) {
+                filter.array_tasks = vec![t];
+            } else if digits.len() != s.len() {
+                // Not an array task of job N (or a het-job component: gsched has none).
                 match api.jobs(JobFilter {
                     ids: vec![n],
                     ..Default::default()
@@ -515,8 +525,9 @@ impl Session<'_> {
                     Err(e) => self.perror(out, "slurm_load_jobs error", &e),
                 }
                 return;
+            } else {
+                filter.ids = vec![n];
             }
-            filter.ids = vec![n];
         }
         let Some(api) = self.connect(out) else { return };
         match api.jobs(filter) {
@@ -529,11 +540,12 @@ impl Session<'_> {
                     }
                     return;
                 }
-                let mut jobs = r.jobs.clone();
+                let (mut jobs, ranges) = crate::arrays::collapse(r.jobs.clone());
                 jobs.sort_by_key(|j| std::cmp::Reverse(j.job_id));
                 for j in &jobs {
-                    out.print(&format_job(
+                    out.print(&format_job_ranged(
                         j,
+                        ranges.get(&j.job_id).map(String::as_str),
                         r.now,
                         self.flags.one_liner,
                         self.flags.details,
@@ -611,6 +623,7 @@ impl Session<'_> {
 
     fn hold(&self, out: &mut Out, args: &[String], release: bool) {
         let mut ids = Vec::new();
+        let mut array_tasks = Vec::new();
         let mut names = Vec::new();
         for a in args {
             let mut s = a.as_str();
@@ -619,8 +632,20 @@ impl Session<'_> {
                     s = &s[pre.len()..];
                 }
             }
-            if let Some(list) = job_id_list(s) {
-                ids.extend(list);
+            let refs: Option<Vec<_>> = (!s.is_empty())
+                .then(|| {
+                    s.split(',')
+                        .map(gsched_proto::array::parse_job_ref)
+                        .collect()
+                })
+                .flatten();
+            if let Some(list) = refs {
+                for (n, k) in list {
+                    match k {
+                        Some(k) => array_tasks.push((n, k)),
+                        None => ids.push(n),
+                    }
+                }
             } else if s.len() >= 5 && s[..5].eq_ignore_ascii_case("Name=") {
                 names.push(s[5..].to_string());
             } else if s.len() >= 8 && s[..8].eq_ignore_ascii_case("JobName=") {
@@ -629,12 +654,13 @@ impl Session<'_> {
                 self.complain(out, format!("Invalid job id specified for job {s}"));
             }
         }
-        if ids.is_empty() && names.is_empty() {
+        if ids.is_empty() && array_tasks.is_empty() && names.is_empty() {
             return;
         }
         let Some(api) = self.connect(out) else { return };
         match api.hold(&HoldRequest {
             ids,
+            array_tasks,
             names,
             release,
         }) {
@@ -1050,9 +1076,12 @@ pub fn format_config(c: &ConfigResponse) -> String {
 /// scontrol's limited output-path expansion (`%A %a %j %u %x`), made absolute.
 fn fname(job: &JobInfo, pat: &str) -> String {
     let user = name_or_id(&job.user_name, job.user_id);
+    let task = job
+        .array
+        .map_or(gsched_proto::patterns::NO_ARRAY_TASK, |a| a.task_id);
     let t = pat
-        .replace("%A", &job.job_id.to_string())
-        .replace("%a", &gsched_proto::patterns::NO_ARRAY_TASK.to_string())
+        .replace("%A", &job.array_job_id().to_string())
+        .replace("%a", &task.to_string())
         .replace("%j", &job.job_id.to_string())
         .replace("%u", &user)
         .replace("%x", &job.name);
@@ -1075,10 +1104,31 @@ fn tres(cpus: u32, mem_mb: u64, nodes: u32) -> String {
 
 /// `scontrol show job` for one job.
 pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> String {
+    format_job_ranged(j, None, now, one_liner, details)
+}
+
+/// `scontrol show job` for one job or, with `range`, for an array's collapsed pending tasks
+/// (`ArrayTaskId=1-7%4`).
+pub fn format_job_ranged(
+    j: &JobInfo,
+    range: Option<&str>,
+    now: i64,
+    one_liner: bool,
+    details: bool,
+) -> String {
     let le = if one_liner { " " } else { "\n   " };
     let spec = &j.spec;
     let mut o = String::new();
-    o.push_str(&format!("JobId={} JobName={}{le}", j.job_id, j.name));
+    o.push_str(&format!("JobId={} ", j.job_id));
+    if let Some(a) = &j.array {
+        let task = range.map_or_else(|| a.task_id.to_string(), str::to_string);
+        o.push_str(&format!(
+            "ArrayJobId={} ArrayTaskId={task} ArrayTaskThrottle={} ",
+            a.job_id,
+            a.throttle.unwrap_or(0)
+        ));
+    }
+    o.push_str(&format!("JobName={}{le}", j.name));
     let user = name_or_id(&j.user_name, j.user_id);
     let group = name_or_id(&j.group_name, j.group_id);
     o.push_str(&format!(
@@ -1194,7 +1244,10 @@ pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> Stri
         .stdout
         .as_deref()
         .map(|p| fname(j, p))
-        .unwrap_or_else(|| format!("{}/slurm-{}.out", spec.work_dir, j.job_id));
+        .unwrap_or_else(|| match &j.array {
+            Some(a) => format!("{}/slurm-{}_{}.out", spec.work_dir, a.job_id, a.task_id),
+            None => format!("{}/slurm-{}.out", spec.work_dir, j.job_id),
+        });
     let stderr = spec
         .stderr
         .as_deref()
@@ -1590,12 +1643,7 @@ mod tests {
         fn jobs(&self, f: JobFilter) -> Result<JobsResponse, String> {
             Ok(JobsResponse {
                 now: 1_003_761,
-                jobs: self
-                    .jobs
-                    .iter()
-                    .filter(|j| f.ids.is_empty() || f.ids.contains(&j.job_id))
-                    .cloned()
-                    .collect(),
+                jobs: self.jobs.iter().filter(|j| f.names(j)).cloned().collect(),
             })
         }
         fn nodes(&self) -> Result<NodesResponse, String> {
@@ -1945,7 +1993,9 @@ mod tests {
             let o = cmd(s, "update Foo=1");
             assert_eq!(o.stderr[0], "No valid entity in update command");
             let sent = fk.sent.borrow();
-            assert!(sent[0].contains("ids: [42, 43], names: [\"x\"], release: false"));
+            assert!(
+                sent[0].contains("ids: [42, 43], array_tasks: [], names: [\"x\"], release: false")
+            );
             assert!(sent
                 .iter()
                 .any(|x| x.contains("time_limit: Some(Some(60))")));

@@ -344,6 +344,8 @@ pub struct RenderCtx {
     pub cluster: String,
     /// `--noconvert`: memory in MiB without units.
     pub noconvert: bool,
+    /// Collapsed array records: `ArrayTaskId` text by job id (see [`crate::arrays`]).
+    pub ranges: std::collections::HashMap<u32, String>,
 }
 
 fn header(kind: F) -> (&'static str, bool) {
@@ -482,7 +484,10 @@ fn end_time(job: &JobInfo, now: i64) -> String {
 fn stdio_path(job: &JobInfo, p: &Option<String>) -> String {
     match p {
         Some(p) => p.clone(),
-        None => format!("{}/slurm-{}.out", job.spec.work_dir, job.job_id),
+        None => match &job.array {
+            Some(a) => format!("{}/slurm-{}_{}.out", job.spec.work_dir, a.job_id, a.task_id),
+            None => format!("{}/slurm-{}.out", job.spec.work_dir, job.job_id),
+        },
     }
 }
 
@@ -496,8 +501,11 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
             .unwrap_or_else(|| "(null)".to_string()),
         F::Account | F::Features | F::Comment | F::Qos | F::Reservation => "(null)".to_string(),
         F::WcKey | F::Licenses | F::Network => "(null)".to_string(),
-        F::JobId | F::JobArrayId | F::ArrayJobId => job.job_id.to_string(),
-        F::TresPerNode | F::CoreSpec | F::ArrayTaskId => "N/A".to_string(),
+        F::JobId => job.job_id.to_string(),
+        F::JobArrayId => crate::arrays::job_array_id(job, &ctx.ranges),
+        F::ArrayJobId => job.array_job_id().to_string(),
+        F::ArrayTaskId => crate::arrays::array_task_id(job, &ctx.ranges),
+        F::TresPerNode | F::CoreSpec => "N/A".to_string(),
         F::BatchHost => {
             if is_running(job) {
                 job.nodes.first().cloned().unwrap_or_else(|| "n/a".into())
@@ -756,7 +764,7 @@ pub fn parse_job_list(prog: &str, s: &str) -> Result<Vec<(u32, Option<u32>)>, Fa
 /// Which jobs to show.
 #[derive(Debug, Clone, Default)]
 pub struct Filters {
-    /// (job id, array task); an array task never matches (gsched has no arrays).
+    /// (job id, array task): `N` names a job or a whole array, `N_K` one array task.
     pub jobs: Option<Vec<(u32, Option<u32>)>>,
     /// `None` = default (non-finished); `Some(None)` = all; `Some(Some(list))`.
     pub states: Option<Option<Vec<JobState>>>,
@@ -769,10 +777,10 @@ pub struct Filters {
 impl Filters {
     pub fn matches(&self, job: &JobInfo) -> bool {
         if let Some(ids) = &self.jobs {
-            if !ids
-                .iter()
-                .any(|(id, task)| *id == job.job_id && task.is_none())
-            {
+            if !ids.iter().any(|&(id, task)| match task {
+                None => id == job.job_id || job.array.is_some_and(|a| a.job_id == id),
+                Some(k) => job.array.is_some_and(|a| (a.job_id, a.task_id) == (id, k)),
+            }) {
                 return false;
             }
         }
@@ -831,6 +839,8 @@ pub struct Params {
     pub noconvert: bool,
     pub clusters: Option<String>,
     pub warnings: Vec<String>,
+    /// `-r/--array`: one line per array task instead of one per array's pending tasks.
+    pub expand_arrays: bool,
 }
 
 /// What the command decided.
@@ -857,8 +867,8 @@ pub fn parse_args(
         }
         let val = arg.clone().unwrap_or_default();
         match id {
-            "all" | "hide" | "local" | "federation" | "sibling" | "array" | "array-unique"
-            | "priority" => {}
+            "all" | "hide" | "local" | "federation" | "sibling" | "array-unique" | "priority" => {}
+            "array" => p.expand_arrays = true,
             "noheader" => p.no_header = true,
             "iterate" => {
                 let n: i64 = strtol_prefix(&val).0;
@@ -1035,11 +1045,16 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> Result<String, 
             serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
         ));
     }
+    let mut ranges = Default::default();
+    if !p.expand_arrays {
+        (jobs, ranges) = crate::arrays::collapse(jobs);
+    }
     sort_jobs(&mut jobs, &p.sort, resp.now)?;
     let ctx = RenderCtx {
         now: resp.now,
         cluster: cluster.to_string(),
         noconvert: p.noconvert,
+        ranges,
     };
     let mut s = String::new();
     if !p.no_header {
@@ -1071,7 +1086,12 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
     let (cfg, client) = common::connect(prog, p.clusters.as_deref())?;
     let mut filter = JobFilter::default();
     if let Some(ids) = &p.filters.jobs {
-        filter.ids = ids.iter().map(|(id, _)| *id).collect();
+        filter.ids = ids
+            .iter()
+            .filter(|(_, k)| k.is_none())
+            .map(|(id, _)| *id)
+            .collect();
+        filter.array_tasks = ids.iter().filter_map(|&(id, k)| Some((id, k?))).collect();
     }
     let single = p
         .filters
@@ -1090,11 +1110,9 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         );
         match resp {
             Ok(r) => {
-                if let Some((id, _)) = single {
-                    if !r.jobs.iter().any(|j| j.job_id == id) {
-                        common::err_line("slurm_load_jobs error: Invalid job id specified");
-                        code = 1;
-                    }
+                if single.is_some() && !r.jobs.iter().any(|j| filter.names(j)) {
+                    common::err_line("slurm_load_jobs error: Invalid job id specified");
+                    code = 1;
                 }
                 if code == 0 || p.iterate.is_some() {
                     let text =
@@ -1225,6 +1243,7 @@ pub(crate) mod tests {
             dependency: None,
             requeue: true,
             restarts: 0,
+            array: None,
             spec: JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),
@@ -1240,6 +1259,7 @@ pub(crate) mod tests {
             now: 1_003_761,
             cluster: "cluster".into(),
             noconvert: false,
+            ranges: Default::default(),
         }
     }
 

@@ -87,6 +87,17 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
     if !env.iter().any(|(k, _)| k == "SLURM_SUBMIT_HOST") {
         set(&mut env, "SLURM_SUBMIT_HOST", &spec.submit_host);
     }
+    if let Some(a) = &job.array {
+        set(&mut env, "SLURM_ARRAY_JOB_ID", a.job_id.to_string());
+        set(&mut env, "SLURM_ARRAY_TASK_ID", a.task_id.to_string());
+        set(&mut env, "SLURM_ARRAY_TASK_COUNT", a.count.to_string());
+        set(&mut env, "SLURM_ARRAY_TASK_MIN", a.min.to_string());
+        set(&mut env, "SLURM_ARRAY_TASK_MAX", a.max.to_string());
+        set(&mut env, "SLURM_ARRAY_TASK_STEP", a.step.to_string());
+    } else {
+        // Submitted from inside an array task: the values are not this job's.
+        env.retain(|(k, _)| !k.starts_with("SLURM_ARRAY_"));
+    }
     set(&mut env, "SLURM_CLUSTER_NAME", &cfg.cluster_name);
     set(&mut env, "SLURM_JOB_USER", &job.user_name);
     set(&mut env, "SLURM_JOB_UID", job.user_id.to_string());

@@ -151,7 +151,9 @@ async fn hold(
     Extension(who): Who,
     Body(req): Body<HoldRequest>,
 ) -> Result<Json<JobActionResponse>, ApiErr> {
-    let r = sh.lock().hold(&req.ids, &req.names, req.release, who)?;
+    let r = sh
+        .lock()
+        .hold(&req.ids, &req.array_tasks, &req.names, req.release, who)?;
     sh.wake.notify_one();
     Ok(results(r))
 }

@@ -26,6 +26,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+mod arrays;
+pub use arrays::ArrayRt;
+
 /// How long a job may be missing from its node's job list after its launch was acknowledged
 /// before the controller concludes the node never got it (heartbeats can cross a launch).
 pub const LOST_JOB_GRACE_SECS: i64 = 20;
@@ -151,6 +154,8 @@ pub struct State {
     pub start_time: i64,
     slurm_uid: Option<u32>,
     sched_config: SchedConfig,
+    /// Arrays with tasks in `jobs`, by array job id.
+    pub arrays: HashMap<JobId, ArrayRt>,
 }
 
 impl std::fmt::Debug for State {
@@ -272,7 +277,7 @@ impl State {
         let next_id = store.next_job_id()?;
         let slurm_uid = users::user_by_name(&cfg.slurm_user).map(|u| u.uid);
         let sched_config = sched_config_from(&cfg);
-        Ok(State {
+        let mut st = State {
             sched_config,
             cfg,
             store,
@@ -283,7 +288,10 @@ impl State {
             next_id,
             start_time: now,
             slurm_uid,
-        })
+            arrays: HashMap::new(),
+        };
+        st.rebuild_arrays()?;
+        Ok(st)
     }
 
     /// Root, SlurmUser and the controller's own user may act on everything.
@@ -411,6 +419,7 @@ impl State {
                 }
             }
         }
+        let array = self.parse_array(&spec)?;
         if matches!(spec.mem, Some(MemRequest::PerCpu(0))) {
             return Err(ApiError::plain(ErrorCode::MemoryUnavailable));
         }
@@ -512,8 +521,12 @@ impl State {
             dependency,
             requeue: spec.requeue.unwrap_or(true),
             restarts: 0,
+            array: None,
             spec,
         };
+        if let Some(array) = array {
+            return self.insert_array(info, array);
+        }
         let rec = StoredRecord {
             info: info.clone(),
             extra: JobExtra::default(),
@@ -539,9 +552,10 @@ impl State {
 
     /// Jobs matching a filter, in id order.
     pub fn query(&self, filter: &JobFilter) -> Vec<JobInfo> {
-        if !filter.ids.is_empty() && filter.ids.len() < 64 {
-            return filter
-                .ids
+        let named = filter.ids.len() + filter.array_tasks.len();
+        if named > 0 && named < 64 {
+            return self
+                .resolve_ids(&filter.ids, &filter.array_tasks)
                 .iter()
                 .filter_map(|id| self.jobs.get(id))
                 .map(|j| &j.info)
@@ -574,14 +588,14 @@ impl State {
         who: Identity,
         now: i64,
     ) -> Result<(ActionResults, Vec<Effect>), ApiError> {
-        let mut ids: Vec<JobId> = if filter.ids.is_empty() {
+        let mut ids: Vec<JobId> = if filter.ids.is_empty() && filter.array_tasks.is_empty() {
             self.jobs
                 .values()
                 .filter(|j| filter.matches(&j.info) && !j.info.state.is_terminal())
                 .map(|j| j.info.job_id)
                 .collect()
         } else {
-            filter.ids.clone()
+            self.resolve_ids(&filter.ids, &filter.array_tasks)
         };
         ids.dedup();
         let mut results = Vec::new();
@@ -674,11 +688,12 @@ impl State {
     pub fn hold(
         &mut self,
         ids: &[JobId],
+        array_tasks: &[(JobId, u32)],
         names: &[String],
         release: bool,
         who: Identity,
     ) -> Result<ActionResults, ApiError> {
-        let mut targets: Vec<JobId> = ids.to_vec();
+        let mut targets: Vec<JobId> = self.resolve_ids(ids, array_tasks);
         for n in names {
             targets.extend(
                 self.jobs
@@ -691,6 +706,15 @@ impl State {
         let mut results = Vec::new();
         let mut changed = Vec::new();
         for id in targets {
+            // An array named by its id: only its pending tasks are concerned.
+            let via_array = !ids.contains(&id)
+                && self.jobs.get(&id).is_some_and(|j| {
+                    j.info.state != JobState::Pending
+                        && j.info.array.is_some_and(|a| ids.contains(&a.job_id))
+                });
+            if via_array {
+                continue;
+            }
             let r = match self.jobs.get(&id) {
                 None => Err(ApiError::plain(ErrorCode::InvalidJobId)),
                 Some(j) => self.check_owner(&j.info, &who).and_then(|_| {
@@ -1234,6 +1258,7 @@ impl State {
                 })
                 .collect(),
         };
+        let throttled = self.throttled();
         let queue: Vec<QueuedJob> = self
             .jobs
             .values()
@@ -1243,6 +1268,7 @@ impl State {
                     && !j.info.held
                     && !dep_blocked.contains_key(&j.info.job_id)
             })
+            .filter(|j| !throttled.contains(&j.info.job_id))
             .map(|j| QueuedJob {
                 id: j.info.job_id,
                 priority: j.info.priority,
@@ -1279,6 +1305,11 @@ impl State {
                 j.info.sched_nodes = names;
             }
         }
+        for id in &throttled {
+            if let Some(j) = self.jobs.get_mut(id) {
+                j.info.reason = Reason::JobArrayTaskLimit;
+            }
+        }
         for (id, reason) in decisions.waiting {
             if let Some(j) = self.jobs.get_mut(&id) {
                 j.info.reason = reason;
@@ -1311,7 +1342,17 @@ impl State {
             job.terminate_acked = false;
             changed.push(start.job_id);
             let a = start.placement.nodes[0];
-            let req = crate::env::launch_request(&self.cfg, &job.info, a.cpus, a.mem_mb);
+            let info = job.info.clone();
+            let full = self.launch_info(&info);
+            let req = crate::env::launch_request(
+                &self.cfg,
+                full.as_ref().unwrap_or(&info),
+                a.cpus,
+                a.mem_mb,
+            );
+            let Some(job) = self.jobs.get(&start.job_id) else {
+                continue;
+            };
             effects.push(Effect::Launch {
                 node: job.info.nodes[0].clone(),
                 req: Box::new(req),
@@ -1343,6 +1384,7 @@ impl State {
         self.jobs.retain(|_, j| {
             !(j.info.state.is_terminal() && j.info.end_time.is_some_and(|e| now - e > age))
         });
+        self.purge_arrays();
     }
 
     /// The answer of gsnoded to a launch.
@@ -1656,7 +1698,7 @@ impl State {
             ("AuthType".into(), c.auth_type.to_string()),
             ("ClusterName".into(), c.cluster_name.clone()),
             ("KillWait".into(), format!("{} sec", c.kill_wait)),
-            ("MaxArraySize".into(), "1001".into()),
+            ("MaxArraySize".into(), c.max_array_size.to_string()),
             ("MinJobAge".into(), format!("{} sec", c.min_job_age)),
             ("SchedulerType".into(), "sched/builtin".into()),
             ("SlurmUser".into(), slurm_user),
@@ -1767,13 +1809,13 @@ fn priority_for(id: JobId) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use gsched_proto::config::Config;
 
-    const ROOT: Identity = Identity { uid: 0, gid: 0 };
+    pub(crate) const ROOT: Identity = Identity { uid: 0, gid: 0 };
 
-    fn state(dir: &std::path::Path) -> State {
+    pub(crate) fn state(dir: &std::path::Path) -> State {
         let text = format!(
             "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
              NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\nPartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
@@ -1784,7 +1826,7 @@ mod tests {
         State::load(cfg, store, 1000).unwrap()
     }
 
-    fn spec(tasks: u32) -> JobSpec {
+    pub(crate) fn spec(tasks: u32) -> JobSpec {
         JobSpec {
             name: "j".into(),
             script: "#!/bin/sh\ntrue\n".into(),
@@ -1794,7 +1836,7 @@ mod tests {
         }
     }
 
-    fn register_all(st: &mut State, now: i64) {
+    pub(crate) fn register_all(st: &mut State, now: i64) {
         for n in ["n1", "n2"] {
             let r = NodeReport {
                 name: n,

@@ -173,6 +173,50 @@ impl Store {
         tx.commit().map_err(e)
     }
 
+    /// Inserts several new jobs (an array's tasks) and advances the id counter past them, in
+    /// one transaction (one commit for the whole array).
+    pub fn insert_jobs(
+        &mut self,
+        rows: &[(JobId, JobState, u32, String)],
+        next_id: JobId,
+    ) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(e)?;
+        {
+            let mut ins = tx
+                .prepare_cached(
+                    "INSERT INTO jobs (id, state, user_id, end_time, record) VALUES (?1, ?2, ?3, NULL, ?4)",
+                )
+                .map_err(e)?;
+            for (id, state, user_id, record) in rows {
+                ins.execute(params![id, state.long(), user_id, record])
+                    .map_err(e)?;
+            }
+        }
+        tx.prepare_cached(
+            "INSERT INTO meta (key, value) VALUES ('next_job_id', ?1)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        )
+        .and_then(|mut s| s.execute(params![next_id.to_string()]))
+        .map_err(e)?;
+        tx.commit().map_err(e)
+    }
+
+    /// One job's stored record, whatever its age (an array's first task, which holds the
+    /// array's script, may have ended long before its other tasks).
+    pub fn load_job(&self, id: JobId) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT record FROM jobs WHERE id = ?1", params![id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(self.err())
+    }
+
     /// Rewrites a job's record (state changes, allocation, exit status).
     pub fn update_job(
         &mut self,

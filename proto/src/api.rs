@@ -70,6 +70,7 @@ pub enum ErrorCode {
     JobNotPending,
     InvalidNodeName,
     InvalidNodeState,
+    InvalidArray,
     NotFound,
     Unavailable,
     Internal,
@@ -97,6 +98,7 @@ impl ErrorCode {
             ErrorCode::JobNotPending => "Job is no longer pending execution",
             ErrorCode::InvalidNodeName => "Invalid node name specified",
             ErrorCode::InvalidNodeState => "Invalid node state specified",
+            ErrorCode::InvalidArray => crate::array::INVALID_ARRAY,
             ErrorCode::NotFound => "Not found",
             ErrorCode::Unavailable => "Service unavailable",
             ErrorCode::Internal => "Unexpected error",
@@ -115,7 +117,8 @@ impl ErrorCode {
             | ErrorCode::MemoryUnavailable
             | ErrorCode::TimeLimitInvalid
             | ErrorCode::InvalidNodeState
-            | ErrorCode::DependencyProblem => 400,
+            | ErrorCode::DependencyProblem
+            | ErrorCode::InvalidArray => 400,
             ErrorCode::Disabled => 409,
             ErrorCode::ProtocolVersion => 426,
             ErrorCode::AuthenticationFailed => 401,
@@ -197,11 +200,26 @@ pub struct JobFilter {
     pub states: Vec<JobState>,
     #[serde(default)]
     pub partitions: Vec<String>,
+    /// Array tasks named `N_K`: (array job id, task index). With `ids`, a job matches when
+    /// either list names it; an id that is an array's job id names every task of the array.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub array_tasks: Vec<(JobId, u32)>,
 }
 
 impl JobFilter {
+    /// Whether `ids`/`array_tasks` name this job (true when both are empty).
+    pub fn names(&self, job: &JobInfo) -> bool {
+        if self.ids.is_empty() && self.array_tasks.is_empty() {
+            return true;
+        }
+        self.ids.contains(&job.job_id)
+            || job.array.is_some_and(|a| {
+                self.ids.contains(&a.job_id) || self.array_tasks.contains(&(a.job_id, a.task_id))
+            })
+    }
+
     pub fn matches(&self, job: &JobInfo) -> bool {
-        (self.ids.is_empty() || self.ids.contains(&job.job_id))
+        self.names(job)
             && (self.user_ids.is_empty() || self.user_ids.contains(&job.user_id))
             && (self.names.is_empty() || self.names.contains(&job.name))
             && (self.states.is_empty() || self.states.contains(&job.state))
@@ -254,6 +272,9 @@ pub struct JobActionResponse {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HoldRequest {
     pub ids: Vec<JobId>,
+    /// Array tasks named `N_K`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub array_tasks: Vec<(JobId, u32)>,
     #[serde(default)]
     pub names: Vec<String>,
     pub release: bool,

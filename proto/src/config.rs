@@ -124,7 +124,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "LogTimeFormat",
     "MailDomain",
     "MailProg",
-    "MaxArraySize",
     "MaxBatchRequeue",
     "MaxDBDMsgs",
     "MaxJobCount",
@@ -299,6 +298,9 @@ const IGNORED_PARTITION_KEYS: &[&str] = &[
     "TRESBillingWeights",
 ];
 
+/// Slurm's default `MaxArraySize` (indices 0..=1000).
+pub const DEFAULT_MAX_ARRAY_SIZE: u32 = 1001;
+
 /// Global keys gsched implements.
 const GLOBAL_KEYS: &[&str] = &[
     "AuthInfo",
@@ -307,6 +309,7 @@ const GLOBAL_KEYS: &[&str] = &[
     "ControlAddr",
     "ControlMachine",
     "KillWait",
+    "MaxArraySize",
     "MinJobAge",
     "SlurmctldHost",
     "SlurmctldPort",
@@ -657,6 +660,8 @@ pub struct Config {
     pub kill_wait: u32,
     /// `MinJobAge=` seconds, default 300.
     pub min_job_age: u32,
+    /// `MaxArraySize=`: array indices must be below it; default 1001 (0 disables arrays).
+    pub max_array_size: u32,
     /// `SlurmdTimeout=` seconds, default 300.
     pub slurmd_timeout: u32,
     /// `AuthType=`, default `auth/munge`.
@@ -1189,6 +1194,7 @@ struct Globals {
     slurmd_spool_dir: Option<String>,
     kill_wait: Option<u32>,
     min_job_age: Option<u32>,
+    max_array_size: Option<u32>,
     slurmd_timeout: Option<u32>,
     auth_type: Option<AuthType>,
     auth_info: Option<String>,
@@ -1375,6 +1381,7 @@ impl Parser {
             "SlurmdSpoolDir" => g.slurmd_spool_dir = Some(parse_nonempty(value).map_err(err)?),
             "KillWait" => g.kill_wait = Some(parse_u32(value).map_err(err)?),
             "MinJobAge" => g.min_job_age = Some(parse_u32(value).map_err(err)?),
+            "MaxArraySize" => g.max_array_size = Some(parse_u32(value).map_err(err)?),
             "SlurmdTimeout" => g.slurmd_timeout = Some(parse_u32(value).map_err(err)?),
             "AuthType" => {
                 g.auth_type = Some(match value.to_ascii_lowercase().as_str() {
@@ -1716,6 +1723,7 @@ impl Parser {
                 .unwrap_or_else(|| "/var/spool/gsched/d".to_string()),
             kill_wait: g.kill_wait.unwrap_or(30),
             min_job_age: g.min_job_age.unwrap_or(300),
+            max_array_size: g.max_array_size.unwrap_or(DEFAULT_MAX_ARRAY_SIZE),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
             auth_type: g.auth_type.unwrap_or(AuthType::Munge),
             auth_info: g.auth_info,
@@ -1828,6 +1836,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
             (c.kill_wait, c.min_job_age, c.slurmd_timeout),
             (45, 600, 200)
         );
+        assert_eq!(c.max_array_size, DEFAULT_MAX_ARRAY_SIZE);
         assert_eq!(c.auth_type, AuthType::Munge);
         assert_eq!(c.slurm_user, "slurm");
         let names: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
@@ -1931,6 +1940,8 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
             "{:?}",
             c.warnings
         );
+        let c = Config::parse(&format!("{MIN}MaxArraySize=20001\n"), Path::new(PATH)).unwrap();
+        assert_eq!(c.max_array_size, 20001);
         let e = Config::parse(&format!("{MIN}SchedulerType=sched/wiki\n"), Path::new(PATH))
             .unwrap_err()
             .to_string();
@@ -2409,7 +2420,6 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
             "PriorityFavorSmall",
             "GresTypes",
             "MaxJobCount",
-            "MaxArraySize",
             "DefMemPerCPU",
             "DefMemPerNode",
             "MaxMemPerCPU",

@@ -111,6 +111,8 @@ pub enum Reason {
     OutOfMemory,
     Dependency,
     DependencyNeverSatisfied,
+    /// An array task waits for its array's `%N` throttle.
+    JobArrayTaskLimit,
 }
 
 impl Reason {
@@ -135,6 +137,7 @@ impl Reason {
             Reason::OutOfMemory => "OutOfMemory",
             Reason::Dependency => "Dependency",
             Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
+            Reason::JobArrayTaskLimit => "JobArrayTaskLimit",
         }
     }
 }
@@ -232,6 +235,9 @@ pub struct JobSpec {
     /// `--requeue` (`Some(true)`) / `--no-requeue` (`Some(false)`); `None` = `JobRequeue`.
     #[serde(default)]
     pub requeue: Option<bool>,
+    /// `-a/--array` as given (`0-15:4%2`); see [`crate::array::parse`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<String>,
 }
 
 impl JobSpec {
@@ -307,6 +313,9 @@ pub struct JobInfo {
     /// How many times the job was requeued (`Restarts=`, `SLURM_RESTART_COUNT`).
     #[serde(default)]
     pub restarts: u32,
+    /// For an array task: its array and index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<crate::array::ArrayTask>,
     pub spec: JobSpec,
 }
 
@@ -315,6 +324,19 @@ fn yes() -> bool {
 }
 
 impl JobInfo {
+    /// How users name the job: `N_K` for an array task, else `N`.
+    pub fn display_id(&self) -> String {
+        match &self.array {
+            Some(a) => a.name(),
+            None => self.job_id.to_string(),
+        }
+    }
+
+    /// The array's job id for an array task, else the job id.
+    pub fn array_job_id(&self) -> JobId {
+        self.array.map_or(self.job_id, |a| a.job_id)
+    }
+
     /// `ExitCode=code:signal` as scontrol and sacct print it.
     pub fn exit_code_string(&self) -> String {
         format!("{}:{}", self.exit_code, self.exit_signal)

@@ -3,6 +3,7 @@
 //! (hostlists, Slurm's time and memory formats, output file patterns).
 
 pub mod api;
+pub mod array;
 pub mod auth;
 pub mod begin;
 pub mod client;

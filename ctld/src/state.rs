@@ -822,13 +822,7 @@ impl State {
             let blocked_singleton = singleton_owner
                 .get(&(j.info.user_id, j.info.name.as_str()))
                 .is_some_and(|&o| o != j.info.job_id);
-            let target = |id: JobId| {
-                jobs.get(&id).map(|t| TargetState {
-                    state: t.info.state,
-                    start_time: t.info.start_time,
-                    end_time: t.info.end_time,
-                })
-            };
+            let target = |id: JobId| array_or_job_state(jobs, id);
             match depend::evaluate(&dep, target, blocked_singleton, now) {
                 DepStatus::Satisfied => satisfied.push(j.info.job_id),
                 DepStatus::Pending => {
@@ -1779,6 +1773,49 @@ fn requeue_run(job: &mut Job, now: i64) {
     job.info.cancelled_by = None;
     job.info.eligible_time = Some(now + REQUEUE_DELAY_SECS);
     job.info.reason = Reason::BeginTime;
+}
+
+/// What a dependency on `id` sees: the job itself, or, when `id` is an array's job id, the
+/// whole array as Slurm does (`afterok:N` waits for every task; the array counts as started
+/// once every task started, as ended once every task ended, and as failed if any task did).
+fn array_or_job_state(jobs: &BTreeMap<JobId, Job>, id: JobId) -> Option<TargetState> {
+    let first = jobs.get(&id)?;
+    let one = |t: &Job| TargetState {
+        state: t.info.state,
+        start_time: t.info.start_time,
+        end_time: t.info.end_time,
+    };
+    let Some(a) = first
+        .info
+        .array
+        .as_ref()
+        .filter(|a| a.job_id == id && a.count > 1)
+    else {
+        return Some(one(first));
+    };
+    let tasks: Vec<TargetState> = (0..a.count)
+        .filter_map(|k| id.checked_add(k))
+        .filter_map(|tid| jobs.get(&tid))
+        .filter(|t| t.info.array.as_ref().is_some_and(|ta| ta.job_id == id))
+        .map(one)
+        .collect();
+    let max = |f: fn(&TargetState) -> Option<i64>| tasks.iter().filter_map(f).max();
+    let state = if tasks.iter().any(|t| t.state == JobState::Pending) {
+        JobState::Pending
+    } else if tasks.iter().any(|t| !t.state.is_terminal()) {
+        JobState::Running
+    } else if tasks.iter().all(|t| t.state == JobState::Completed) {
+        JobState::Completed
+    } else {
+        JobState::Failed
+    };
+    Some(TargetState {
+        state,
+        start_time: (state != JobState::Pending)
+            .then(|| max(|t| t.start_time))
+            .flatten(),
+        end_time: state.is_terminal().then(|| max(|t| t.end_time)).flatten(),
+    })
 }
 
 /// The scheduler core's settings from `SchedulerType=` and `SchedulerParameters=`.

@@ -264,3 +264,45 @@ fn update_dependency_name_and_priority() {
     c.wait_state(p, JobState::Completed, secs(30));
     c.cmd_ok("gscancel", [a.to_string()]);
 }
+
+/// `afterok:N` on an array waits for every task, as in Slurm; one failed task makes it
+/// never satisfied.
+#[test]
+fn dependency_on_an_array_waits_for_every_task() {
+    let c = cluster("dep-array");
+    let a = c.submit([
+        "--array=0-2",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "sleep $((SLURM_ARRAY_TASK_ID + 1))",
+    ]);
+    let b = c.submit([
+        format!("--dependency=afterok:{a}"),
+        "--wrap".into(),
+        "true".into(),
+    ]);
+    // The first task ends after 1 s; the dependent job must still wait for the others.
+    c.wait_state(a, JobState::Completed, secs(30));
+    assert_eq!(c.job(b).state, JobState::Pending);
+    let last = c.wait_state(a + 2, JobState::Completed, secs(30));
+    let jb = c.wait_state(b, JobState::Completed, secs(30));
+    assert!(jb.start_time.unwrap() >= last.end_time.unwrap(), "{jb:?}");
+
+    let f = c.submit([
+        "--array=0-1",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "exit $SLURM_ARRAY_TASK_ID",
+    ]);
+    let g = c.submit([
+        format!("--dependency=afterok:{f}"),
+        "--wrap".into(),
+        "true".into(),
+    ]);
+    c.wait_job(g, secs(30), "never satisfied", |j| {
+        j.reason == Reason::DependencyNeverSatisfied
+    });
+    c.cmd_ok("gscancel", [g.to_string()]);
+}

@@ -1255,6 +1255,7 @@ pub fn usage_text() -> String {
      \x20             [--error file] [--open-mode=append|truncate] [-J jobname]\n\
      \x20             [--mem=MB | --mem-per-cpu=MB] [--ntasks-per-node=n]\n\
      \x20             [--export[=names]] [--gid=group] [--uid=user] [--clusters=name]\n\
+     \x20             [--comment=name] [--signal=[B:]num[@time]] [--wait] [--test-only]\n\
      \x20             [--quiet] [--verbose] [--wrap=command]\n\
      \x20             executable [args...]\n"
         .to_string()
@@ -1265,6 +1266,7 @@ pub fn help_text() -> String {
      \n\
      Parallel run options:\n\
      \x20 -c, --cpus-per-task=ncpus   number of cpus required per task\n\
+     \x20     --comment=name          arbitrary comment\n\
      \x20 -D, --chdir=directory       set working directory for batch script\n\
      \x20 -e, --error=err             file for batch script's standard error\n\
      \x20     --export[=names]        specify environment variables to export\n\
@@ -1285,9 +1287,14 @@ pub fn help_text() -> String {
      \x20     --parsable              outputs only the jobid and cluster name (if present),\n\
      \x20                             separated by semicolon, only on successful submission.\n\
      \x20 -Q, --quiet                 quiet mode (suppress informational messages)\n\
+     \x20     --signal=[B:]num[@time] send signal when time limit within time seconds\n\
+     \x20                             (without B: every process of the job, as there\n\
+     \x20                             are no job steps yet)\n\
      \x20 -t, --time=minutes          time limit\n\
      \x20     --uid=user_id           user ID to run job as (user root only)\n\
+     \x20     --test-only             validate the job and estimate its start, submit nothing\n\
      \x20 -v, --verbose               verbose mode (multiple -v's increase verbosity)\n\
+     \x20 -W, --wait                  wait for completion of submitted job\n\
      \x20     --wckey=wckey           wckey to run job under (accepted, not tracked)\n\
      \x20     --wrap[=command string] wrap command string in a sh script and submit\n\
      \n\

@@ -8,6 +8,7 @@ pub mod common;
 pub mod format;
 pub mod getopt;
 pub mod sbatch;
+pub mod sbatch_wait;
 pub mod scancel;
 pub mod scontrol;
 pub mod signals;

@@ -145,6 +145,7 @@ const IMPLEMENTED: &[&str] = &[
     "chdir",
     "cluster",
     "clusters",
+    "comment",
     "cpus-per-task",
     "dependency",
     "error",
@@ -168,11 +169,14 @@ const IMPLEMENTED: &[&str] = &[
     "partition",
     "quiet",
     "requeue",
+    "signal",
+    "test-only",
     "time",
     "uid",
     "usage",
     "verbose",
     "version",
+    "wait",
     "wckey",
     "wrap",
 ];
@@ -298,6 +302,14 @@ pub struct Opts {
     pub requeue: Option<bool>,
     /// `-a/--array`, as given.
     pub array: Option<String>,
+    /// `--comment`.
+    pub comment: Option<String>,
+    /// `--signal`, parsed.
+    pub warn_signal: Option<gsched_proto::job::WarnSignal>,
+    /// `-W/--wait`.
+    pub wait: bool,
+    /// `--test-only`.
+    pub test_only: bool,
 }
 
 /// Facts about the caller that option processing needs.
@@ -399,6 +411,18 @@ impl Opts {
             }
             "requeue" => self.requeue = Some(true),
             "no-requeue" => self.requeue = Some(false),
+            "comment" => self.comment = Some(val.to_string()),
+            "signal" => match crate::signals::parse_warn_signal(val) {
+                Ok(w) => self.warn_signal = Some(w),
+                Err(crate::signals::WarnSignalError::Reservation) => {
+                    return Err(Fail::not_supported(prog, "--signal with R: (reservations)"))
+                }
+                Err(crate::signals::WarnSignalError::Invalid) => {
+                    return Err(opt_err("Invalid --signal specification"))
+                }
+            },
+            "wait" => self.wait = true,
+            "test-only" => self.test_only = true,
             // Accepted without effect: see IMPLEMENTED.
             "wckey" => {}
             _ => {}
@@ -1016,9 +1040,13 @@ pub fn build(
         kill_on_invalid_dep: opts.kill_on_invalid_dep,
         begin_time: opts.begin,
         requeue: opts.requeue,
+        comment: opts.comment.clone(),
+        warn_signal: opts.warn_signal,
     };
     Ok(Built {
         spec,
+        wait: opts.wait,
+        test_only: opts.test_only,
         parsable: opts.parsable,
         clusters: opts.clusters.clone(),
         warnings,
@@ -1029,6 +1057,10 @@ pub fn build(
 #[derive(Debug, Clone)]
 pub struct Built {
     pub spec: JobSpec,
+    /// `-W/--wait`: wait for the job to end, exit with its exit code.
+    pub wait: bool,
+    /// `--test-only`: validate and estimate the start, submit nothing.
+    pub test_only: bool,
     pub parsable: bool,
     /// `-M` as given: Slurm then names the cluster in its answer.
     pub clusters: Option<String>,
@@ -1160,16 +1192,36 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
         paths::JOBS,
         &SubmitRequest {
             spec: built.spec.clone(),
+            test_only: built.test_only,
         },
     );
     match resp {
+        Ok(r) if built.test_only => {
+            let Some(a) = &r.test_only else {
+                return Err(Fail::error(
+                    prog,
+                    "allocation failure: the controller did not answer the --test-only request",
+                ));
+            };
+            common::err_line(&test_only_line(prog, r.job_id, a));
+            Ok(0)
+        }
         Ok(r) => {
             if let Some(line) = success_line(r.job_id, built.parsable, cl.quiet, cluster.as_deref())
             {
                 common::out(&line);
             }
+            if built.wait {
+                return crate::sbatch_wait::wait_for_job(prog, &client, r.job_id)
+                    .map_err(|f| f.with_code(error_exit));
+            }
             Ok(0)
         }
+        Err(e) if built.test_only => Err(Fail::error(
+            prog,
+            format!("allocation failure: {}", common::client_error_text(&e)),
+        )
+        .with_code(error_exit)),
         Err(e) => Err(Fail::error(
             prog,
             format!(
@@ -1181,12 +1233,29 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
     }
 }
 
+/// The line `--test-only` prints on stderr (Slurm's `info()`):
+/// `sbatch: Job N to start at T using C processors on nodes L in partition P`.
+pub fn test_only_line(prog: &str, job_id: u32, a: &gsched_proto::api::TestOnlyAnswer) -> String {
+    let nodes = if a.nodes.is_empty() {
+        "(null)".to_string()
+    } else {
+        gsched_proto::hostlist::compress(&a.nodes)
+    };
+    format!(
+        "{prog}: Job {job_id} to start at {} using {} processors on nodes {nodes} in partition {}",
+        gsched_proto::units::format_timestamp(a.start),
+        a.cpus,
+        a.partition
+    )
+}
+
 pub fn usage_text() -> String {
     "Usage: sbatch [-N nnodes] [-n ntasks] [-c ncpus] [-p partition] [--hold]\n\
      \x20             [--parsable] [-t minutes] [-D path] [--input file] [--output file]\n\
      \x20             [--error file] [--open-mode=append|truncate] [-J jobname]\n\
      \x20             [--mem=MB | --mem-per-cpu=MB] [--ntasks-per-node=n]\n\
      \x20             [--export[=names]] [--gid=group] [--uid=user] [--clusters=name]\n\
+     \x20             [--comment=name] [--signal=[B:]num[@time]] [--wait] [--test-only]\n\
      \x20             [--quiet] [--verbose] [--wrap=command]\n\
      \x20             executable [args...]\n"
         .to_string()
@@ -1197,6 +1266,7 @@ pub fn help_text() -> String {
      \n\
      Parallel run options:\n\
      \x20 -c, --cpus-per-task=ncpus   number of cpus required per task\n\
+     \x20     --comment=name          arbitrary comment\n\
      \x20 -D, --chdir=directory       set working directory for batch script\n\
      \x20 -e, --error=err             file for batch script's standard error\n\
      \x20     --export[=names]        specify environment variables to export\n\
@@ -1217,9 +1287,14 @@ pub fn help_text() -> String {
      \x20     --parsable              outputs only the jobid and cluster name (if present),\n\
      \x20                             separated by semicolon, only on successful submission.\n\
      \x20 -Q, --quiet                 quiet mode (suppress informational messages)\n\
+     \x20     --signal=[B:]num[@time] send signal when time limit within time seconds\n\
+     \x20                             (without B: every process of the job, as there\n\
+     \x20                             are no job steps yet)\n\
      \x20 -t, --time=minutes          time limit\n\
      \x20     --uid=user_id           user ID to run job as (user root only)\n\
+     \x20     --test-only             validate the job and estimate its start, submit nothing\n\
      \x20 -v, --verbose               verbose mode (multiple -v's increase verbosity)\n\
+     \x20 -W, --wait                  wait for completion of submitted job\n\
      \x20     --wckey=wckey           wckey to run job under (accepted, not tracked)\n\
      \x20     --wrap[=command string] wrap command string in a sh script and submit\n\
      \n\
@@ -1393,6 +1468,94 @@ mod tests {
             );
             assert_eq!(e.code, 1);
         }
+    }
+
+    #[test]
+    fn client_options_comment_signal_wait_test_only() {
+        use gsched_proto::job::WarnSignal;
+        let src = ScriptSource::File("job.sh".into());
+        let script = "#!/bin/sh\n#SBATCH --comment='rule a' --signal=B:USR2@30\necho\n";
+        let b = build(&ctx(&[]), &cli(&["job.sh"]), &src, script, None).unwrap();
+        assert_eq!(b.spec.comment.as_deref(), Some("rule a"));
+        let usr2_30_batch = WarnSignal {
+            signal: 12,
+            before_secs: 30,
+            batch_only: true,
+        };
+        assert_eq!(b.spec.warn_signal, Some(usr2_30_batch));
+        assert!(!b.wait && !b.test_only);
+        // SBATCH_SIGNAL beats the script, the command line beats both (submitit, Nextflow).
+        let env = ctx(&[("SBATCH_SIGNAL", "SIGUSR1@90"), ("SBATCH_WAIT", "1")]);
+        let b = build(&env, &cli(&["job.sh"]), &src, script, None).unwrap();
+        let w = b.spec.warn_signal.unwrap();
+        assert_eq!((w.signal, w.before_secs, w.batch_only), (10, 90, false));
+        assert!(b.wait);
+        let b = build(
+            &env,
+            &cli(&["--signal", "USR2@90", "-W", "--test-only", "job.sh"]),
+            &src,
+            script,
+            None,
+        )
+        .unwrap();
+        let w = b.spec.warn_signal.unwrap();
+        assert_eq!((w.signal, w.before_secs, w.batch_only), (12, 90, false));
+        assert!(b.wait && b.test_only);
+        let b = build(
+            &ctx(&[]),
+            &cli(&["--signal=10", "job.sh"]),
+            &src,
+            "#!/bin/sh\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(b.spec.warn_signal.unwrap().before_secs, 60);
+        assert_eq!(b.spec.comment, None);
+        for bad in ["USR1@x", "BOGUS", "USR1@70000", "0"] {
+            let e = build(
+                &ctx(&[]),
+                &cli(&[&format!("--signal={bad}"), "job.sh"]),
+                &src,
+                "#!/bin/sh\n",
+                None,
+            )
+            .unwrap_err();
+            assert_eq!(
+                e.lines,
+                vec!["sbatch: error: Invalid --signal specification"],
+                "{bad}"
+            );
+            assert_eq!(e.code, 255);
+        }
+        let e = build(
+            &ctx(&[]),
+            &cli(&["--signal=R:USR1@60", "job.sh"]),
+            &src,
+            "#!/bin/sh\n",
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: error: option --signal with R: (reservations) is not supported by gsched yet"]
+        );
+        assert_eq!(e.code, 1);
+    }
+
+    #[test]
+    fn test_only_line_as_slurm() {
+        let a = gsched_proto::api::TestOnlyAnswer {
+            start: 0,
+            cpus: 4,
+            nodes: vec!["n1".into(), "n2".into()],
+            partition: "debug".into(),
+        };
+        let line = test_only_line("sbatch", 7, &a);
+        assert!(line.starts_with("sbatch: Job 7 to start at "), "{line}");
+        assert!(
+            line.ends_with(" using 4 processors on nodes n[1-2] in partition debug"),
+            "{line}"
+        );
     }
 
     #[test]

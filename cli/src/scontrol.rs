@@ -1258,6 +1258,9 @@ pub fn format_job_ranged(
         .as_deref()
         .map(|p| fname(j, p))
         .unwrap_or_else(|| "/dev/null".to_string());
+    if let Some(c) = &spec.comment {
+        o.push_str(&format!("{le}Comment={c} "));
+    }
     o.push_str(&format!("{le}StdErr={stderr}"));
     o.push_str(&format!("{le}StdIn={stdin}"));
     o.push_str(&format!("{le}StdOut={stdout}"));

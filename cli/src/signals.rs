@@ -52,9 +52,80 @@ pub fn parse_signal(s: &str) -> Option<i32> {
     })
 }
 
+/// Why a `--signal` value is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarnSignalError {
+    /// Slurm's `Invalid --signal specification`.
+    Invalid,
+    /// `R:` (signal reservations' jobs): not supported by gsched.
+    Reservation,
+}
+
+/// Slurm's `get_signal_opts`: `[{R|B}:]<sig>[@sec]`, the signal by name (with or without
+/// `SIG`) or number (1..=65535), `sec` in 0..=65535 and 60 when not given.
+pub fn parse_warn_signal(s: &str) -> Result<gsched_proto::job::WarnSignal, WarnSignalError> {
+    let prefix = |p: &str| s.len() >= p.len() && s[..p.len()].eq_ignore_ascii_case(p);
+    let (rest, batch_only) = if prefix("RB:") || prefix("BR:") || prefix("R:") {
+        return Err(WarnSignalError::Reservation);
+    } else if prefix("B:") {
+        (&s[2..], true)
+    } else {
+        (s, false)
+    };
+    let (sig, secs) = match rest.split_once('@') {
+        Some((sig, secs)) => (sig, Some(secs)),
+        None => (rest, None),
+    };
+    let signal = parse_signal(sig)
+        .filter(|n| (1..=0xffff).contains(n))
+        .ok_or(WarnSignalError::Invalid)?;
+    let before_secs = match secs {
+        None => gsched_proto::job::WarnSignal::DEFAULT_SECS,
+        // strtol: leading blanks and a sign are allowed, nothing may follow the digits;
+        // an empty value reads as 0.
+        Some(t) => {
+            let t = t.trim_start();
+            if t.is_empty() {
+                0
+            } else {
+                match t.parse::<i64>() {
+                    Ok(n) if (0..=0xffff).contains(&n) => n as u32,
+                    _ => return Err(WarnSignalError::Invalid),
+                }
+            }
+        }
+    };
+    Ok(gsched_proto::job::WarnSignal {
+        signal,
+        before_secs,
+        batch_only,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warn_signal_specs() {
+        let w = |s: &str| parse_warn_signal(s).map(|w| (w.signal, w.before_secs, w.batch_only));
+        assert_eq!(w("USR2@90"), Ok((12, 90, false)));
+        assert_eq!(w("B:USR2@30"), Ok((12, 30, true)));
+        assert_eq!(w("b:SIGUSR1@55"), Ok((10, 55, true)));
+        assert_eq!(w("SIGUSR1@90"), Ok((10, 90, false)));
+        assert_eq!(w("10"), Ok((10, 60, false)));
+        assert_eq!(w("USR1@0"), Ok((10, 0, false)));
+        assert_eq!(w("USR1@65535"), Ok((10, 65535, false)));
+        assert_eq!(w("USR1@65536"), Err(WarnSignalError::Invalid));
+        assert_eq!(w("USR1@-1"), Err(WarnSignalError::Invalid));
+        assert_eq!(w("USR1@1x"), Err(WarnSignalError::Invalid));
+        assert_eq!(w("BOGUS@5"), Err(WarnSignalError::Invalid));
+        assert_eq!(w("0@5"), Err(WarnSignalError::Invalid));
+        assert_eq!(w("70000"), Err(WarnSignalError::Invalid));
+        assert_eq!(w(""), Err(WarnSignalError::Invalid));
+        assert_eq!(w("R:USR1@5"), Err(WarnSignalError::Reservation));
+        assert_eq!(w("RB:USR1"), Err(WarnSignalError::Reservation));
+    }
 
     #[test]
     fn names_and_numbers() {

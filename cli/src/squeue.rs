@@ -499,7 +499,12 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
             .dependency
             .clone()
             .unwrap_or_else(|| "(null)".to_string()),
-        F::Account | F::Features | F::Comment | F::Qos | F::Reservation => "(null)".to_string(),
+        F::Comment => job
+            .spec
+            .comment
+            .clone()
+            .unwrap_or_else(|| "(null)".to_string()),
+        F::Account | F::Features | F::Qos | F::Reservation => "(null)".to_string(),
         F::WcKey | F::Licenses | F::Network => "(null)".to_string(),
         F::JobId => job.job_id.to_string(),
         F::JobArrayId => crate::arrays::job_array_id(job, &ctx.ranges),

@@ -110,13 +110,23 @@ async fn submit(
     Extension(who): Who,
     Body(req): Body<SubmitRequest>,
 ) -> Result<Json<SubmitResponse>, ApiErr> {
+    if req.test_only {
+        let (job_id, answer) = sh.lock().test_submit(req.spec, who, now())?;
+        return Ok(Json(SubmitResponse {
+            job_id,
+            test_only: Some(answer),
+        }));
+    }
     let held = req.spec.hold;
     let id = sh.lock().submit(req.spec, who, now())?;
     // A held job cannot start anything; the periodic pass still sees it.
     if !held {
         sh.wake.notify_one();
     }
-    Ok(Json(SubmitResponse { job_id: id }))
+    Ok(Json(SubmitResponse {
+        job_id: id,
+        test_only: None,
+    }))
 }
 
 async fn query(AxState(sh): Sh, Body(q): Body<JobQuery>) -> Json<JobsResponse> {

@@ -7,7 +7,7 @@ use crate::depend::{self, DepStatus, TargetState};
 use crate::store::{Store, StoreError};
 use gsched_proto::api::{
     ApiError, ErrorCode, JobCompleteRequest, JobFilter, JobUpdateRequest, LaunchRequest,
-    NodeStateUpdate, RunningJob, TerminateReason,
+    NodeStateUpdate, RunningJob, TerminateReason, TestOnlyAnswer,
 };
 use gsched_proto::auth::Identity;
 use gsched_proto::config::{
@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 mod arrays;
+mod client_opts;
 pub use arrays::ArrayRt;
 
 /// How long a job may be missing from its node's job list after its launch was acknowledged
@@ -72,6 +73,10 @@ pub struct JobExtra {
     /// The run is being ended by `scontrol requeue`: back to PENDING once it is over.
     #[serde(default)]
     pub requeue: bool,
+    /// The `--signal` warning of this run was sent (kept so that a restarted controller
+    /// does not send it again).
+    #[serde(default)]
+    pub warn_signal_sent: bool,
 }
 
 /// Launch progress, kept in memory only.
@@ -358,12 +363,19 @@ impl State {
     }
 
     /// Accepts a job: validates it, stores it, and returns its id once committed.
-    pub fn submit(
+    pub fn submit(&mut self, spec: JobSpec, who: Identity, now: i64) -> Result<JobId, ApiError> {
+        self.submit_or_test(spec, who, now, false).map(|(id, _)| id)
+    }
+
+    /// Validates a job as [`State::submit`] does; with `test_only`, stores nothing and
+    /// answers where and when it would start instead.
+    fn submit_or_test(
         &mut self,
         mut spec: JobSpec,
         who: Identity,
         now: i64,
-    ) -> Result<JobId, ApiError> {
+        test_only: bool,
+    ) -> Result<(JobId, Option<TestOnlyAnswer>), ApiError> {
         if !spec.script.starts_with("#!") {
             return Err(ApiError::new(
                 ErrorCode::BadRequest,
@@ -524,8 +536,12 @@ impl State {
             array: None,
             spec,
         };
+        if test_only {
+            let answer = self.test_only_answer(&info, now);
+            return Ok((id, Some(answer)));
+        }
         if let Some(array) = array {
-            return self.insert_array(info, array);
+            return self.insert_array(info, array).map(|id| (id, None));
         }
         let rec = StoredRecord {
             info: info.clone(),
@@ -547,7 +563,7 @@ impl State {
                 terminate_acked: false,
             },
         );
-        Ok(id)
+        Ok((id, None))
     }
 
     /// Jobs matching a filter, in id order.
@@ -1139,68 +1155,11 @@ impl State {
         n.registered && !n.not_responding && !n.unreachable && !n.admin.drain && !n.admin.down
     }
 
-    /// One scheduling pass: time limits, node liveness, then the scheduler core's decisions.
-    pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
-        let mut effects = Vec::new();
-        let mut changed = Vec::new();
-        let kill_wait = self.cfg.kill_wait;
-        let slurmd_timeout = self.cfg.slurmd_timeout as i64;
-        for n in &mut self.nodes {
-            if n.registered {
-                if let Some(t) = n.last_heard {
-                    n.not_responding = now - t > slurmd_timeout;
-                }
-            }
-        }
-        // Time limits and terminate retries.
-        for job in self.jobs.values_mut() {
-            match job.info.state {
-                JobState::Running => {
-                    let (Some(start), Some(limit)) = (job.info.start_time, job.info.time_limit)
-                    else {
-                        continue;
-                    };
-                    if now >= start + limit as i64 * 60 {
-                        job.info.state = JobState::Completing;
-                        job.extra.terminate = Some(TerminateReason::TimeLimit);
-                        job.terminate_sent_at = Some(now);
-                        changed.push(job.info.job_id);
-                        if let Some(node) = job.info.nodes.first() {
-                            effects.push(Effect::Terminate {
-                                node: node.clone(),
-                                job_id: job.info.job_id,
-                                reason: TerminateReason::TimeLimit,
-                                kill_wait,
-                            });
-                        }
-                    }
-                }
-                JobState::Completing => {
-                    let due = job
-                        .terminate_sent_at
-                        .is_none_or(|t| now - t >= TERMINATE_RETRY_SECS);
-                    if !job.terminate_acked && due {
-                        if let (Some(reason), Some(node)) =
-                            (job.extra.terminate, job.info.nodes.first())
-                        {
-                            job.terminate_sent_at = Some(now);
-                            effects.push(Effect::Terminate {
-                                node: node.clone(),
-                                job_id: job.info.job_id,
-                                reason,
-                                kill_wait,
-                            });
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        // Dependencies: jobs that wait for other jobs never reach the scheduler core.
-        let (dep_blocked, _killed) = self.dependency_blocks(now);
-        // The scheduler core.
+    /// The cluster as the scheduler core sees it: nodes with their allocations, partitions
+    /// and the running jobs.
+    fn cluster_view(&self) -> ClusterView {
         let (alloc_cpus, alloc_mem) = self.node_alloc();
-        let view = ClusterView {
+        ClusterView {
             nodes: self
                 .nodes
                 .iter()
@@ -1251,7 +1210,74 @@ impl State {
                         .collect(),
                 })
                 .collect(),
-        };
+        }
+    }
+
+    /// One scheduling pass: time limits, node liveness, then the scheduler core's decisions.
+    pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        let mut changed = Vec::new();
+        let kill_wait = self.cfg.kill_wait;
+        let slurmd_timeout = self.cfg.slurmd_timeout as i64;
+        for n in &mut self.nodes {
+            if n.registered {
+                if let Some(t) = n.last_heard {
+                    n.not_responding = now - t > slurmd_timeout;
+                }
+            }
+        }
+        // Time limits and terminate retries.
+        for job in self.jobs.values_mut() {
+            match job.info.state {
+                JobState::Running => {
+                    let (Some(start), Some(limit)) = (job.info.start_time, job.info.time_limit)
+                    else {
+                        continue;
+                    };
+                    if let Some(e) = client_opts::warn_signal_due(job, start, limit, now) {
+                        changed.push(job.info.job_id);
+                        effects.push(e);
+                    }
+                    if now >= start + limit as i64 * 60 {
+                        job.info.state = JobState::Completing;
+                        job.extra.terminate = Some(TerminateReason::TimeLimit);
+                        job.terminate_sent_at = Some(now);
+                        changed.push(job.info.job_id);
+                        if let Some(node) = job.info.nodes.first() {
+                            effects.push(Effect::Terminate {
+                                node: node.clone(),
+                                job_id: job.info.job_id,
+                                reason: TerminateReason::TimeLimit,
+                                kill_wait,
+                            });
+                        }
+                    }
+                }
+                JobState::Completing => {
+                    let due = job
+                        .terminate_sent_at
+                        .is_none_or(|t| now - t >= TERMINATE_RETRY_SECS);
+                    if !job.terminate_acked && due {
+                        if let (Some(reason), Some(node)) =
+                            (job.extra.terminate, job.info.nodes.first())
+                        {
+                            job.terminate_sent_at = Some(now);
+                            effects.push(Effect::Terminate {
+                                node: node.clone(),
+                                job_id: job.info.job_id,
+                                reason,
+                                kill_wait,
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Dependencies: jobs that wait for other jobs never reach the scheduler core.
+        let (dep_blocked, _killed) = self.dependency_blocks(now);
+        // The scheduler core.
+        let view = self.cluster_view();
         let throttled = self.throttled();
         let queue: Vec<QueuedJob> = self
             .jobs
@@ -1331,6 +1357,7 @@ impl State {
             job.info.num_cpus = job.info.cpus_per_node.iter().sum();
             job.extra.alloc_mem = start.placement.nodes.iter().map(|a| a.mem_mb).collect();
             job.extra.terminate = None;
+            job.extra.warn_signal_sent = false;
             job.launch = Some(LaunchState::InFlight);
             job.terminate_sent_at = None;
             job.terminate_acked = false;

@@ -179,12 +179,31 @@ pub struct PingResponse {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SubmitRequest {
     pub spec: JobSpec,
+    /// `sbatch --test-only`: validate the job and estimate its start, store nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub test_only: bool,
 }
 
 /// Answer to a submission; sent only after the job is committed to the store.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SubmitResponse {
     pub job_id: JobId,
+    /// For a `test_only` request: where and when the job would start (`job_id` is then the
+    /// id the job would get; nothing was stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_only: Option<TestOnlyAnswer>,
+}
+
+/// What `sbatch --test-only` reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestOnlyAnswer {
+    /// Expected start, epoch seconds.
+    pub start: i64,
+    /// Processors (CPUs) the job would get.
+    pub cpus: u32,
+    /// The nodes it would start on (empty if the controller cannot tell).
+    pub nodes: Vec<String>,
+    pub partition: String,
 }
 
 /// Which jobs a query or an action applies to. Empty lists mean "no filter"; all filters AND.

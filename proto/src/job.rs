@@ -238,6 +238,36 @@ pub struct JobSpec {
     /// `-a/--array` as given (`0-15:4%2`); see [`crate::array::parse`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<String>,
+    /// `--comment` (squeue `%k`, `Comment=` of `scontrol show job`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// `--signal=[B:]sig[@sec]`: warn the job before its time limit ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warn_signal: Option<WarnSignal>,
+}
+
+/// `--signal=[B:]<sig>[@sec]`: the controller sends `signal` once, `before_secs` seconds
+/// before the job's time limit ends (never for a job without a limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarnSignal {
+    pub signal: i32,
+    /// Seconds before the end of the time limit (0..=65535; Slurm's default 60).
+    pub before_secs: u32,
+    /// `B:`: only the batch shell. Without it Slurm signals every job step, not the batch
+    /// shell; gsched has no steps yet and signals every process of the job instead.
+    #[serde(default)]
+    pub batch_only: bool,
+}
+
+impl WarnSignal {
+    /// Slurm's default warning time.
+    pub const DEFAULT_SECS: u32 = 60;
+
+    /// When the signal is due for a job that started at `start` with a limit of
+    /// `limit_min` minutes.
+    pub fn due_at(&self, start: i64, limit_min: u32) -> i64 {
+        start + i64::from(limit_min) * 60 - i64::from(self.before_secs)
+    }
 }
 
 impl JobSpec {

@@ -419,6 +419,17 @@ impl State {
                 }
             }
         }
+        if spec.nice.is_some_and(|n| n < 0) && !self.is_admin(&who) {
+            return Err(ApiError::new(
+                ErrorCode::AccessDenied,
+                "Access/permission denied: only root or SlurmUser may set a negative --nice",
+            ));
+        }
+        spec.account = spec
+            .account
+            .take()
+            .map(|a| a.trim().to_ascii_lowercase())
+            .filter(|a| !a.is_empty());
         let array = self.parse_array(&spec)?;
         if matches!(spec.mem, Some(MemRequest::PerCpu(0))) {
             return Err(ApiError::plain(ErrorCode::MemoryUnavailable));
@@ -522,6 +533,7 @@ impl State {
             requeue: spec.requeue.unwrap_or(true),
             restarts: 0,
             array: None,
+            priority_factors: None,
             spec,
         };
         if let Some(array) = array {

@@ -2048,7 +2048,9 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
         );
         assert_eq!(c.priority.priority_type.to_string(), "priority/multifactor");
         // Minutes, as Slurm reads a bare number; 0 disables decay.
-        let c = parse(&format!("{MIN}PriorityDecayHalfLife=0\nPriorityMaxAge=90\n"));
+        let c = parse(&format!(
+            "{MIN}PriorityDecayHalfLife=0\nPriorityMaxAge=90\n"
+        ));
         assert_eq!(c.priority.decay_half_life_secs, 0);
         assert_eq!(c.priority.max_age_secs, 5400);
         let e = parse_err(&format!("{MIN}PriorityType=priority/fancy\n"));

@@ -28,6 +28,8 @@ use std::sync::Arc;
 
 mod arrays;
 pub use arrays::ArrayRt;
+mod priority;
+pub use priority::{Assoc, Usage};
 
 /// How long a job may be missing from its node's job list after its launch was acknowledged
 /// before the controller concludes the node never got it (heartbeats can cross a launch).
@@ -72,6 +74,9 @@ pub struct JobExtra {
     /// The run is being ended by `scontrol requeue`: back to PENDING once it is over.
     #[serde(default)]
     pub requeue: bool,
+    /// An administrator set the priority: priority/multifactor leaves it alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub priority_fixed: bool,
 }
 
 /// Launch progress, kept in memory only.
@@ -156,6 +161,8 @@ pub struct State {
     sched_config: SchedConfig,
     /// Arrays with tasks in `jobs`, by array job id.
     pub arrays: HashMap<JobId, ArrayRt>,
+    /// Fair-share usage (priority/multifactor).
+    pub usage: Usage,
 }
 
 impl std::fmt::Debug for State {
@@ -289,6 +296,7 @@ impl State {
             start_time: now,
             slurm_uid,
             arrays: HashMap::new(),
+            usage: Usage::default(),
         };
         st.rebuild_arrays()?;
         Ok(st)
@@ -1017,6 +1025,8 @@ impl State {
         }
         if let Some(p) = req.priority {
             job.info.priority = p;
+            job.extra.priority_fixed = p != 0;
+            job.info.priority_factors = None;
             if p == 0 {
                 job.info.held = true;
                 job.info.reason = Reason::JobHeldAdmin;
@@ -1216,6 +1226,7 @@ impl State {
         }
         // Dependencies: jobs that wait for other jobs never reach the scheduler core.
         let (dep_blocked, _killed) = self.dependency_blocks(now);
+        self.update_priorities(now, &dep_blocked);
         // The scheduler core.
         let (alloc_cpus, alloc_mem) = self.node_alloc();
         let view = ClusterView {
@@ -1712,6 +1723,7 @@ impl State {
             ("KillWait".into(), format!("{} sec", c.kill_wait)),
             ("MaxArraySize".into(), c.max_array_size.to_string()),
             ("MinJobAge".into(), format!("{} sec", c.min_job_age)),
+            ("PriorityType".into(), c.priority.priority_type.to_string()),
             ("SchedulerType".into(), "sched/builtin".into()),
             ("SlurmUser".into(), slurm_user),
             ("SlurmctldHost[0]".into(), host),

@@ -140,6 +140,8 @@ pub const OPTIONS: &[Opt] = &[
 /// `--wckey` (no accounting, as Slurm with
 /// `TrackWCKey=no`), `-M` naming the local cluster). Every other option is refused.
 const IMPLEMENTED: &[&str] = &[
+    "account",
+    "nice",
     "begin",
     "array",
     "chdir",
@@ -310,6 +312,10 @@ pub struct Opts {
     pub wait: bool,
     /// `--test-only`.
     pub test_only: bool,
+    /// `-A/--account`, lower-cased.
+    pub account: Option<String>,
+    /// `--nice[=N]`.
+    pub nice: Option<i32>,
 }
 
 /// Facts about the caller that option processing needs.
@@ -423,6 +429,8 @@ impl Opts {
             },
             "wait" => self.wait = true,
             "test-only" => self.test_only = true,
+            "account" => self.account = Some(val.to_ascii_lowercase()),
+            "nice" => self.nice = Some(parse_nice(prog, arg)?),
             // Accepted without effect: see IMPLEMENTED.
             "wckey" => {}
             _ => {}
@@ -453,6 +461,23 @@ impl Opts {
             (None, Some(m)) => Ok(Some(MemRequest::PerCpu(m.0))),
             (None, None) => Ok(None),
         }
+    }
+}
+
+/// Slurm's largest `--nice` magnitude (`NICE_OFFSET - 3`).
+pub const MAX_NICE: i64 = 2_147_483_645;
+
+/// `--nice[=N]`: 100 without a value; Slurm's range check. Negative values are checked by
+/// the controller (only root and SlurmUser may use them).
+fn parse_nice(prog: &str, arg: Option<&str>) -> Result<i32, Fail> {
+    let Some(v) = arg else { return Ok(100) };
+    match v.trim().parse::<i64>() {
+        Ok(n) if n.abs() <= MAX_NICE => Ok(n as i32),
+        Ok(_) => Err(Fail::error(
+            prog,
+            format!("Invalid --nice value, out of range (+/- {MAX_NICE})"),
+        )),
+        Err(_) => Err(Fail::error(prog, format!("Invalid --nice value \"{v}\""))),
     }
 }
 
@@ -1042,6 +1067,8 @@ pub fn build(
         requeue: opts.requeue,
         comment: opts.comment.clone(),
         warn_signal: opts.warn_signal,
+        account: opts.account.clone(),
+        nice: opts.nice,
     };
     Ok(Built {
         spec,
@@ -1440,6 +1467,51 @@ mod tests {
     const SCRIPT: &str = "#!/bin/sh\n#SBATCH -J from_script -p script_part -t 10 -o out.%j\n#SBATCH --mem=1G\necho\n";
 
     #[test]
+    fn account_and_nice() {
+        let src = ScriptSource::File("job.sh".into());
+        let script = "#!/bin/sh\n#SBATCH -A Physics --nice=5\necho\n";
+        let b = build(&ctx(&[]), &cli(&["job.sh"]), &src, script, None).unwrap();
+        assert_eq!(b.spec.account.as_deref(), Some("physics"));
+        assert_eq!(b.spec.nice, Some(5));
+        let env = ctx(&[("SBATCH_ACCOUNT", "Chem")]);
+        let b = build(&env, &cli(&["job.sh"]), &src, script, None).unwrap();
+        assert_eq!(b.spec.account.as_deref(), Some("chem"));
+        let b = build(
+            &env,
+            &cli(&["--account=bio", "--nice", "job.sh"]),
+            &src,
+            script,
+            None,
+        )
+        .unwrap();
+        assert_eq!(b.spec.account.as_deref(), Some("bio"));
+        assert_eq!(b.spec.nice, Some(100));
+        let b = build(
+            &ctx(&[]),
+            &cli(&["--nice=-10", "job.sh"]),
+            &src,
+            SCRIPT,
+            None,
+        )
+        .unwrap();
+        assert_eq!(b.spec.nice, Some(-10));
+        let b = build(&ctx(&[]), &cli(&["job.sh"]), &src, SCRIPT, None).unwrap();
+        assert_eq!((b.spec.account, b.spec.nice), (None, None));
+        let e = build(
+            &ctx(&[]),
+            &cli(&["--nice=3000000000", "job.sh"]),
+            &src,
+            SCRIPT,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: error: Invalid --nice value, out of range (+/- 2147483645)"]
+        );
+    }
+
+    #[test]
     fn array_from_cli_env_and_script() {
         let src = ScriptSource::File("job.sh".into());
         let script = "#!/bin/sh\n#SBATCH -a 0-3\necho\n";
@@ -1688,14 +1760,17 @@ mod tests {
         );
         assert_eq!(e.code, 1);
         let e = build(
-            &ctx(&[("SBATCH_ACCOUNT", "a")]),
+            &ctx(&[("SBATCH_QOS", "a")]),
             &cli(&["x"]),
             &src,
             plain,
             Some("c"),
         )
         .unwrap_err();
-        assert_eq!(e.lines, vec!["sbatch: error: option --account (from SBATCH_ACCOUNT) is not supported by gsched yet"]);
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: error: option --qos (from SBATCH_QOS) is not supported by gsched yet"]
+        );
         // A flag variable that is off is a reset, not a request.
         assert!(build(
             &ctx(&[("SBATCH_WAIT", "0")]),

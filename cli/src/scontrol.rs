@@ -1136,9 +1136,18 @@ pub fn format_job_ranged(
         j.user_id, j.group_id
     ));
     o.push_str(&format!(
-        "Priority={} Nice=0 Account=(null) QOS=(null){le}",
-        j.priority
+        "Priority={} Nice={} Account={} QOS=(null){le}",
+        j.priority,
+        j.nice(),
+        j.account()
     ));
+    if let Some(f) = &j.priority_factors {
+        // A gsched extension (Slurm shows these with sprio).
+        o.push_str(&format!(
+            "PriorityFactors=age:{:.0} fairshare:{:.0} jobsize:{:.0} partition:{:.0} qos:{:.0} nice:{}{le}",
+            f.age, f.fairshare, f.job_size, f.partition, f.qos, f.nice
+        ));
+    }
     o.push_str(&format!(
         "JobState={} Reason={} Dependency={}{le}",
         j.state.long(),

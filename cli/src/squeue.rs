@@ -504,7 +504,9 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
             .comment
             .clone()
             .unwrap_or_else(|| "(null)".to_string()),
-        F::Account | F::Features | F::Qos | F::Reservation => "(null)".to_string(),
+        F::Account => job.account().to_string(),
+        F::Nice => job.nice().to_string(),
+        F::Features | F::Qos | F::Reservation => "(null)".to_string(),
         F::WcKey | F::Licenses | F::Network => "(null)".to_string(),
         F::JobId => job.job_id.to_string(),
         F::JobArrayId => crate::arrays::job_array_id(job, &ctx.ranges),
@@ -547,9 +549,7 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
         F::ReqNodes | F::ExcNodes => String::new(),
         F::NodeList => return (nodes(), false),
         F::Command => or_null(&job.spec.command).to_string(),
-        F::Contiguous | F::Nice | F::RestartCnt | F::Requeue | F::DerivedEc | F::AllocSid => {
-            "0".to_string()
-        }
+        F::Contiguous | F::RestartCnt | F::Requeue | F::DerivedEc | F::AllocSid => "0".to_string(),
         F::Priority => format!("{:16.14}", f64::from(job.priority) / f64::from(u32::MAX)),
         F::PriorityLong => job.priority.to_string(),
         F::Partition => job.partition.clone(),
@@ -1249,6 +1249,7 @@ pub(crate) mod tests {
             requeue: true,
             restarts: 0,
             array: None,
+            priority_factors: None,
             spec: JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),

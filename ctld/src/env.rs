@@ -51,6 +51,9 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
     set(&mut env, "SLURM_JOB_NUM_NODES", &nn);
     set(&mut env, "SLURM_NNODES", &nn);
     set(&mut env, "SLURM_JOB_PARTITION", &job.partition);
+    if let Some(a) = &spec.account {
+        set(&mut env, "SLURM_JOB_ACCOUNT", a);
+    }
     set(
         &mut env,
         "SLURM_JOB_CPUS_PER_NODE",

@@ -29,6 +29,8 @@ use std::sync::Arc;
 mod arrays;
 mod client_opts;
 pub use arrays::ArrayRt;
+mod priority;
+pub use priority::{Assoc, Usage};
 
 /// How long a job may be missing from its node's job list after its launch was acknowledged
 /// before the controller concludes the node never got it (heartbeats can cross a launch).
@@ -77,6 +79,9 @@ pub struct JobExtra {
     /// does not send it again).
     #[serde(default)]
     pub warn_signal_sent: bool,
+    /// An administrator set the priority: priority/multifactor leaves it alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub priority_fixed: bool,
 }
 
 /// Launch progress, kept in memory only.
@@ -161,6 +166,8 @@ pub struct State {
     sched_config: SchedConfig,
     /// Arrays with tasks in `jobs`, by array job id.
     pub arrays: HashMap<JobId, ArrayRt>,
+    /// Fair-share usage (priority/multifactor).
+    pub usage: Usage,
 }
 
 impl std::fmt::Debug for State {
@@ -294,6 +301,7 @@ impl State {
             start_time: now,
             slurm_uid,
             arrays: HashMap::new(),
+            usage: Usage::default(),
         };
         st.rebuild_arrays()?;
         Ok(st)
@@ -431,6 +439,17 @@ impl State {
                 }
             }
         }
+        if spec.nice.is_some_and(|n| n < 0) && !self.is_admin(&who) {
+            return Err(ApiError::new(
+                ErrorCode::AccessDenied,
+                "Access/permission denied: only root or SlurmUser may set a negative --nice",
+            ));
+        }
+        spec.account = spec
+            .account
+            .take()
+            .map(|a| a.trim().to_ascii_lowercase())
+            .filter(|a| !a.is_empty());
         let array = self.parse_array(&spec)?;
         if matches!(spec.mem, Some(MemRequest::PerCpu(0))) {
             return Err(ApiError::plain(ErrorCode::MemoryUnavailable));
@@ -534,6 +553,7 @@ impl State {
             requeue: spec.requeue.unwrap_or(true),
             restarts: 0,
             array: None,
+            priority_factors: None,
             spec,
         };
         if test_only {
@@ -1015,6 +1035,8 @@ impl State {
         }
         if let Some(p) = req.priority {
             job.info.priority = p;
+            job.extra.priority_fixed = p != 0;
+            job.info.priority_factors = None;
             if p == 0 {
                 job.info.held = true;
                 job.info.reason = Reason::JobHeldAdmin;
@@ -1276,6 +1298,7 @@ impl State {
         }
         // Dependencies: jobs that wait for other jobs never reach the scheduler core.
         let (dep_blocked, _killed) = self.dependency_blocks(now);
+        self.update_priorities(now, &dep_blocked);
         // The scheduler core.
         let view = self.cluster_view();
         let throttled = self.throttled();
@@ -1721,6 +1744,7 @@ impl State {
             ("KillWait".into(), format!("{} sec", c.kill_wait)),
             ("MaxArraySize".into(), c.max_array_size.to_string()),
             ("MinJobAge".into(), format!("{} sec", c.min_job_age)),
+            ("PriorityType".into(), c.priority.priority_type.to_string()),
             ("SchedulerType".into(), "sched/builtin".into()),
             ("SlurmUser".into(), slurm_user),
             ("SlurmctldHost[0]".into(), host),

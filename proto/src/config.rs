@@ -151,21 +151,12 @@ pub const IGNORED_KEYS: &[&str] = &[
     "PrEpParameters",
     "PrEpPlugins",
     "PriorityCalcPeriod",
-    "PriorityDecayHalfLife",
-    "PriorityFavorSmall",
     "PriorityFlags",
-    "PriorityMaxAge",
     "PriorityParameters",
     "PrioritySiteFactorParameters",
     "PrioritySiteFactorPlugin",
-    "PriorityType",
     "PriorityUsageResetPeriod",
-    "PriorityWeightAge",
     "PriorityWeightAssoc",
-    "PriorityWeightFairshare",
-    "PriorityWeightJobSize",
-    "PriorityWeightPartition",
-    "PriorityWeightQOS",
     "PriorityWeightTRES",
     "PrivateData",
     "ProctrackType",
@@ -311,6 +302,15 @@ const GLOBAL_KEYS: &[&str] = &[
     "KillWait",
     "MaxArraySize",
     "MinJobAge",
+    "PriorityDecayHalfLife",
+    "PriorityFavorSmall",
+    "PriorityMaxAge",
+    "PriorityType",
+    "PriorityWeightAge",
+    "PriorityWeightFairshare",
+    "PriorityWeightJobSize",
+    "PriorityWeightPartition",
+    "PriorityWeightQOS",
     "SlurmctldHost",
     "SlurmctldPort",
     "SlurmdPort",
@@ -420,6 +420,61 @@ pub enum SchedulerType {
     Backfill,
     /// `sched/builtin`: strict priority order.
     Builtin,
+}
+
+/// `PriorityType=`: how pending jobs are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PriorityType {
+    /// `priority/basic` (Slurm's default): first in, first out.
+    #[default]
+    Basic,
+    /// `priority/multifactor`: age, fair-share, job size, partition and QOS, weighted.
+    Multifactor,
+}
+
+impl fmt::Display for PriorityType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PriorityType::Basic => "priority/basic",
+            PriorityType::Multifactor => "priority/multifactor",
+        })
+    }
+}
+
+/// Seconds in Slurm's default `PriorityMaxAge` and `PriorityDecayHalfLife` (7-0).
+pub const SEVEN_DAYS_SECS: i64 = 7 * 24 * 3600;
+
+/// `PriorityType=`, the `PriorityWeight*` settings, `PriorityMaxAge`,
+/// `PriorityDecayHalfLife` and `PriorityFavorSmall`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PriorityConfig {
+    pub priority_type: PriorityType,
+    pub weight_age: u32,
+    pub weight_fairshare: u32,
+    pub weight_job_size: u32,
+    pub weight_partition: u32,
+    pub weight_qos: u32,
+    /// `PriorityMaxAge` in seconds (default 7 days).
+    pub max_age_secs: i64,
+    /// `PriorityDecayHalfLife` in seconds (default 7 days; 0 = no decay).
+    pub decay_half_life_secs: i64,
+    pub favor_small: bool,
+}
+
+impl Default for PriorityConfig {
+    fn default() -> Self {
+        PriorityConfig {
+            priority_type: PriorityType::Basic,
+            weight_age: 0,
+            weight_fairshare: 0,
+            weight_job_size: 0,
+            weight_partition: 0,
+            weight_qos: 0,
+            max_age_secs: SEVEN_DAYS_SECS,
+            decay_half_life_secs: SEVEN_DAYS_SECS,
+            favor_small: false,
+        }
+    }
 }
 
 /// `bf_policy=` (gsched): how many pending jobs hold reservations.
@@ -674,6 +729,8 @@ pub struct Config {
     pub state_sync: StateSync,
     /// `SchedulerType=` and `SchedulerParameters=`.
     pub scheduler: SchedulerConfig,
+    /// `PriorityType=` and the multifactor settings.
+    pub priority: PriorityConfig,
     pub nodes: Vec<NodeConfig>,
     pub partitions: Vec<PartitionConfig>,
     /// Human-readable warnings (ignored Slurm settings and the like), one per setting.
@@ -940,6 +997,16 @@ fn parse_bool(v: &str) -> Result<bool, String> {
     }
 }
 
+/// A time in Slurm's formats, in seconds; UNLIMITED/INFINITE are refused (`what` names them).
+fn parse_time_secs(v: &str) -> Result<i64, String> {
+    match units::parse_time_minutes(v) {
+        Ok(Some(m)) => Ok(m as i64 * 60),
+        _ => Err(format!(
+            "invalid value \"{v}\" (expected minutes, M:S, H:M:S, D-H, D-H:M or D-H:M:S)"
+        )),
+    }
+}
+
 fn parse_nonempty(v: &str) -> Result<String, String> {
     if v.is_empty() {
         Err("the value is empty".to_string())
@@ -1202,6 +1269,7 @@ struct Globals {
     state_sync: Option<StateSync>,
     scheduler_type: Option<SchedulerType>,
     scheduler_params: Option<SchedulerParams>,
+    priority: PriorityConfig,
 }
 
 struct Parser {
@@ -1407,6 +1475,33 @@ impl Parser {
                     }
                 });
             }
+            "PriorityType" => {
+                g.priority.priority_type = match value.to_ascii_lowercase().as_str() {
+                    "priority/basic" => PriorityType::Basic,
+                    "priority/multifactor" => PriorityType::Multifactor,
+                    _ => {
+                        return Err(err(format!(
+                            "unknown priority plugin \"{value}\"; valid names: priority/basic, priority/multifactor"
+                        )))
+                    }
+                };
+            }
+            "PriorityWeightAge" => g.priority.weight_age = parse_u32(value).map_err(err)?,
+            "PriorityWeightFairshare" => {
+                g.priority.weight_fairshare = parse_u32(value).map_err(err)?;
+            }
+            "PriorityWeightJobSize" => {
+                g.priority.weight_job_size = parse_u32(value).map_err(err)?;
+            }
+            "PriorityWeightPartition" => {
+                g.priority.weight_partition = parse_u32(value).map_err(err)?;
+            }
+            "PriorityWeightQOS" => g.priority.weight_qos = parse_u32(value).map_err(err)?,
+            "PriorityMaxAge" => g.priority.max_age_secs = parse_time_secs(value).map_err(err)?,
+            "PriorityDecayHalfLife" => {
+                g.priority.decay_half_life_secs = parse_time_secs(value).map_err(err)?;
+            }
+            "PriorityFavorSmall" => g.priority.favor_small = parse_bool(value).map_err(err)?,
             "SchedulerParameters" => {
                 let (params, ignored) = parse_scheduler_params(value).map_err(err)?;
                 for p in ignored {
@@ -1733,6 +1828,7 @@ impl Parser {
                 scheduler_type: g.scheduler_type.unwrap_or(SchedulerType::Backfill),
                 params: g.scheduler_params.unwrap_or_default(),
             },
+            priority: g.priority,
             nodes: self.nodes,
             partitions,
             warnings: self.warnings,
@@ -1921,6 +2017,56 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
             1
         );
         assert_eq!(c.warnings.len(), 21, "{:#?}", c.warnings);
+    }
+
+    #[test]
+    fn priority_settings() {
+        let c = parse(MIN);
+        assert_eq!(c.priority, PriorityConfig::default());
+        assert_eq!(c.priority.priority_type, PriorityType::Basic);
+        assert_eq!(c.priority.max_age_secs, 7 * 86_400);
+        assert_eq!(c.priority.decay_half_life_secs, 7 * 86_400);
+        let c = parse(&format!(
+            "{MIN}PriorityType=priority/multifactor\nPriorityWeightAge=1000\nPriorityWeightFairshare=10000\n\
+             PriorityWeightJobSize=500\nPriorityWeightPartition=200\nPriorityWeightQOS=300\n\
+             PriorityMaxAge=1-0\nPriorityDecayHalfLife=2:00:00\nPriorityFavorSmall=YES\n"
+        ));
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        assert_eq!(
+            c.priority,
+            PriorityConfig {
+                priority_type: PriorityType::Multifactor,
+                weight_age: 1000,
+                weight_fairshare: 10_000,
+                weight_job_size: 500,
+                weight_partition: 200,
+                weight_qos: 300,
+                max_age_secs: 86_400,
+                decay_half_life_secs: 7200,
+                favor_small: true,
+            }
+        );
+        assert_eq!(c.priority.priority_type.to_string(), "priority/multifactor");
+        // Minutes, as Slurm reads a bare number; 0 disables decay.
+        let c = parse(&format!(
+            "{MIN}PriorityDecayHalfLife=0\nPriorityMaxAge=90\n"
+        ));
+        assert_eq!(c.priority.decay_half_life_secs, 0);
+        assert_eq!(c.priority.max_age_secs, 5400);
+        let e = parse_err(&format!("{MIN}PriorityType=priority/fancy\n"));
+        assert!(
+            e.contains("valid names: priority/basic, priority/multifactor"),
+            "{e}"
+        );
+        let e = parse_err(&format!("{MIN}PriorityWeightAge=-5\n"));
+        assert!(e.contains("PriorityWeightAge"), "{e}");
+        let e = parse_err(&format!("{MIN}PriorityMaxAge=forever\n"));
+        assert!(e.contains("PriorityMaxAge"), "{e}");
+        let e = parse_err(&format!("{MIN}PriorityFavorSmall=maybe\n"));
+        assert!(e.contains("expected YES or NO"), "{e}");
+        // Still-ignored priority keys only warn.
+        let c = parse(&format!("{MIN}PriorityFlags=SMALL_RELATIVE_TO_TIME\n"));
+        assert!(c.warnings.iter().any(|w| w.contains("PriorityFlags")));
     }
 
     #[test]
@@ -2458,7 +2604,12 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
             "PreemptType",
             "PreemptMode",
         ] {
-            assert!(canonical(IGNORED_KEYS, required).is_some(), "{required}");
+            // Accepted: implemented, or ignored with a warning.
+            assert!(
+                canonical(IGNORED_KEYS, required).is_some()
+                    || canonical(GLOBAL_KEYS, required).is_some(),
+                "{required}"
+            );
         }
     }
 

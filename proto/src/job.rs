@@ -244,6 +244,12 @@ pub struct JobSpec {
     /// `--signal=[B:]sig[@sec]`: warn the job before its time limit ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warn_signal: Option<WarnSignal>,
+    /// `-A/--account`, lower-cased; `None` = no account (`Account=(null)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// `--nice[=N]`; `None` = 0. Negative only for root and SlurmUser.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
 }
 
 /// `--signal=[B:]<sig>[@sec]`: the controller sends `signal` once, `before_secs` seconds
@@ -346,7 +352,35 @@ pub struct JobInfo {
     /// For an array task: its array and index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<crate::array::ArrayTask>,
+    /// Under `PriorityType=priority/multifactor`: the weighted factors of the pending job's
+    /// last computed priority (`PriorityFactors=` in `gscontrol show job`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_factors: Option<PriorityFactors>,
     pub spec: JobSpec,
+}
+
+/// The weighted parts of a multifactor priority (what Slurm's `sprio` shows).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct PriorityFactors {
+    pub age: f64,
+    pub fairshare: f64,
+    pub job_size: f64,
+    pub partition: f64,
+    pub qos: f64,
+    /// Subtracted from the sum.
+    pub nice: i32,
+}
+
+impl JobInfo {
+    /// `-A`, or `(null)` as Slurm prints a job without account.
+    pub fn account(&self) -> &str {
+        self.spec.account.as_deref().unwrap_or("(null)")
+    }
+
+    /// `--nice`, 0 when not given.
+    pub fn nice(&self) -> i32 {
+        self.spec.nice.unwrap_or(0)
+    }
 }
 
 fn yes() -> bool {

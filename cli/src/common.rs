@@ -317,22 +317,10 @@ pub fn ctime_str(t: i64) -> String {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    let days = days_from_civil(y, m, d);
+    let days = gsched_proto::units::days_from_civil(y, m, d);
     let wd = DAYS[days.rem_euclid(7) as usize];
     let mon = MONTHS[(m.clamp(1, 12) - 1) as usize];
     format!("{wd} {mon} {d:02} {clock} {y}")
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm). The same
-/// function is private in `gsched_proto::units`, which offers no weekday.
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// The current time in epoch seconds.

@@ -153,24 +153,7 @@ impl Store {
         user_id: u32,
         record: &str,
     ) -> Result<(), StoreError> {
-        let path = self.path.clone();
-        let e = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(e)?;
-        tx.prepare_cached(
-            "INSERT INTO jobs (id, state, user_id, end_time, record) VALUES (?1, ?2, ?3, NULL, ?4)",
-        )
-        .and_then(|mut s| s.execute(params![id, state.long(), user_id, record]))
-        .map_err(e)?;
-        tx.prepare_cached(
-            "INSERT INTO meta (key, value) VALUES ('next_job_id', ?1)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        )
-        .and_then(|mut s| s.execute(params![(id + 1).to_string()]))
-        .map_err(e)?;
-        tx.commit().map_err(e)
+        self.insert_jobs(&[(id, state, user_id, record.to_string())], id + 1)
     }
 
     /// Inserts several new jobs (an array's tasks) and advances the id counter past them, in

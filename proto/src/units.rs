@@ -241,7 +241,7 @@ pub(crate) fn local_tm(epoch_secs: i64) -> Option<LocalTm> {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;

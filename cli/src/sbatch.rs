@@ -141,6 +141,10 @@ pub const OPTIONS: &[Opt] = &[
 /// `TrackWCKey=no`), `-M` naming the local cluster). Every other option is refused.
 const IMPLEMENTED: &[&str] = &[
     "account",
+    "nodelist",
+    "exclude",
+    "constraint",
+    "exclusive",
     "nice",
     "begin",
     "array",
@@ -316,6 +320,14 @@ pub struct Opts {
     pub account: Option<String>,
     /// `--nice[=N]`.
     pub nice: Option<i32>,
+    /// `-w/--nodelist`, as given (checked as a hostlist).
+    pub nodelist: Option<String>,
+    /// `-x/--exclude`, as given (checked as a hostlist).
+    pub exclude: Option<String>,
+    /// `-C/--constraint`, as given (checked).
+    pub constraint: Option<String>,
+    /// `--exclusive`.
+    pub exclusive: bool,
 }
 
 /// Facts about the caller that option processing needs.
@@ -431,6 +443,30 @@ impl Opts {
             "test-only" => self.test_only = true,
             "account" => self.account = Some(val.to_ascii_lowercase()),
             "nice" => self.nice = Some(parse_nice(prog, arg)?),
+            "nodelist" | "exclude" => {
+                if gsched_proto::hostlist::expand(val).is_err() {
+                    return Err(opt_err(&format!("Invalid node name specified: {val}")));
+                }
+                if id == "nodelist" {
+                    self.nodelist = Some(val.to_string());
+                } else {
+                    self.exclude = Some(val.to_string());
+                }
+            }
+            "constraint" => match gsched_proto::job::parse_constraint(val) {
+                Ok(_) => self.constraint = Some(val.trim().to_string()),
+                Err(e) if e.contains("not supported") => {
+                    return Err(Fail::error(prog, e));
+                }
+                Err(e) => return Err(opt_err(&e)),
+            },
+            "exclusive" => match arg.map(str::trim) {
+                None | Some("") | Some("exclusive") => self.exclusive = true,
+                Some(v @ ("user" | "mcs" | "topo")) => {
+                    return Err(Fail::not_supported(prog, &format!("--exclusive={v}")))
+                }
+                Some(v) => return Err(opt_err(&format!("Invalid --exclusive specification: {v}"))),
+            },
             // Accepted without effect: see IMPLEMENTED.
             "wckey" => {}
             _ => {}
@@ -1069,6 +1105,10 @@ pub fn build(
         warn_signal: opts.warn_signal,
         account: opts.account.clone(),
         nice: opts.nice,
+        nodelist: opts.nodelist.clone(),
+        exclude: opts.exclude.clone(),
+        constraint: opts.constraint.clone(),
+        exclusive: opts.exclusive,
     };
     Ok(Built {
         spec,

@@ -1203,7 +1203,11 @@ pub fn format_job_ranged(
         j.partition,
         or_null(&spec.submit_host)
     ));
-    o.push_str(&format!("ReqNodeList=(null) ExcNodeList=(null){le}"));
+    o.push_str(&format!(
+        "ReqNodeList={} ExcNodeList={}{le}",
+        or_null(spec.nodelist.as_deref().unwrap_or("")),
+        or_null(spec.exclude.as_deref().unwrap_or(""))
+    ));
     let nodelist = if j.nodes.is_empty() {
         "(null)".to_string()
     } else {
@@ -1242,9 +1246,13 @@ pub fn format_job_ranged(
         spec.cpus_per_task() * spec.ntasks_per_node.unwrap_or(1).max(1),
         units::format_memory_mb(mem)
     ));
-    o.push_str(&format!("Features=(null) DelayBoot=00:00:00{le}"));
     o.push_str(&format!(
-        "OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null){le}"
+        "Features={} DelayBoot=00:00:00{le}",
+        or_null(spec.constraint.as_deref().unwrap_or(""))
+    ));
+    o.push_str(&format!(
+        "OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null){le}",
+        if spec.exclusive { "NO" } else { "OK" }
     ));
     o.push_str(&format!("Command={}{le}", or_null(&spec.command)));
     o.push_str(&format!("SubmitLine={}{le}", or_null(&spec.submit_line)));

@@ -506,7 +506,12 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
             .unwrap_or_else(|| "(null)".to_string()),
         F::Account => job.account().to_string(),
         F::Nice => job.nice().to_string(),
-        F::Features | F::Qos | F::Reservation => "(null)".to_string(),
+        F::Features => job
+            .spec
+            .constraint
+            .clone()
+            .unwrap_or_else(|| "(null)".to_string()),
+        F::Qos | F::Reservation => "(null)".to_string(),
         F::WcKey | F::Licenses | F::Network => "(null)".to_string(),
         F::JobId => job.job_id.to_string(),
         F::JobArrayId => crate::arrays::job_array_id(job, &ctx.ranges),
@@ -529,7 +534,7 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
         F::EndTime => end_time(job, ctx.now),
         F::GroupName => or_null(&name_or_id(&job.group_name, job.group_id)).to_string(),
         F::GroupId => job.group_id.to_string(),
-        F::OverSubscribe => "OK".to_string(),
+        F::OverSubscribe => if job.spec.exclusive { "NO" } else { "OK" }.to_string(),
         F::Sockets | F::Cores | F::Threads => "*".to_string(),
         F::Name => job.name.clone(),
         F::TimeLimit => {
@@ -546,7 +551,8 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
         }
         F::MinMemory => min_memory(job, ctx.noconvert),
         F::TimeUsed => return (secs(job.run_time(ctx.now)), false),
-        F::ReqNodes | F::ExcNodes => String::new(),
+        F::ReqNodes => job.spec.nodelist.clone().unwrap_or_default(),
+        F::ExcNodes => job.spec.exclude.clone().unwrap_or_default(),
         F::NodeList => return (nodes(), false),
         F::Command => or_null(&job.spec.command).to_string(),
         F::Contiguous | F::RestartCnt | F::Requeue | F::DerivedEc | F::AllocSid => "0".to_string(),

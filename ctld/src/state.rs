@@ -19,8 +19,8 @@ use gsched_proto::job::{JobId, JobInfo, JobSpec, JobState, MemRequest, Reason};
 use gsched_proto::node::{NodeBaseState, NodeInfo, PartitionInfo, PartitionStateInfo};
 use gsched_proto::users;
 use gsched_sched::{
-    ClusterView, NodeAlloc, NodeView, PartitionView, Policy, QueuedJob, ResourceRequest,
-    RunningAlloc, SchedConfig,
+    ClusterView, FeatureExpr, NodeAlloc, NodeFilter, NodeView, PartitionView, Policy, QueuedJob,
+    ResourceRequest, RunningAlloc, SchedConfig,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -360,14 +360,89 @@ impl State {
         self.parts.iter().position(|p| p.default)
     }
 
-    fn request_of(spec: &JobSpec) -> ResourceRequest {
-        ResourceRequest {
+    fn request_of(&self, spec: &JobSpec) -> ResourceRequest {
+        let filter = self.node_filter(spec).ok().flatten();
+        let mut req = ResourceRequest {
             nodes: spec.nodes,
             tasks: spec.total_tasks(),
             cpus_per_task: spec.cpus_per_task(),
             ntasks_per_node: spec.ntasks_per_node,
             mem: spec.mem,
+            exclusive: spec.exclusive,
+            filter: None,
+        };
+        if let Some(f) = filter {
+            // Every `--nodelist` node is in the allocation with at least one task, as in
+            // Slurm (the node count and task count rise to the list's size).
+            let k = f.required.len() as u32;
+            if k > 0 {
+                if req.nodes.is_none() && req.tasks < k {
+                    req.nodes = Some(k);
+                }
+                req.tasks = req.tasks.max(k);
+            }
+            req.filter = Some(Arc::new(f));
         }
+        req
+    }
+
+    /// The node filter of `--nodelist`, `--exclude` and `--constraint`, or `None` without
+    /// them; an unknown node name or an unusable constraint is an error.
+    fn node_filter(&self, spec: &JobSpec) -> Result<Option<NodeFilter>, ApiError> {
+        if spec.nodelist.is_none() && spec.exclude.is_none() && spec.constraint.is_none() {
+            return Ok(None);
+        }
+        let resolve = |list: &Option<String>| -> Result<Vec<usize>, ApiError> {
+            let Some(l) = list.as_deref().map(str::trim).filter(|l| !l.is_empty()) else {
+                return Ok(Vec::new());
+            };
+            let names = gsched_proto::hostlist::expand(l)
+                .map_err(|_| ApiError::plain(ErrorCode::InvalidNodeName))?;
+            names
+                .iter()
+                .map(|n| {
+                    self.nodes
+                        .iter()
+                        .position(|x| &x.name == n)
+                        .ok_or_else(|| ApiError::plain(ErrorCode::InvalidNodeName))
+                })
+                .collect()
+        };
+        let required = resolve(&spec.nodelist)?;
+        let excluded = resolve(&spec.exclude)?;
+        let expr = match spec.constraint.as_deref() {
+            None => None,
+            Some(c) => {
+                let c = gsched_proto::job::parse_constraint(c)
+                    .map_err(|_| ApiError::plain(ErrorCode::InvalidFeature))?;
+                Some(if c.any {
+                    FeatureExpr::Any(c.features)
+                } else {
+                    FeatureExpr::All(c.features)
+                })
+            }
+        };
+        let mut required_sorted = required;
+        required_sorted.sort_unstable();
+        required_sorted.dedup();
+        let allowed = if excluded.is_empty() && expr.is_none() {
+            None
+        } else {
+            Some(
+                self.nodes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| {
+                        !excluded.contains(&i)
+                            && expr.as_ref().is_none_or(|e| e.matches(&n.features))
+                    })
+                    .collect(),
+            )
+        };
+        Ok(Some(NodeFilter {
+            allowed,
+            required: required_sorted,
+        }))
     }
 
     /// Accepts a job: validates it, stores it, and returns its id once committed.
@@ -458,8 +533,25 @@ impl State {
             None | Some("") => None,
             Some(d) => Some(self.check_dependency(d)?),
         };
+        // Nodes and features: names must exist, a constraint must match some node, and the
+        // nodes required must not be excluded or lack the features.
+        if let Some(f) = self.node_filter(&spec)? {
+            let n = self.nodes.len();
+            if spec.constraint.is_some() && spec.exclude.is_none() && !(0..n).any(|i| f.allows(i)) {
+                return Err(ApiError::plain(ErrorCode::InvalidFeature));
+            }
+            if f.required.iter().any(|&i| !f.allows(i))
+                || spec.nodes.is_some_and(|k| (k as usize) < f.required.len())
+                || !f
+                    .required
+                    .iter()
+                    .all(|&i| part_idx.iter().any(|&p| self.parts[p].nodes.contains(&i)))
+            {
+                return Err(ApiError::plain(ErrorCode::NodeConfigUnavailable));
+            }
+        }
         // Could it ever run? Place it on the empty partition.
-        let req = Self::request_of(&spec);
+        let req = self.request_of(&spec);
         let empty: Vec<NodeView> = self
             .nodes
             .iter()
@@ -471,6 +563,7 @@ impl State {
                 alloc_mem_mb: 0,
                 available: true,
                 weight: n.weight,
+                features: n.features.clone(),
             })
             .collect();
         let fits = |req: &ResourceRequest| {
@@ -479,7 +572,10 @@ impl State {
                 .any(|&p| gsched_sched::place(&empty, &self.parts[p].nodes, req).is_some())
         };
         if !fits(&req) {
-            let no_mem = ResourceRequest { mem: None, ..req };
+            let no_mem = ResourceRequest {
+                mem: None,
+                ..req.clone()
+            };
             let code = if req.mem.is_some() && fits(&no_mem) {
                 ErrorCode::MemoryUnavailable
             } else {
@@ -1194,6 +1290,7 @@ impl State {
                     alloc_mem_mb: alloc_mem[i],
                     available: Self::node_available(n),
                     weight: n.weight,
+                    features: n.features.clone(),
                 })
                 .collect(),
             partitions: self
@@ -1326,7 +1423,7 @@ impl State {
                 held: None,
                 begin_time: j.info.eligible_time,
                 time_limit: j.info.time_limit,
-                req: Self::request_of(&j.info.spec),
+                req: self.request_of(&j.info.spec),
             })
             .collect();
         let decisions = gsched_sched::decide(&view, &queue, now, &self.sched_config);

@@ -76,6 +76,7 @@ pub enum ErrorCode {
     Internal,
     DependencyProblem,
     Disabled,
+    InvalidFeature,
 }
 
 impl ErrorCode {
@@ -104,6 +105,7 @@ impl ErrorCode {
             ErrorCode::Internal => "Unexpected error",
             ErrorCode::DependencyProblem => "Job dependency problem",
             ErrorCode::Disabled => "Requested operation is presently disabled",
+            ErrorCode::InvalidFeature => "Invalid feature specification",
         }
     }
 
@@ -118,6 +120,7 @@ impl ErrorCode {
             | ErrorCode::TimeLimitInvalid
             | ErrorCode::InvalidNodeState
             | ErrorCode::DependencyProblem
+            | ErrorCode::InvalidFeature
             | ErrorCode::InvalidArray => 400,
             ErrorCode::Disabled => 409,
             ErrorCode::ProtocolVersion => 426,

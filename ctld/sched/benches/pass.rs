@@ -64,6 +64,7 @@ fn cluster(rng: &mut Rng) -> ClusterView {
             alloc_mem_mb: 0,
             available: true,
             weight: if big { 2 } else { 1 },
+            features: Vec::new(),
         });
     }
     v.partitions.push(PartitionView {
@@ -150,6 +151,7 @@ fn queue(rng: &mut Rng, unique_limits: bool) -> Vec<QueuedJob> {
                     cpus_per_task: c,
                     ntasks_per_node: None,
                     mem: mem_pc.map(MemRequest::PerCpu),
+                    ..Default::default()
                 }
             } else if kind < 80 {
                 ResourceRequest {
@@ -158,6 +160,7 @@ fn queue(rng: &mut Rng, unique_limits: bool) -> Vec<QueuedJob> {
                     cpus_per_task: 1,
                     ntasks_per_node: None,
                     mem: mem_pc.map(MemRequest::PerCpu),
+                    ..Default::default()
                 }
             } else {
                 let n = if kind < 97 {
@@ -172,6 +175,7 @@ fn queue(rng: &mut Rng, unique_limits: bool) -> Vec<QueuedJob> {
                     cpus_per_task: 1,
                     ntasks_per_node: Some(32),
                     mem: rng.pick(&[None, Some(MemRequest::PerNode(64_000))]),
+                    ..Default::default()
                 }
             };
             if unique_limits {

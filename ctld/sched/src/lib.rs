@@ -29,6 +29,8 @@
 
 #![forbid(unsafe_code)]
 
+use std::sync::Arc;
+
 use gsched_proto::job::{JobId, MemRequest, Reason};
 
 mod backfill;
@@ -57,6 +59,8 @@ pub struct NodeView {
     pub available: bool,
     /// Lower weight is preferred (Slurm's `Weight=`).
     pub weight: u32,
+    /// The node's features (`Features=`), matched by `--constraint`.
+    pub features: Vec<String>,
 }
 
 impl NodeView {
@@ -105,7 +109,7 @@ pub struct ClusterView {
 }
 
 /// What a job needs, in the terms placement works with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ResourceRequest {
     /// Exact node count (`-N`); `None` = as few as needed.
     pub nodes: Option<u32>,
@@ -113,6 +117,96 @@ pub struct ResourceRequest {
     pub cpus_per_task: u32,
     pub ntasks_per_node: Option<u32>,
     pub mem: Option<MemRequest>,
+    /// `--exclusive`: whole nodes only (no other job on them; all their CPUs are the job's,
+    /// memory only as requested).
+    pub exclusive: bool,
+    /// Which nodes the job may and must use (`--nodelist`, `--exclude`, `--constraint`);
+    /// `None` = any node of the partition, none required.
+    pub filter: Option<Arc<NodeFilter>>,
+}
+
+impl ResourceRequest {
+    /// Whether the request needs the per-job placement path (a node filter or whole nodes)
+    /// rather than the planner's shared searches.
+    pub fn constrained(&self) -> bool {
+        self.exclusive || self.filter.is_some()
+    }
+
+    /// Whether the job may use node `i`.
+    pub fn allows(&self, i: usize) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.allows(i))
+    }
+
+    /// The nodes the job must get (`--nodelist`), sorted.
+    pub fn required(&self) -> &[usize] {
+        self.filter.as_ref().map_or(&[], |f| &f.required)
+    }
+}
+
+/// A feature expression of `--constraint`: one feature, `a&b` (all) or `a|b` (any).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FeatureExpr {
+    All(Vec<String>),
+    Any(Vec<String>),
+}
+
+impl FeatureExpr {
+    /// Whether a node with `features` satisfies the expression.
+    pub fn matches(&self, features: &[String]) -> bool {
+        let has = |f: &String| features.iter().any(|x| x == f);
+        match self {
+            FeatureExpr::All(v) => v.iter().all(has),
+            FeatureExpr::Any(v) => v.iter().any(has),
+        }
+    }
+}
+
+/// Which nodes one job may use and which it must use.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeFilter {
+    /// Per node index: whether the job may use it; `None` = every node.
+    pub allowed: Option<Vec<bool>>,
+    /// Node indices the job must be given (`--nodelist`), sorted, without duplicates.
+    pub required: Vec<usize>,
+}
+
+impl NodeFilter {
+    /// The filter for `required` nodes (which must get into the allocation), `excluded`
+    /// nodes (never used) and an optional feature expression, over `nodes`. Required nodes
+    /// are allowed unless excluded or lacking the features (then no placement exists).
+    pub fn new(
+        nodes: &[NodeView],
+        required: &[usize],
+        excluded: &[usize],
+        features: Option<&FeatureExpr>,
+    ) -> NodeFilter {
+        let mut req: Vec<usize> = required.to_vec();
+        req.sort_unstable();
+        req.dedup();
+        let allowed = if excluded.is_empty() && features.is_none() {
+            None
+        } else {
+            Some(
+                nodes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| {
+                        !excluded.contains(&i) && features.is_none_or(|f| f.matches(&n.features))
+                    })
+                    .collect(),
+            )
+        };
+        NodeFilter {
+            allowed,
+            required: req,
+        }
+    }
+
+    pub fn allows(&self, i: usize) -> bool {
+        self.allowed
+            .as_ref()
+            .is_none_or(|a| a.get(i).copied().unwrap_or(false))
+    }
 }
 
 /// A job waiting to start.
@@ -292,7 +386,7 @@ fn decide_fifo(
             let len = plan::Planner::planning_len(job, view, p, config);
             let placement = match pl.first_fit_now(p, &job.req, len) {
                 Some(placement) => Some(placement),
-                None if job.req.nodes.is_none() && one_node => None,
+                None if job.req.nodes.is_none() && one_node && !job.req.constrained() => None,
                 None => place(&nodes, &view.partitions[p].nodes, &job.req),
             };
             if let Some(placement) = placement {

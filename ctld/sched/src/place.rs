@@ -40,6 +40,9 @@ pub(crate) fn capacity_with(
     used_mem_mb: u64,
     req: &ResourceRequest,
 ) -> u32 {
+    if req.exclusive && (used_cpus > 0 || used_mem_mb > 0) {
+        return 0;
+    }
     let free_cpus = cpus.saturating_sub(used_cpus);
     let free_mem = mem_mb.saturating_sub(used_mem_mb);
     let cpt = req.cpus_per_task.max(1);
@@ -88,24 +91,119 @@ pub fn place(nodes: &[NodeView], candidates: &[usize], req: &ResourceRequest) ->
     let mut cands: Vec<(usize, u32)> = candidates
         .iter()
         .copied()
-        .filter(|&i| i < nodes.len())
+        .filter(|&i| i < nodes.len() && req.allows(i))
         .map(|i| (i, capacity(&nodes[i], req)))
         .filter(|&(_, c)| c > 0)
         .collect();
     cands.sort_by_key(|&(i, _)| (nodes[i].weight, i));
     cands.dedup_by_key(|c| c.0);
-    place_caps(&cands, req, |i| nodes[i].mem_mb)
+    place_caps(&cands, req, |i| (nodes[i].cpus, nodes[i].mem_mb))
 }
 
 /// The placement rules of [`place`] over candidates already known: `cands` holds
 /// `(node, tasks that fit)` in order of preference, without duplicates or zero capacities;
-/// `node_mem` gives a node's memory (for `--mem=0`).
+/// `node_res` gives a node's CPUs (for `--exclusive`) and memory (for `--mem=0`). Every
+/// node the request requires (`--nodelist`) must be among `cands`, and is chosen.
 pub(crate) fn place_caps(
     cands: &[(usize, u32)],
     req: &ResourceRequest,
-    node_mem: impl Fn(usize) -> u64,
+    node_res: impl Fn(usize) -> (u32, u64),
 ) -> Option<Placement> {
     let total_tasks = total_tasks(req);
+    let required = req.required();
+    let chosen: Vec<(usize, u32)> = if required.is_empty() {
+        choose(cands, req, total_tasks)?
+    } else {
+        choose_with_required(cands, req, total_tasks, required)?
+    };
+    let cap: u32 = chosen.iter().map(|c| c.1).fold(0, u32::saturating_add);
+    if chosen.is_empty() || cap < total_tasks || total_tasks < chosen.len() as u32 {
+        return None;
+    }
+    // One task on every node first, then fill in preference order.
+    let mut tasks: Vec<u32> = vec![1; chosen.len()];
+    let mut left = total_tasks - chosen.len() as u32;
+    for (k, &(_, c)) in chosen.iter().enumerate() {
+        let more = (c - 1).min(left);
+        tasks[k] += more;
+        left -= more;
+    }
+    if left > 0 {
+        return None;
+    }
+    let cpt = req.cpus_per_task.max(1);
+    let allocs = chosen
+        .iter()
+        .zip(tasks)
+        .map(|(&(i, _), t)| {
+            let (node_cpus, node_mem) = node_res(i);
+            let cpus = t * cpt;
+            NodeAlloc {
+                node: i,
+                cpus: if req.exclusive {
+                    node_cpus.max(cpus)
+                } else {
+                    cpus
+                },
+                mem_mb: mem_for(node_mem, req, cpus),
+                tasks: t,
+            }
+        })
+        .collect();
+    Some(Placement { nodes: allocs })
+}
+
+/// The nodes for a request with required nodes: all of them, then (with `-N` larger, or
+/// when they cannot hold every task) the roomiest others; in preference order.
+fn choose_with_required(
+    cands: &[(usize, u32)],
+    req: &ResourceRequest,
+    total_tasks: u32,
+    required: &[usize],
+) -> Option<Vec<(usize, u32)>> {
+    let mut pick: Vec<(usize, usize, u32)> = Vec::new();
+    let mut rest: Vec<(usize, usize, u32)> = Vec::new();
+    for (k, &(i, c)) in cands.iter().enumerate() {
+        if required.binary_search(&i).is_ok() {
+            pick.push((k, i, c));
+        } else {
+            rest.push((k, i, c));
+        }
+    }
+    if pick.len() != required.len() {
+        return None;
+    }
+    rest.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
+    match req.nodes {
+        Some(n) => {
+            let n = (n.max(1) as usize).max(required.len());
+            if pick.len() + rest.len() < n {
+                return None;
+            }
+            let more = n - pick.len();
+            pick.extend(rest.into_iter().take(more));
+        }
+        None => {
+            let mut cap: u32 = pick.iter().map(|c| c.2).fold(0, u32::saturating_add);
+            for c in rest {
+                if cap >= total_tasks {
+                    break;
+                }
+                cap = cap.saturating_add(c.2);
+                pick.push(c);
+            }
+        }
+    }
+    pick.sort_by_key(|&(k, _, _)| k);
+    Some(pick.into_iter().map(|(_, i, c)| (i, c)).collect())
+}
+
+/// The nodes for a request without required nodes (see [`place`]).
+fn choose(
+    cands: &[(usize, u32)],
+    req: &ResourceRequest,
+    total_tasks: u32,
+) -> Option<Vec<(usize, u32)>> {
     let chosen: Vec<(usize, u32)> = match req.nodes {
         Some(n) => {
             let n = n.max(1) as usize;
@@ -149,34 +247,5 @@ pub(crate) fn place_caps(
             }
         }
     };
-    let cap: u32 = chosen.iter().map(|c| c.1).fold(0, u32::saturating_add);
-    if chosen.is_empty() || cap < total_tasks {
-        return None;
-    }
-    // One task on every node first, then fill in preference order.
-    let mut tasks: Vec<u32> = vec![1; chosen.len()];
-    let mut left = total_tasks - chosen.len() as u32;
-    for (k, &(_, c)) in chosen.iter().enumerate() {
-        let more = (c - 1).min(left);
-        tasks[k] += more;
-        left -= more;
-    }
-    if left > 0 {
-        return None;
-    }
-    let cpt = req.cpus_per_task.max(1);
-    let allocs = chosen
-        .iter()
-        .zip(tasks)
-        .map(|(&(i, _), t)| {
-            let cpus = t * cpt;
-            NodeAlloc {
-                node: i,
-                cpus,
-                mem_mb: mem_for(node_mem(i), req, cpus),
-                tasks: t,
-            }
-        })
-        .collect();
-    Some(Placement { nodes: allocs })
+    Some(chosen)
 }

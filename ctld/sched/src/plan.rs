@@ -475,6 +475,9 @@ impl<'a> Planner<'a> {
         req: &ResourceRequest,
         len: i64,
     ) -> Option<Placement> {
+        if req.constrained() {
+            return self.constrained_at(part, req, len, self.now);
+        }
         for (kind, tasks) in Self::kinds(req) {
             let Some(key) = Self::search_key(part, len, req, kind, tasks) else {
                 continue;
@@ -507,7 +510,7 @@ impl<'a> Planner<'a> {
         req: &ResourceRequest,
         len: i64,
     ) -> Option<Placement> {
-        if req.nodes.is_some() {
+        if req.nodes.is_some() || req.constrained() {
             return None;
         }
         let total = total_tasks(req);
@@ -560,7 +563,9 @@ impl<'a> Planner<'a> {
                     .iter()
                     .map(|&(p, c)| (order[p as usize], c))
                     .collect();
-                let placed = place_caps(&cands, req, |i| self.view.nodes[i].mem_mb);
+                let placed = place_caps(&cands, req, |i| {
+                    (self.view.nodes[i].cpus, self.view.nodes[i].mem_mb)
+                });
                 debug_assert!(placed.is_some(), "satisfied but not placed: {req:?}");
                 return placed;
             }
@@ -581,6 +586,9 @@ impl<'a> Planner<'a> {
         begin: bool,
     ) -> Option<Found> {
         let from = from.max(self.now + 1);
+        if req.constrained() {
+            return self.constrained_earliest(part, req, len, from);
+        }
         for (kind, tasks) in Self::kinds(req) {
             let Some(key) = Self::search_key(part, len, req, kind, tasks) else {
                 continue;
@@ -820,7 +828,8 @@ impl<'a> Planner<'a> {
                     .map(|&(pos, c)| (order[pos as usize], c))
                     .collect();
                 // `satisfied` holds exactly when `place_caps` succeeds.
-                let placed = place_caps(&cands, req, |i| view.nodes[i].mem_mb);
+                let placed =
+                    place_caps(&cands, req, |i| (view.nodes[i].cpus, view.nodes[i].mem_mb));
                 debug_assert!(placed.is_some(), "satisfied but not placed: {req:?}");
                 break placed.map(|p| Found {
                     start: t,
@@ -855,6 +864,58 @@ impl<'a> Planner<'a> {
             None => st.never = true,
         }
         result
+    }
+
+    /// Where a constrained request (node filter, `--exclusive`) fits over `[t, t + len)` in
+    /// partition `part`, given everything held: [`place_caps`] over the allowed nodes with
+    /// the tasks each takes over the whole window.
+    fn constrained_at(
+        &self,
+        part: usize,
+        req: &ResourceRequest,
+        len: i64,
+        t: i64,
+    ) -> Option<Placement> {
+        let view = self.view;
+        let cands: Vec<(usize, u32)> = self.order[part]
+            .iter()
+            .copied()
+            .filter(|&i| req.allows(i))
+            .filter_map(|i| {
+                let n = &view.nodes[i];
+                let (c, m) = self.tl.lines[i].peak(t, t.saturating_add(len));
+                let cap = capacity_with(n.cpus, n.mem_mb, c, m, req);
+                (cap > 0).then_some((i, cap))
+            })
+            .collect();
+        place_caps(&cands, req, |i| (view.nodes[i].cpus, view.nodes[i].mem_mb))
+    }
+
+    /// The earliest start at or after `from` of a constrained request: tried at `from` and
+    /// at every later change of an allowed node's use, up to the horizon. Slower than the
+    /// shared searches, but only such jobs pay for it.
+    fn constrained_earliest(
+        &self,
+        part: usize,
+        req: &ResourceRequest,
+        len: i64,
+        from: i64,
+    ) -> Option<Found> {
+        let mut t = from;
+        while t <= self.latest {
+            if let Some(p) = self.constrained_at(part, req, len, t) {
+                return Some(Found {
+                    start: t,
+                    placement: p,
+                });
+            }
+            t = self.order[part]
+                .iter()
+                .filter(|&&i| req.allows(i))
+                .filter_map(|&i| self.tl.lines[i].next_change(t))
+                .min()?;
+        }
+        None
     }
 
     /// Holds `placement`'s resources over `[start, start + len)`.

@@ -93,6 +93,8 @@ fn parse(text: &str) -> Scenario {
                 alloc_mem_mb: 0,
                 available: !flag("down"),
                 weight: kv("weight").map_or(1, |w| w.parse().unwrap()),
+                features: kv("features")
+                    .map_or(Vec::new(), |f| f.split(',').map(String::from).collect()),
             }),
             "partition" => {
                 parts_declared = true;
@@ -170,6 +172,7 @@ fn parse(text: &str) -> Scenario {
                         cpus_per_task: kv("c").map_or(1, |c| c.parse().unwrap()),
                         ntasks_per_node: kv("tpn").map(|n| n.parse().unwrap()),
                         mem,
+                        ..Default::default()
                     },
                 });
             }

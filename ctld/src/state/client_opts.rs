@@ -46,7 +46,7 @@ impl State {
             held: None,
             begin_time: j.eligible_time,
             time_limit: j.time_limit,
-            req: Self::request_of(&j.spec),
+            req: self.request_of(&j.spec),
         };
         let mut queue: Vec<QueuedJob> = self
             .jobs

@@ -12,6 +12,7 @@ fn node(name: &str, cpus: u32, mem: u64) -> NodeView {
         alloc_mem_mb: 0,
         available: true,
         weight: 1,
+        features: Vec::new(),
     }
 }
 
@@ -45,6 +46,7 @@ fn job(id: JobId, tasks: u32, cpt: u32) -> QueuedJob {
             cpus_per_task: cpt,
             ntasks_per_node: None,
             mem: None,
+            ..Default::default()
         },
     }
 }

@@ -59,6 +59,8 @@ pub struct ClusterOpts {
     pub min_job_age: u32,
     /// Lines appended to the generated config.
     pub extra_config: Vec<String>,
+    /// `Features=` of some nodes, by node name.
+    pub node_features: Vec<(String, String)>,
 }
 
 impl Default for ClusterOpts {
@@ -72,6 +74,7 @@ impl Default for ClusterOpts {
             kill_wait: 2,
             min_job_age: 300,
             extra_config: Vec::new(),
+            node_features: Vec::new(),
         }
     }
 }
@@ -108,6 +111,11 @@ impl ClusterOpts {
         self.extra_config.push(line.into());
         self
     }
+    /// Gives node `name` the features `features` (`Features=` on its NodeName line).
+    pub fn node_features(mut self, name: &str, features: &str) -> Self {
+        self.node_features.push((name.into(), features.into()));
+        self
+    }
     pub fn node_names(&self) -> Vec<String> {
         (1..=self.nodes).map(|i| format!("n{i}")).collect()
     }
@@ -135,8 +143,14 @@ pub fn render_config(
     for (name, port) in opts.node_names().iter().zip(node_ports) {
         let _ = writeln!(
             s,
-            "NodeName={name} NodeAddr=127.0.0.1 Port={port} CPUs={} RealMemory={} State=UNKNOWN",
-            opts.cpus, opts.real_memory_mb
+            "NodeName={name} NodeAddr=127.0.0.1 Port={port} CPUs={} RealMemory={} State=UNKNOWN{}",
+            opts.cpus,
+            opts.real_memory_mb,
+            opts.node_features
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, f)| format!(" Features={f}"))
+                .unwrap_or_default()
         );
     }
     let _ = writeln!(

@@ -692,3 +692,54 @@ proptest! {
         }
     }
 }
+
+/// `--nodelist`, `--exclude`, `--constraint` and `--exclusive` in placement: required nodes
+/// are in the allocation, excluded or featureless nodes never are, and an exclusive job takes
+/// whole idle nodes.
+#[test]
+fn node_filters_and_exclusive_placement() {
+    let mut v = cluster(3, 4, 1000);
+    v.nodes[2].features = vec!["fast".into()];
+    let mut j = job(1, 1, 1);
+    j.req.filter = Some(std::sync::Arc::new(NodeFilter::new(
+        &v.nodes,
+        &[1],
+        &[],
+        None,
+    )));
+    let d = decide(&v, &[j.clone()], 0, &SchedConfig::default());
+    assert_eq!(d.starts[0].placement.nodes[0].node, 1);
+    j.req.filter = Some(std::sync::Arc::new(NodeFilter::new(
+        &v.nodes,
+        &[],
+        &[0, 1],
+        None,
+    )));
+    let d = decide(&v, &[j.clone()], 0, &SchedConfig::default());
+    assert_eq!(d.starts[0].placement.nodes[0].node, 2);
+    let fast = FeatureExpr::All(vec!["fast".into()]);
+    j.req.filter = Some(std::sync::Arc::new(NodeFilter::new(
+        &v.nodes,
+        &[],
+        &[],
+        Some(&fast),
+    )));
+    let d = decide(&v, &[j.clone()], 0, &SchedConfig::default());
+    assert_eq!(d.starts[0].placement.nodes[0].node, 2);
+    // Required but excluded: no placement at all.
+    j.req.filter = Some(std::sync::Arc::new(NodeFilter::new(
+        &v.nodes,
+        &[0],
+        &[0],
+        None,
+    )));
+    assert!(place(&v.nodes, &[0, 1, 2], &j.req).is_none());
+    // Exclusive: all 4 CPUs of an idle node, never a busy one.
+    v.nodes[0].alloc_cpus = 1;
+    let mut e = job(2, 1, 1);
+    e.req.exclusive = true;
+    let d = decide(&v, &[e], 0, &SchedConfig::default());
+    let a = d.starts[0].placement.nodes[0];
+    assert_ne!(a.node, 0);
+    assert_eq!(a.cpus, 4);
+}

@@ -178,6 +178,7 @@ const IMPLEMENTED: &[&str] = &[
     "signal",
     "test-only",
     "time",
+    "time-min",
     "uid",
     "usage",
     "verbose",
@@ -284,6 +285,8 @@ pub struct Opts {
     pub partitions: Option<Vec<String>>,
     /// `Some(None)` = UNLIMITED.
     pub time: Option<Option<u32>>,
+    /// `--time-min`, minutes; 0 and UNLIMITED (no lowering at all) are `None`.
+    pub time_min: Option<u32>,
     pub nodes: Option<(u32, u32)>,
     pub ntasks: Option<u32>,
     pub cpus_per_task: Option<u32>,
@@ -370,6 +373,10 @@ impl Opts {
             "time" => match units::parse_time_limit(val) {
                 Ok(t) => self.time = Some(t),
                 Err(_) => return Err(opt_err("Invalid --time specification")),
+            },
+            "time-min" => match units::parse_time_minutes(val) {
+                Ok(t) => self.time_min = t.filter(|&m| m != 0),
+                Err(_) => return Err(opt_err("Invalid time-min specification")),
             },
             "nodes" => self.nodes = Some(parse_nodes(prog, val)?),
             "ntasks" => self.ntasks = Some(parse_int(prog, "--ntasks", val)?),
@@ -1086,6 +1093,7 @@ pub fn build(
         partitions: opts.partitions.clone().unwrap_or_default(),
         time_limit,
         time_unlimited,
+        time_min: opts.time_min,
         nodes,
         ntasks: opts.ntasks,
         cpus_per_task: opts.cpus_per_task,

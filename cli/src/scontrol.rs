@@ -826,6 +826,14 @@ impl Session<'_> {
                 }
             } else if kw(&tag, "Partition", 2) {
                 other.partition = Some(val.clone());
+            } else if kw(&tag, "TimeMin", 5) {
+                match units::parse_time_minutes(&val) {
+                    Ok(m) => other.time_min = Some(m.filter(|&m| m != 0)),
+                    Err(_) => {
+                        out.err(format!("{}: error: Invalid TimeMin value", self.prog));
+                        return;
+                    }
+                }
             } else {
                 out.err(format!(
                     "Update of this parameter is not supported: {}",
@@ -839,7 +847,8 @@ impl Session<'_> {
             || other.dependency.is_some()
             || other.begin_time.is_some()
             || other.priority.is_some()
-            || other.partition.is_some();
+            || other.partition.is_some()
+            || other.time_min.is_some();
         if limit.is_none() && !has_other {
             out.err("No changes specified");
             return;
@@ -1169,9 +1178,14 @@ pub fn format_job_ranged(
         j.run_time(now).max(0) as u64
     };
     o.push_str(&format!(
-        "RunTime={} TimeLimit={} TimeMin=N/A{le}",
+        "RunTime={} TimeLimit={} TimeMin={}{le}",
         units::format_secs_scontrol(run),
-        units::format_time_limit_scontrol(j.time_limit)
+        units::format_time_limit_scontrol(j.time_limit),
+        j.spec
+            .time_min
+            .map_or("N/A".to_string(), |m| units::format_time_limit_scontrol(
+                Some(m)
+            ))
     ));
     o.push_str(&format!(
         "SubmitTime={} EligibleTime={}{le}",

@@ -180,7 +180,8 @@ async fn update_job(
         || req.begin_time.is_some()
         || req.name.is_some()
         || req.priority.is_some()
-        || req.partition.is_some();
+        || req.partition.is_some()
+        || req.time_min.is_some();
     if others {
         sh.lock().update_job(&req, who, now())?;
     }

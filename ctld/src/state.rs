@@ -600,6 +600,7 @@ impl State {
                 .or(self.parts[part].default_time)
                 .or(self.parts[part].max_time)
         };
+        check_time_min(spec.time_min, time_limit)?;
         let id = self.next_id;
         let user_name = users::user_name(uid);
         let group_name = users::group_name(gid);
@@ -1076,6 +1077,7 @@ impl State {
         let pending = job.info.state == JobState::Pending;
         let needs_pending = req.dependency.is_some()
             || req.begin_time.is_some()
+            || req.time_min.is_some()
             || req.partition.is_some()
             || req.priority.is_some();
         if needs_pending && !pending {
@@ -1115,7 +1117,13 @@ impl State {
                 None => return Err(ApiError::plain(ErrorCode::InvalidPartition)),
             },
         };
+        if let Some(m) = req.time_min {
+            check_time_min(m, job.info.time_limit)?;
+        }
         let job = self.jobs.get_mut(&id).expect("checked");
+        if let Some(m) = req.time_min {
+            job.info.spec.time_min = m;
+        }
         if let Some(d) = dependency {
             job.info.spec.dependency = d.clone();
             job.info.dependency = d;
@@ -1175,6 +1183,7 @@ impl State {
                 "Access/permission denied: only an administrator may increase a time limit",
             ));
         }
+        check_time_min(job.info.spec.time_min, limit)?;
         let job = self.jobs.get_mut(&id).expect("checked");
         job.info.time_limit = limit;
         self.persist(id).map_err(internal)
@@ -1423,6 +1432,7 @@ impl State {
                 held: None,
                 begin_time: j.info.eligible_time,
                 time_limit: j.info.time_limit,
+                time_min: j.info.spec.time_min,
                 req: self.request_of(&j.info.spec),
             })
             .collect();
@@ -1468,6 +1478,10 @@ impl State {
             };
             job.info.state = JobState::Running;
             job.info.reason = Reason::None;
+            if let Some(m) = start.time_limit {
+                // --time-min: backfill lowered the limit; it is the kill time from now on.
+                job.info.time_limit = Some(m);
+            }
             job.info.partition = part;
             job.info.start_time = Some(now);
             job.info.end_time = None;
@@ -1897,6 +1911,15 @@ pub enum LaunchFailure {
     Refused(String),
     /// gsnoded still holds a run of this job id (its report is not acknowledged yet).
     Busy(String),
+}
+
+/// `--time-min` must not exceed the job's time limit (Slurm's ESLURM_INVALID_TIME_MIN_LIMIT);
+/// a job without a limit may have any minimum.
+fn check_time_min(time_min: Option<u32>, limit: Option<u32>) -> Result<(), ApiError> {
+    match (time_min, limit) {
+        (Some(m), Some(l)) if m > l => Err(ApiError::plain(ErrorCode::TimeMinInvalid)),
+        _ => Ok(()),
+    }
 }
 
 fn back_to_queue(job: &mut Job) {

@@ -77,6 +77,7 @@ pub enum ErrorCode {
     DependencyProblem,
     Disabled,
     InvalidFeature,
+    TimeMinInvalid,
 }
 
 impl ErrorCode {
@@ -94,6 +95,9 @@ impl ErrorCode {
             ErrorCode::MemoryUnavailable => "Memory required by task is not available",
             ErrorCode::TimeLimitInvalid => {
                 "Requested time limit is invalid (missing or exceeds some limit)"
+            }
+            ErrorCode::TimeMinInvalid => {
+                "Invalid time-min specification (exceeds job's time or other limits)"
             }
             ErrorCode::JobAlreadyDone => "Job/step already completing or completed",
             ErrorCode::JobNotPending => "Job is no longer pending execution",
@@ -118,6 +122,7 @@ impl ErrorCode {
             | ErrorCode::TooManyProcessors
             | ErrorCode::MemoryUnavailable
             | ErrorCode::TimeLimitInvalid
+            | ErrorCode::TimeMinInvalid
             | ErrorCode::InvalidNodeState
             | ErrorCode::DependencyProblem
             | ErrorCode::InvalidFeature
@@ -324,6 +329,9 @@ pub struct JobUpdateRequest {
     /// `Partition=` (pending jobs only).
     #[serde(default)]
     pub partition: Option<String>,
+    /// `TimeMin=` in minutes (pending jobs only); `Some(None)` removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_min: Option<Option<u32>>,
 }
 
 /// `POST /v1/jobs/requeue`: `scontrol requeue`.

@@ -199,6 +199,10 @@ pub struct JobSpec {
     /// `-t` given as UNLIMITED/0/INFINITE.
     #[serde(default)]
     pub time_unlimited: bool,
+    /// `--time-min`, minutes: backfill may lower the limit down to this to start the job
+    /// earlier (see `gsched_sched::QueuedJob::time_min`). `None` = never lowered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_min: Option<u32>,
     /// `-N`; `None` = computed (1 unless tasks need more).
     pub nodes: Option<u32>,
     /// `-n`.

@@ -60,3 +60,77 @@ fn builtin_scheduler_keeps_strict_priority_order() {
     assert_eq!(c.job(long).state, JobState::Pending);
     c.cmd_ok("gscancel", ["-u", c.user()]);
 }
+
+/// `--time-min`: a job whose full limit would delay the reservation starts now with its
+/// limit lowered to what ends by then (and no lower than its minimum); one whose minimum
+/// would still delay it waits. The lowered limit is the job's, in `gscontrol show job`.
+#[test]
+fn time_min_lowers_the_limit_to_fit_before_the_reservation() {
+    let c = TestCluster::start(ClusterOpts::named("timemin").nodes(1).cpus(2));
+    let a = c.submit(["-n", "1", "-t", "10", "--wrap", "sleep 1000"]);
+    c.wait_state(a, JobState::Running, secs(30));
+    let b = c.submit(["-n", "2", "-t", "10", "--wrap", "true"]);
+    let too_long = c.submit([
+        "-n",
+        "1",
+        "-t",
+        "60",
+        "--time-min",
+        "15",
+        "--wrap",
+        "sleep 1000",
+    ]);
+    let fits = c.submit([
+        "-n",
+        "1",
+        "-t",
+        "60",
+        "--time-min",
+        "3",
+        "--wrap",
+        "sleep 1000",
+    ]);
+    let j = c.wait_state(fits, JobState::Running, secs(30));
+    // `a` ends at the latest 10 minutes after its start, and `b` is reserved from then:
+    // whole minutes that end by then, at least 8 whatever the seconds lost to submission.
+    let start_a = c.job(a).start_time.expect("a started");
+    let start = j.start_time.expect("started");
+    let limit = j.time_limit.expect("a limit");
+    assert!(
+        (3..=10).contains(&limit) && start + limit as i64 * 60 <= start_a + 600,
+        "lowered to {limit} min at {start}, a started at {start_a}: {j:?}"
+    );
+    assert!(limit >= 8, "lowered more than needed: {limit}");
+    let jt = c.job(too_long);
+    assert_eq!(jt.state, JobState::Pending, "{jt:?}");
+    assert_eq!(jt.time_limit, Some(60));
+    assert_eq!(c.job(b).reason, Reason::Resources);
+    let show = c.cmd_ok("gscontrol", ["show", "job", &fits.to_string()]);
+    assert!(
+        show.contains(&format!("TimeLimit=00:{limit:02}:00 TimeMin=00:03:00")),
+        "{show}"
+    );
+    // A minimum above the limit is refused with Slurm's words, at submission and update.
+    let r = c.cmd("gsbatch", ["-t", "5", "--time-min", "10", "--wrap", "true"]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("Invalid time-min specification (exceeds job's time or other limits)"),
+        "{err}"
+    );
+    let r = c.cmd(
+        "gscontrol",
+        ["update", &format!("JobId={too_long}"), "TimeMin=2:00:00"],
+    );
+    assert_ne!(r.status.code(), Some(0), "{r:?}");
+    // With the CPU free again and a lower minimum, the other job fits too.
+    c.cmd_ok("gscancel", [fits.to_string()]);
+    c.wait_job(fits, secs(30), "ended", |j| j.state.is_terminal());
+    c.cmd_ok(
+        "gscontrol",
+        ["update", &format!("JobId={too_long}"), "TimeMin=5"],
+    );
+    let j = c.wait_state(too_long, JobState::Running, secs(30));
+    assert!(j.time_limit.is_some_and(|l| (5..60).contains(&l)), "{j:?}");
+    c.cmd_ok("gscancel", ["-u", c.user()]);
+}

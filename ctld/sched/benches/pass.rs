@@ -191,6 +191,7 @@ fn queue(rng: &mut Rng, unique_limits: bool) -> Vec<QueuedJob> {
                 held: (special == 0).then_some(gsched_proto::job::Reason::JobHeldUser),
                 begin_time: (special == 1).then(|| NOW + rng.below(86_400) as i64),
                 time_limit: Some(time),
+                time_min: None,
                 req,
             }
         })

@@ -88,9 +88,18 @@ pub(crate) fn decide_backfill(
                     job_id: job.id,
                     partition: p,
                     placement,
+                    time_limit: None,
                 });
                 started = true;
                 break;
+            }
+        }
+        if !started && begin.is_none() {
+            if let Some(start) = start_shortened(&mut pl, job, view, &bars, config) {
+                let len = start.time_limit.map_or(1, |m| m as i64 * 60);
+                pl.commit(&start.placement, now, len);
+                out.starts.push(start);
+                started = true;
             }
         }
         if started {
@@ -142,6 +151,53 @@ pub(crate) fn decide_backfill(
     // In priority order, like the rest.
     out.estimates = estimates.into_iter().flatten().collect();
     out
+}
+
+/// `--time-min`: a start now for `job` with its time limit lowered as little as possible, to
+/// no less than [`QueuedJob::time_min`], where its full limit would touch a reservation or a
+/// running job's resources before they come back; in the first of its open partitions (`bars`)
+/// where one exists. Whole minutes, like every limit; the longest that fits is found by
+/// bisection, a shorter hold never conflicting where a longer one does not.
+fn start_shortened(
+    pl: &mut Planner,
+    job: &QueuedJob,
+    view: &ClusterView,
+    bars: &[(usize, Option<Reason>)],
+    config: &SchedConfig,
+) -> Option<Start> {
+    let min = job.time_min?.max(1);
+    for &(p, bar) in bars {
+        if bar.is_some() {
+            continue;
+        }
+        let full = Planner::planning_len(job, view, p, config) / 60;
+        let full = u32::try_from(full).unwrap_or(u32::MAX);
+        if min >= full {
+            continue;
+        }
+        let Some(mut placement) = pl.start_now(p, &job.req, min as i64 * 60) else {
+            continue;
+        };
+        // Invariant: `lo` fits (with `placement`), `hi` does not.
+        let (mut lo, mut hi) = (min, full);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            match pl.start_now(p, &job.req, mid as i64 * 60) {
+                Some(pm) => {
+                    lo = mid;
+                    placement = pm;
+                }
+                None => hi = mid,
+            }
+        }
+        return Some(Start {
+            job_id: job.id,
+            partition: p,
+            placement,
+            time_limit: Some(lo),
+        });
+    }
+    None
 }
 
 /// `job`'s earliest start (not before `floor[p]` in partition `p`, when given) in any of its

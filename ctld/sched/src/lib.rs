@@ -19,6 +19,11 @@
 //! * [`Policy::Conservative`]: every job gets a reservation, so a job never starts later than
 //!   it was planned because of a job behind it.
 //!
+//! Under both backfill policies a job with a `--time-min` ([`QueuedJob::time_min`]) that
+//! cannot start now with its full limit may start with its limit lowered, to the longest
+//! whole number of minutes, no less than its minimum, that touches no reservation; the
+//! [`Start`] carries the lowered limit, which becomes the job's (Slurm's backfill does this).
+//!
 //! Backfill plans on a timeline of every node built from the running jobs' expected
 //! ends ([`ClusterView::running`]); the planner (`plan.rs`) explains how it stays fast. Every
 //! waiting job that is not held gets an expected start ([`Decisions::estimates`]) when one
@@ -222,6 +227,10 @@ pub struct QueuedJob {
     pub begin_time: Option<i64>,
     /// Minutes; `None` = UNLIMITED.
     pub time_limit: Option<u32>,
+    /// `--time-min`, minutes: under backfill the job may start now with its limit lowered to
+    /// no less than this where its full limit would delay a reservation (as Slurm's backfill
+    /// does). `None` = the limit is never lowered.
+    pub time_min: Option<u32>,
     pub req: ResourceRequest,
 }
 
@@ -310,6 +319,10 @@ pub struct Start {
     /// Index of the partition it runs in.
     pub partition: usize,
     pub placement: Placement,
+    /// `Some(m)`: the job starts with its time limit lowered to `m` minutes (its
+    /// [`QueuedJob::time_min`] let it fit before a reservation); the caller records the new
+    /// limit, which is the job's kill time from now on. `None`: the limit is unchanged.
+    pub time_limit: Option<u32>,
 }
 
 /// The outcome of one scheduling pass.
@@ -400,6 +413,7 @@ fn decide_fifo(
                     job_id: job.id,
                     partition: p,
                     placement,
+                    time_limit: None,
                 });
                 started = true;
                 break;

@@ -14,8 +14,9 @@
 //! running 100 end=+3600 n1:4c n2:2c/1000m           # end=unlimited for no limit
 //! job 1 n=16 t=120 [N=4] [c=1] [tpn=4] [mem=1000 | mempercpu=100 | mem=0]
 //!       [prio=100] [submit=1] [part=batch,debug] [begin=+60] [held=user|admin] [t=unlimited]
+//!       [tmin=30]              # --time-min, minutes
 //! == decisions
-//! start 2 in all on n3:4c
+//! start 2 in all on n3:4c            # "limit 45" added when --time-min lowered it
 //! wait 1 Resources, reserved at +3600 on n1:4c,n2:4c,n3:4c,n4:4c
 //! wait 3 Priority, expected at +10800 on n4:4c
 //! ```
@@ -166,6 +167,7 @@ fn parse(text: &str) -> Scenario {
                         "unlimited" => None,
                         t => Some(t.parse().unwrap()),
                     },
+                    time_min: kv("tmin").map(|t| t.parse().unwrap()),
                     req: ResourceRequest {
                         nodes: kv("N").map(|n| n.parse().unwrap()),
                         tasks: kv("n").map_or(1, |n| n.parse().unwrap()),
@@ -216,13 +218,17 @@ fn allocs(view: &ClusterView, a: &[NodeAlloc]) -> String {
 fn render(s: &Scenario, d: &Decisions) -> String {
     let mut out = String::new();
     for st in &d.starts {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "start {} in {} on {}",
             st.job_id,
             s.view.partitions[st.partition].name,
             allocs(&s.view, &st.placement.nodes)
         );
+        if let Some(m) = st.time_limit {
+            let _ = write!(out, " limit {m}");
+        }
+        out.push('\n');
     }
     for (id, r) in &d.waiting {
         let _ = write!(out, "wait {id} {r}");

@@ -46,6 +46,7 @@ impl State {
             held: None,
             begin_time: j.eligible_time,
             time_limit: j.time_limit,
+            time_min: j.spec.time_min,
             req: self.request_of(&j.spec),
         };
         let mut queue: Vec<QueuedJob> = self

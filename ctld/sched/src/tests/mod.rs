@@ -40,6 +40,7 @@ fn job(id: JobId, tasks: u32, cpt: u32) -> QueuedJob {
         held: None,
         begin_time: None,
         time_limit: Some(10),
+        time_min: None,
         req: ResourceRequest {
             nodes: None,
             tasks,
@@ -359,6 +360,9 @@ fn arb_case() -> impl Strategy<Value = Case> {
                     if *misc == 11 {
                         j.held = Some(Reason::JobHeldUser);
                     }
+                    if *misc % 4 == 1 {
+                        j.time_min = Some(limit.map_or(20, |l| (l / 3).max(1)));
+                    }
                     j
                 },
             )
@@ -392,6 +396,22 @@ fn len_of(j: &QueuedJob, v: &ClusterView, p: usize, cfg: &SchedConfig) -> i64 {
     match j.time_limit.or(v.partitions[p].max_time) {
         Some(m) => m as i64 * 60,
         None => cfg.default_limit_secs,
+    }
+}
+
+/// Seconds a started job holds its resources: its limit, or the lowered one (`--time-min`),
+/// which must lie between its minimum and its limit.
+fn start_len(j: &QueuedJob, s: &Start, v: &ClusterView, cfg: &SchedConfig) -> i64 {
+    let full = len_of(j, v, s.partition, cfg);
+    match s.time_limit {
+        None => full,
+        Some(m) => {
+            let len = m as i64 * 60;
+            assert!(cfg.policy != Policy::Fifo, "FIFO lowered a limit");
+            assert!(m >= j.time_min.expect("lowered without --time-min").max(1));
+            assert!(len < full, "lowered to {len} s, not below {full} s");
+            len
+        }
     }
 }
 
@@ -557,7 +577,7 @@ proptest! {
             let mut uses: Vec<Use> = Vec::new();
             for s in &d.starts {
                 let j = q.iter().find(|j| j.id == s.job_id).unwrap();
-                uses.extend(uses_of(&s.placement, NOW, len_of(j, v, s.partition, &cfg)));
+                uses.extend(uses_of(&s.placement, NOW, start_len(j, s, v, &cfg)));
             }
             for e in &d.estimates {
                 let j = q.iter().find(|j| j.id == e.job_id).unwrap();
@@ -621,7 +641,7 @@ proptest! {
                 }
                 let from = j.begin_time.unwrap_or(NOW).max(NOW);
                 if let Some(s) = d.starts.iter().find(|s| s.job_id == j.id) {
-                    before.extend(uses_of(&s.placement, NOW, len_of(j, v, s.partition, &cfg)));
+                    before.extend(uses_of(&s.placement, NOW, start_len(j, s, v, &cfg)));
                     continue;
                 }
                 let est = d.estimates.iter().find(|e| e.job_id == j.id && e.kind == EstimateKind::Reserved);

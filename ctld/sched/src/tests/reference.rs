@@ -183,6 +183,7 @@ pub fn decide(view: &ClusterView, queue: &[QueuedJob], now: i64) -> Decisions {
                         job_id: job.id,
                         partition: p,
                         placement,
+                        time_limit: None,
                     });
                     started = true;
                     break;

@@ -1,5 +1,6 @@
-//! gsched's user commands: `gsbatch`, `gsqueue`, `gscancel`, `gsinfo`, `gscontrol`, the
-//! drop-in equivalents of Slurm's `sbatch`, `squeue`, `scancel`, `sinfo` and `scontrol`.
+//! gsched's user commands: `gsbatch`, `gsqueue`, `gscancel`, `gsinfo`, `gscontrol`, `gsacct`,
+//! the drop-in equivalents of Slurm's `sbatch`, `squeue`, `scancel`, `sinfo`, `scontrol` and
+//! `sacct`.
 //! Each binary in `src/bin/` is a thin `main` calling the module of the same name; the
 //! modules keep Slurm's options, output formats, messages and exit codes.
 
@@ -7,6 +8,7 @@ pub mod arrays;
 pub mod common;
 pub mod format;
 pub mod getopt;
+pub mod sacct;
 pub mod sbatch;
 pub mod sbatch_wait;
 pub mod scancel;

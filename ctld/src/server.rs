@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use gsched_proto::api::{
     self, paths, Ack, ApiError, ConfigResponse, ErrorCode, HeartbeatRequest, HeartbeatResponse,
-    HoldRequest, JobActionResponse, JobActionResult, JobCompleteRequest, JobQuery,
+    HistoryQuery, HoldRequest, JobActionResponse, JobActionResult, JobCompleteRequest, JobQuery,
     JobUpdateRequest, JobsResponse, NodeUpdateRequest, NodesResponse, PartitionsResponse,
     PingResponse, RegisterRequest, RegisterResponse, RequeueRequest, SignalJobsRequest,
     SubmitRequest, SubmitResponse,
@@ -73,6 +73,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::JOBS_UPDATE, post(update_job))
         .route(paths::JOBS_REQUEUE, post(requeue))
         .route(paths::JOBS_COMPLETE, post(complete))
+        .route(paths::JOBS_HISTORY, post(history))
         .route(paths::NODES, get(nodes))
         .route(paths::NODES_UPDATE, post(update_nodes))
         .route(paths::NODES_REGISTER, post(register))
@@ -132,6 +133,30 @@ async fn submit(
 async fn query(AxState(sh): Sh, Body(q): Body<JobQuery>) -> Json<JobsResponse> {
     let jobs = sh.lock().query(&q.filter);
     Json(JobsResponse { now: now(), jobs })
+}
+
+/// `gsacct`: read from the store on the blocking pool, without the state lock.
+async fn history(
+    AxState(sh): Sh,
+    Body(q): Body<HistoryQuery>,
+) -> Result<Json<JobsResponse>, ApiErr> {
+    let db = sh.cfg.state_save_location.join(crate::store::DB_FILE);
+    let jobs = tokio::task::spawn_blocking(move || crate::history::query(&db, &q))
+        .await
+        .map_err(|e| {
+            ApiErr(ApiError::new(
+                ErrorCode::Internal,
+                format!("accounting query failed: {e}"),
+            ))
+        })?
+        .map_err(|e| {
+            tracing::error!("accounting query: {e}");
+            ApiErr(ApiError::new(
+                ErrorCode::Internal,
+                format!("accounting query failed: {e}"),
+            ))
+        })?;
+    Ok(Json(JobsResponse { now: now(), jobs }))
 }
 
 fn results(r: Vec<(u32, Option<ApiError>)>) -> Json<JobActionResponse> {

@@ -102,11 +102,12 @@ pub struct Job {
     pub terminate_acked: bool,
 }
 
+/// A job's row in the store: what the commands see and what only the controller keeps.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct StoredRecord {
-    info: JobInfo,
+pub(crate) struct StoredRecord {
+    pub(crate) info: JobInfo,
     #[serde(default)]
-    extra: JobExtra,
+    pub(crate) extra: JobExtra,
 }
 
 /// Admin-set node state, persisted.

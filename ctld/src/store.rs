@@ -9,6 +9,9 @@ use gsched_proto::job::{JobId, JobState};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 
+/// The database file in `StateSaveLocation`.
+pub const DB_FILE: &str = "gsched.db";
+
 /// Schema version this build writes.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -77,7 +80,7 @@ impl Store {
             path: dir.to_path_buf(),
             source,
         })?;
-        let path = dir.join("gsched.db");
+        let path = dir.join(DB_FILE);
         let conn = Connection::open(&path).map_err(|source| StoreError::Sqlite {
             path: path.clone(),
             source,
@@ -260,6 +263,47 @@ impl Store {
             })
             .map_err(self.err())?;
         rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
+    }
+
+    /// Rows of jobs that had not ended before `ended_since` (all with `None`), of these users
+    /// (all when empty), in id order, read through a connection of its own opened read-only
+    /// on `db` (the path of [`Store::path`]): WAL lets it read while the controller writes,
+    /// so a long accounting query does not hold the controller's state.
+    pub fn read_history(
+        db: &Path,
+        ended_since: Option<i64>,
+        user_ids: &[u32],
+    ) -> Result<Vec<StoredJob>, StoreError> {
+        let err = |source| StoreError::Sqlite {
+            path: db.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open_with_flags(
+            db,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(err)?;
+        let mut sql = String::from("SELECT id, record FROM jobs WHERE 1=1");
+        if let Some(t) = ended_since {
+            sql.push_str(&format!(" AND (end_time IS NULL OR end_time >= {t})"));
+        }
+        if !user_ids.is_empty() {
+            let list: Vec<String> = user_ids.iter().map(u32::to_string).collect();
+            sql.push_str(&format!(" AND user_id IN ({})", list.join(",")));
+        }
+        sql.push_str(" ORDER BY id");
+        let mut stmt = conn.prepare(&sql).map_err(err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(StoredJob {
+                    id: r.get(0)?,
+                    record: r.get(1)?,
+                })
+            })
+            .map_err(err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(err)
     }
 
     pub fn save_node(&mut self, name: &str, record: &str) -> Result<(), StoreError> {

@@ -39,6 +39,7 @@ pub mod paths {
     pub const JOBS_UPDATE: &str = "/v1/jobs/update";
     pub const JOBS_REQUEUE: &str = "/v1/jobs/requeue";
     pub const JOBS_COMPLETE: &str = "/v1/jobs/complete";
+    pub const JOBS_HISTORY: &str = "/v1/jobs/history";
     pub const NODES: &str = "/v1/nodes";
     pub const NODES_UPDATE: &str = "/v1/nodes/update";
     pub const NODES_REGISTER: &str = "/v1/nodes/register";
@@ -255,6 +256,63 @@ impl JobFilter {
 
     pub fn is_empty(&self) -> bool {
         *self == JobFilter::default()
+    }
+}
+
+/// `POST /v1/jobs/history`: jobs from the controller's store, finished ones of any age
+/// included (`gsacct`). Without `states`, a job is selected when it was eligible to run or
+/// running at some moment of `[start, end]`; with `states`, as sacct does, a job in a final
+/// state is selected when it ended within the window, a running one when it ran during it, a
+/// pending one when it was eligible during it. `None` bounds are open.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryQuery {
+    /// Ids, users, names, partitions and states (the states as explained above).
+    #[serde(default)]
+    pub filter: JobFilter,
+    /// `-A/--accounts`; empty = any.
+    #[serde(default)]
+    pub accounts: Vec<String>,
+    /// `-N/--nodelist`: jobs that ran on any of these nodes; empty = any.
+    #[serde(default)]
+    pub nodes: Vec<String>,
+    #[serde(default)]
+    pub start: Option<i64>,
+    #[serde(default)]
+    pub end: Option<i64>,
+}
+
+impl HistoryQuery {
+    /// Whether `job` is selected (see the type's documentation).
+    pub fn selects(&self, job: &JobInfo) -> bool {
+        let f = &self.filter;
+        let states = JobFilter {
+            states: Vec::new(),
+            ..f.clone()
+        };
+        if !states.matches(job)
+            || (!self.accounts.is_empty()
+                && !self.accounts.iter().any(|a| a.as_str() == job.account()))
+            || (!self.nodes.is_empty() && !job.nodes.iter().any(|n| self.nodes.contains(n)))
+        {
+            return false;
+        }
+        let (lo, hi) = (self.start.unwrap_or(i64::MIN), self.end.unwrap_or(i64::MAX));
+        let eligible = job.eligible_time.unwrap_or(job.submit_time);
+        // Eligible or running at some moment of the window.
+        let active = eligible <= hi && job.end_time.is_none_or(|e| e >= lo);
+        if f.states.is_empty() {
+            return active;
+        }
+        if !f.states.contains(&job.state) {
+            return false;
+        }
+        match job.state {
+            JobState::Pending => active && job.start_time.is_none_or(|s| s >= lo),
+            JobState::Running | JobState::Completing => {
+                job.start_time.is_some_and(|s| s <= hi) && active
+            }
+            _ => job.end_time.is_some_and(|e| e >= lo && e <= hi),
+        }
     }
 }
 

@@ -24,6 +24,30 @@ fn add_days(y: i64, m: u32, d: u32, n: i64) -> (i64, u32, u32) {
     civil_from_days(days_from_civil(y, m, d) + n)
 }
 
+/// A time as sacct's `-S/--starttime` and `-E/--endtime` take it (Slurm's `parse_time` looking
+/// back): as [`parse_begin`], except that a time of day (`HH:MM[:SS]`, `midnight`, `noon`, ...)
+/// is the last such moment (today's once it has passed, else yesterday's) and `now-N[unit]`
+/// counts back. Across a daylight-saving change "yesterday" is 24 hours back, not a calendar
+/// day.
+pub fn parse_past(input: &str, now: i64) -> Result<i64, BeginError> {
+    let s = input.trim().to_ascii_lowercase();
+    if let Some(back) = s.strip_prefix("now-") {
+        let ahead = parse_begin(&format!("now+{back}"), now)?;
+        return Ok(now - (ahead - now));
+    }
+    let named = matches!(
+        s.as_str(),
+        "midnight" | "noon" | "elevenses" | "fika" | "teatime"
+    );
+    let date = s.len() >= 10 && s.as_bytes()[4] == b'-';
+    let t = parse_begin(input, now)?;
+    if named || (s.contains(':') && !date) {
+        // parse_begin gave the next such moment, in (now, now + 1 day].
+        return Ok(t - 86_400);
+    }
+    Ok(t)
+}
+
 /// Parses a `--begin` value relative to `now` (epoch seconds) into epoch seconds.
 pub fn parse_begin(input: &str, now: i64) -> Result<i64, BeginError> {
     let err = |reason| BeginError {
@@ -177,6 +201,31 @@ pub fn parse_begin(input: &str, now: i64) -> Result<i64, BeginError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn past_times_look_back() {
+        let now = super::parse_begin("2026-03-10T15:30:00", 0).unwrap();
+        let at = |s: &str| super::parse_begin(s, 0).unwrap();
+        assert_eq!(
+            super::parse_past("10:00", now),
+            Ok(at("2026-03-10T10:00:00"))
+        );
+        assert_eq!(
+            super::parse_past("16:00", now),
+            Ok(at("2026-03-09T16:00:00"))
+        );
+        assert_eq!(
+            super::parse_past("midnight", now),
+            Ok(at("2026-03-10T00:00:00"))
+        );
+        assert_eq!(super::parse_past("now-2hours", now), Ok(now - 7200));
+        assert_eq!(super::parse_past("now", now), Ok(now));
+        assert_eq!(
+            super::parse_past("2026-01-02", now),
+            Ok(at("2026-01-02T00:00:00"))
+        );
+        assert!(super::parse_past("now-x", now).is_err());
+    }
+
     use super::*;
 
     /// 2024-03-10T10:30:00 UTC (a Sunday).

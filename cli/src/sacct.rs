@@ -1,0 +1,1007 @@
+//! `gsacct` (`sacct`): accounting records of jobs, finished ones of any age included, answered
+//! by the controller from its own store (`/v1/jobs/history`), so no accounting database has
+//! to be set up. Clients (submitit, snakemake, Parsl, Open OnDemand) parse this output: the
+//! field names, widths, `+` truncation, the `-P`/`-p` layouts, `CANCELLED by <uid>` and the
+//! `N.batch` step lines follow Slurm 22.05's sacct.
+//!
+//! Every job that started has one step, its batch script (`N.batch`); gsched has no other
+//! steps yet. Fields gsched does not measure (disk I/O, energy, per-task usage) print empty,
+//! as sacct prints a value its accounting did not gather.
+
+use crate::arrays;
+use crate::common::{self, split_list, Fail};
+use crate::getopt::{self, HasArg, Opt, Ordering};
+use gsched_proto::api::{paths, HistoryQuery, JobsResponse};
+use gsched_proto::begin;
+use gsched_proto::hostlist;
+use gsched_proto::job::{JobInfo, JobState};
+use gsched_proto::units;
+use std::collections::HashMap;
+
+use HasArg::{No, Required as Req};
+
+const OPTIONS: &[Opt] = &[
+    Opt::new("allusers", Some('a'), &["allusers"], No),
+    Opt::new("accounts", Some('A'), &["accounts", "account"], Req),
+    Opt::new("array", None, &["array"], No),
+    Opt::new("brief", Some('b'), &["brief"], No),
+    Opt::new("batch-script", Some('B'), &["batch-script"], No),
+    Opt::new("completion", Some('c'), &["completion"], No),
+    Opt::new("duplicates", Some('D'), &["duplicates"], No),
+    Opt::new("delimiter", None, &["delimiter"], Req),
+    Opt::new("helpformat", Some('e'), &["helpformat"], No),
+    Opt::new("endtime", Some('E'), &["endtime"], Req),
+    Opt::new("env-vars", None, &["env-vars"], No),
+    Opt::new("file", Some('f'), &["file"], Req),
+    Opt::new("flags", Some('F'), &["flags"], Req),
+    Opt::new("gid", Some('g'), &["gid", "group"], Req),
+    Opt::new("help", Some('h'), &["help"], No),
+    Opt::new("nnodes", Some('i'), &["nnodes"], Req),
+    Opt::new("ncpus", Some('I'), &["ncpus"], Req),
+    Opt::new("jobs", Some('j'), &["jobs"], Req),
+    Opt::new("json", None, &["json"], No),
+    Opt::new("timelimit-min", Some('k'), &["timelimit-min"], Req),
+    Opt::new("timelimit-max", Some('K'), &["timelimit-max"], Req),
+    Opt::new("long", Some('l'), &["long"], No),
+    Opt::new("allclusters", Some('L'), &["allclusters"], No),
+    Opt::new("clusters", Some('M'), &["clusters", "cluster"], Req),
+    Opt::new("noheader", Some('n'), &["noheader"], No),
+    Opt::new("name", None, &["name"], Req),
+    Opt::new("noconvert", None, &["noconvert"], No),
+    Opt::new("nodelist", Some('N'), &["nodelist"], Req),
+    Opt::new("format", Some('o'), &["format", "fields"], Req),
+    Opt::new("parsable", Some('p'), &["parsable"], No),
+    Opt::new("parsable2", Some('P'), &["parsable2"], No),
+    Opt::new("qos", Some('q'), &["qos"], Req),
+    Opt::new("partition", Some('r'), &["partition"], Req),
+    Opt::new("reason", Some('R'), &["reason"], Req),
+    Opt::new("state", Some('s'), &["state"], Req),
+    Opt::new("starttime", Some('S'), &["starttime"], Req),
+    Opt::new("truncate", Some('T'), &["truncate"], No),
+    Opt::new("uid", Some('u'), &["uid", "user"], Req),
+    Opt::new("units", None, &["units"], Req),
+    Opt::new("usage", None, &["usage"], No),
+    Opt::new("verbose", Some('v'), &["verbose"], No),
+    Opt::new("version", Some('V'), &["version"], No),
+    Opt::new("wckeys", Some('W'), &["wckeys"], Req),
+    Opt::new("whole-hetjob", None, &["whole-hetjob"], HasArg::Optional),
+    Opt::new("associations", Some('x'), &["associations"], Req),
+    Opt::new("allocations", Some('X'), &["allocations"], No),
+    Opt::new("yaml", None, &["yaml"], No),
+];
+
+/// Options sacct has that gsched does not implement: refused, never ignored.
+const NOT_SUPPORTED: &[&str] = &[
+    "completion",
+    "duplicates",
+    "env-vars",
+    "file",
+    "flags",
+    "gid",
+    "nnodes",
+    "ncpus",
+    "json",
+    "timelimit-min",
+    "timelimit-max",
+    "qos",
+    "reason",
+    "wckeys",
+    "whole-hetjob",
+    "associations",
+    "yaml",
+];
+
+const DEFAULT_FIELDS: &str = "jobid,jobname,partition,account,alloccpus,state,exitcode";
+const BRIEF_FIELDS: &str = "jobid,state,exitcode";
+const LONG_FIELDS: &str = "jobid,jobidraw,jobname,partition,maxvmsize,maxvmsizenode,maxvmsizetask,avevmsize,maxrss,maxrssnode,maxrsstask,averss,maxpages,maxpagesnode,maxpagestask,avepages,mincpu,mincpunode,mincputask,avecpu,ntasks,alloccpus,elapsed,state,exitcode,avecpufreq,reqcpufreqmin,reqcpufreqmax,reqcpufreqgov,reqmem,consumedenergy,maxdiskread,maxdiskreadnode,maxdiskreadtask,avediskread,maxdiskwrite,maxdiskwritenode,maxdiskwritetask,avediskwrite,reqtres,alloctres,tresusageinave,tresusageinmax,tresusageinmaxn,tresusageinmaxt,tresusageinmin,tresusageinminn,tresusageinmint,tresusageintot,tresusageoutmax,tresusageoutmaxn,tresusageoutmaxt,tresusageoutave,tresusageouttot";
+
+/// sacct's fields in its order (the first whose name starts with what the user typed wins)
+/// with their default widths (negative: left-justified).
+const FIELDS: &[(&str, i32)] = &[
+    ("Account", 10),
+    ("AdminComment", 15),
+    ("AllocCPUS", 10),
+    ("AllocGRES", 12),
+    ("AllocNodes", 10),
+    ("AllocTRES", 10),
+    ("AssocID", 7),
+    ("AveCPU", 10),
+    ("AveCPUFreq", 10),
+    ("AveDiskRead", 14),
+    ("AveDiskWrite", 14),
+    ("AvePages", 10),
+    ("AveRSS", 10),
+    ("AveVMSize", 10),
+    ("BlockID", 16),
+    ("Cluster", 10),
+    ("Comment", 14),
+    ("Constraints", 19),
+    ("ConsumedEnergy", 14),
+    ("ConsumedEnergyRaw", 17),
+    ("CPUTime", 10),
+    ("CPUTimeRAW", 10),
+    ("DerivedExitCode", 15),
+    ("Elapsed", 10),
+    ("ElapsedRaw", 10),
+    ("Eligible", 19),
+    ("End", 19),
+    ("ExitCode", 8),
+    ("Flags", 19),
+    ("GID", 6),
+    ("Group", 9),
+    ("JobID", -12),
+    ("JobIDRaw", -12),
+    ("JobName", 10),
+    ("Layout", 9),
+    ("MaxDiskRead", 12),
+    ("MaxDiskReadNode", 15),
+    ("MaxDiskReadTask", 15),
+    ("MaxDiskWrite", 12),
+    ("MaxDiskWriteNode", 16),
+    ("MaxDiskWriteTask", 16),
+    ("MaxPages", 8),
+    ("MaxPagesNode", 12),
+    ("MaxPagesTask", 14),
+    ("MaxRSS", 10),
+    ("MaxRSSNode", 10),
+    ("MaxRSSTask", 10),
+    ("MaxVMSize", 10),
+    ("MaxVMSizeNode", 14),
+    ("MaxVMSizeTask", 14),
+    ("McsLabel", 12),
+    ("MinCPU", 10),
+    ("MinCPUNode", 10),
+    ("MinCPUTask", 10),
+    ("NCPUS", 10),
+    ("NNodes", 8),
+    ("NodeList", 15),
+    ("NTasks", 8),
+    ("Priority", 10),
+    ("Partition", 10),
+    ("QOS", 10),
+    ("QOSRAW", 6),
+    ("Reason", 22),
+    ("ReqCPUFreq", 10),
+    ("ReqCPUFreqMin", 13),
+    ("ReqCPUFreqMax", 13),
+    ("ReqCPUFreqGov", 13),
+    ("ReqCPUS", 8),
+    ("ReqGRES", 12),
+    ("ReqMem", 10),
+    ("ReqNodes", 8),
+    ("ReqTRES", 10),
+    ("Reservation", 20),
+    ("ReservationId", 8),
+    ("Reserved", 10),
+    ("ResvCPU", 10),
+    ("ResvCPURAW", 10),
+    ("Start", 19),
+    ("State", 10),
+    ("Submit", 19),
+    ("SubmitLine", 20),
+    ("Suspended", 10),
+    ("SystemCPU", 10),
+    ("SystemComment", 15),
+    ("Timelimit", 10),
+    ("TimelimitRaw", 10),
+    ("TotalCPU", 10),
+    ("TRESUsageInAve", 14),
+    ("TRESUsageInMax", 14),
+    ("TRESUsageInMaxNode", 18),
+    ("TRESUsageInMaxTask", 18),
+    ("TRESUsageInMin", 14),
+    ("TRESUsageInMinNode", 18),
+    ("TRESUsageInMinTask", 18),
+    ("TRESUsageInTot", 14),
+    ("TRESUsageOutAve", 15),
+    ("TRESUsageOutMax", 15),
+    ("TRESUsageOutMaxNode", 19),
+    ("TRESUsageOutMaxTask", 19),
+    ("TRESUsageOutMin", 15),
+    ("TRESUsageOutMinNode", 19),
+    ("TRESUsageOutMinTask", 19),
+    ("TRESUsageOutTot", 15),
+    ("UID", 6),
+    ("User", 9),
+    ("UserCPU", 10),
+    ("WCKey", 10),
+    ("WCKeyID", 10),
+    ("WorkDir", 20),
+];
+
+/// One output column: a field of [`FIELDS`] and its width.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub name: &'static str,
+    pub width: i32,
+}
+
+/// How rows are separated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Padded columns, a header and a line of dashes.
+    Columns,
+    /// `-p`: every value followed by the delimiter.
+    Parsable,
+    /// `-P`: values joined by the delimiter.
+    Parsable2,
+}
+
+/// A parsed command line.
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub columns: Vec<Column>,
+    pub layout: Layout,
+    pub delimiter: String,
+    pub no_header: bool,
+    /// `-X`: no step lines.
+    pub allocations: bool,
+    /// `--array`: one line per pending array task.
+    pub expand_arrays: bool,
+    /// `-B`: print each job's batch script instead of fields.
+    pub batch_script: bool,
+    /// `-T`: start and end times cut to the window.
+    pub truncate: bool,
+    /// `--units`: the unit memory is shown in.
+    pub units: Option<char>,
+    /// `-j N.batch`-style step selections, by job id: only these steps print (no job line).
+    pub steps_only: HashMap<(u32, Option<u32>), Vec<String>>,
+    pub query: HistoryQuery,
+    pub clusters: Option<String>,
+}
+
+/// Resolves a `-o` list into columns; unknown names are an error like sacct's.
+pub fn parse_fields(prog: &str, list: &str) -> Result<Vec<Column>, Fail> {
+    let mut out = Vec::new();
+    for tok in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let (name, width) = match tok.split_once('%') {
+            Some((n, w)) => {
+                let w: i32 = w.parse().map_err(|_| {
+                    Fail::error(prog, format!("Invalid field requested: \"{tok}\""))
+                })?;
+                (n, Some(w))
+            }
+            None => (tok, None),
+        };
+        let Some(&(fname, fwidth)) = FIELDS
+            .iter()
+            .find(|(f, _)| f.len() >= name.len() && f[..name.len()].eq_ignore_ascii_case(name))
+        else {
+            return Err(Fail::raw(
+                1,
+                vec![format!("Invalid field requested: \"{name}\"")],
+            ));
+        };
+        if name.is_empty() {
+            return Err(Fail::raw(
+                1,
+                vec![format!("Invalid field requested: \"{tok}\"")],
+            ));
+        }
+        out.push(Column {
+            name: fname,
+            width: width.unwrap_or(fwidth),
+        });
+    }
+    Ok(out)
+}
+
+/// The `-j` list: `N`, `N_K`, `N.batch`, `N_K.batch`.
+type JobSel = ((u32, Option<u32>), Option<String>);
+
+fn parse_jobs(prog: &str, s: &str) -> Result<Vec<JobSel>, Fail> {
+    let mut out = Vec::new();
+    for tok in split_list(s) {
+        let (job, step) = match tok.split_once('.') {
+            Some((j, st)) => (j, Some(st.to_string())),
+            None => (tok.as_str(), None),
+        };
+        let bad = || Fail::error(prog, format!("Invalid job id: {tok}"));
+        let (id, task) = match job.split_once('_') {
+            Some((a, k)) => (a, Some(k.parse::<u32>().map_err(|_| bad())?)),
+            None => (job, None),
+        };
+        let id: u32 = id.parse().map_err(|_| bad())?;
+        if id == 0 {
+            return Err(bad());
+        }
+        if let Some(st) = &step {
+            if st != "batch" && st.parse::<u32>().is_err() && st != "extern" {
+                return Err(bad());
+            }
+        }
+        out.push(((id, task), step));
+    }
+    Ok(out)
+}
+
+fn parse_states(prog: &str, s: &str) -> Result<Vec<JobState>, Fail> {
+    let mut out = Vec::new();
+    for tok in split_list(s) {
+        match JobState::parse(&tok) {
+            Some(st) => out.push(st),
+            None => {
+                return Err(Fail::error(prog, format!("Invalid state: {tok}")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Parses the command line (`env` gives `SACCT_FORMAT`), for the calling `uid` at `now`.
+pub fn parse_args(
+    prog: &str,
+    args: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+    uid: u32,
+    now: i64,
+) -> Result<common::Parsed<Params>, Fail> {
+    let split = getopt::parse_split(args, OPTIONS, Ordering::Permute);
+    if let Some(e) = &split.err {
+        return Err(Fail::usage(prog, e, 1));
+    }
+    let mut format: Option<String> = env("SACCT_FORMAT").filter(|f| !f.trim().is_empty());
+    let mut brief = false;
+    let mut long = false;
+    let mut layout = Layout::Columns;
+    let mut delimiter: Option<String> = None;
+    let mut p = Params {
+        columns: Vec::new(),
+        layout,
+        delimiter: "|".into(),
+        no_header: false,
+        allocations: false,
+        expand_arrays: false,
+        batch_script: false,
+        truncate: false,
+        units: None,
+        steps_only: HashMap::new(),
+        query: HistoryQuery::default(),
+        clusters: None,
+    };
+    let mut all_users = false;
+    let mut users: Option<Vec<u32>> = None;
+    let mut jobs: Vec<JobSel> = Vec::new();
+    let mut start: Option<i64> = None;
+    let mut end: Option<i64> = None;
+    for (id, arg) in split.opts {
+        if let Some(text) = common::info_text(id, help_text, usage_text) {
+            return Ok(common::Parsed::Print(text));
+        }
+        if NOT_SUPPORTED.contains(&id) {
+            return Err(Fail::not_supported(prog, &format!("--{id}")));
+        }
+        let val = arg.unwrap_or_default();
+        let time = |v: &str| {
+            begin::parse_past(v, now)
+                .map_err(|_| Fail::error(prog, format!("Invalid time specification: {v}")))
+        };
+        match id {
+            "allusers" => all_users = true,
+            "accounts" => p.query.accounts = split_list(&val),
+            "array" => p.expand_arrays = true,
+            "brief" => brief = true,
+            "batch-script" => p.batch_script = true,
+            "delimiter" => delimiter = Some(val),
+            "helpformat" => return Ok(common::Parsed::Print(helpformat())),
+            "endtime" => end = Some(time(&val)?),
+            "jobs" => jobs.extend(parse_jobs(prog, &val)?),
+            "long" => long = true,
+            "allclusters" => p.clusters = Some("all".into()),
+            "clusters" => p.clusters = Some(val),
+            "noheader" => p.no_header = true,
+            "name" => p.query.filter.names = split_list(&val),
+            "noconvert" => p.units = None,
+            "nodelist" => {
+                p.query.nodes = hostlist::expand(&val)
+                    .map_err(|e| Fail::error(prog, format!("Invalid node list {val}: {e}")))?
+            }
+            "format" => format = Some(val),
+            "parsable" => layout = Layout::Parsable,
+            "parsable2" => layout = Layout::Parsable2,
+            "partition" => p.query.filter.partitions = split_list(&val),
+            "state" => p.query.filter.states = parse_states(prog, &val)?,
+            "starttime" => start = Some(time(&val)?),
+            "truncate" => p.truncate = true,
+            "uid" => {
+                let mut list = Vec::new();
+                for u in split_list(&val) {
+                    match common::resolve_uid(&u) {
+                        Some(id) => list.push(id),
+                        None => return Err(Fail::error(prog, format!("Invalid user id: {u}"))),
+                    }
+                }
+                users = Some(list);
+            }
+            "units" => {
+                let u = val.trim().to_ascii_uppercase();
+                match u.as_str() {
+                    "K" | "M" | "G" | "T" | "P" => p.units = u.chars().next(),
+                    _ => {
+                        return Err(Fail::error(
+                            prog,
+                            format!("Invalid unit: {val} (expected K, M, G, T or P)"),
+                        ))
+                    }
+                }
+            }
+            "verbose" => {}
+            "allocations" => p.allocations = true,
+            _ => {}
+        }
+    }
+    if let Some(op) = split.operands.first() {
+        return Err(Fail::raw(
+            1,
+            vec![
+                format!(
+                    "{prog}: error: Unknown arguments: {}",
+                    split.operands.join(" ")
+                ),
+                format!("Try \"{prog} --help\" for more information ({op})"),
+            ],
+        ));
+    }
+    p.layout = layout;
+    if let Some(d) = delimiter {
+        p.delimiter = d;
+    }
+    let list = if brief {
+        BRIEF_FIELDS.to_string()
+    } else if long {
+        LONG_FIELDS.to_string()
+    } else {
+        format.unwrap_or_else(|| DEFAULT_FIELDS.to_string())
+    };
+    p.columns = parse_fields(prog, &list)?;
+    // Whose jobs: the named users, everyone's with -a (and for root), else the caller's.
+    p.query.filter.user_ids = match users {
+        Some(u) => u,
+        None if all_users || uid == 0 => Vec::new(),
+        None => vec![uid],
+    };
+    for ((id, task), step) in &jobs {
+        match task {
+            Some(k) => p.query.filter.array_tasks.push((*id, *k)),
+            None => p.query.filter.ids.push(*id),
+        }
+        if let Some(st) = step {
+            p.steps_only
+                .entry((*id, *task))
+                .or_default()
+                .push(st.clone());
+        }
+    }
+    // sacct's window: -S defaults to today's midnight, unless jobs are named (then from the
+    // start of time) or states asked for (then now); -E defaults to now.
+    let states = !p.query.filter.states.is_empty();
+    p.query.start = match start {
+        Some(s) => Some(s),
+        None if !jobs.is_empty() => None,
+        None if states => Some(end.unwrap_or(now)),
+        None => {
+            Some(begin::parse_past("midnight", now).map_err(|e| Fail::error(prog, e.to_string()))?)
+        }
+    };
+    p.query.end = match end {
+        Some(e) => Some(e),
+        None if !jobs.is_empty() && start.is_none() => None,
+        None => Some(now),
+    };
+    if let (Some(s), Some(e)) = (p.query.start, p.query.end) {
+        if s > e {
+            return Err(Fail::error(
+                prog,
+                "Start time (-S) requested is after end time (-E).",
+            ));
+        }
+    }
+    Ok(common::Parsed::Run(p))
+}
+
+/// One output row: a job or its batch step.
+struct Row<'a> {
+    job: &'a JobInfo,
+    /// The collapsed index set of a pending array record (`N_[1-3]`).
+    range: Option<&'a String>,
+    batch: bool,
+}
+
+fn elapsed(j: &JobInfo, now: i64, window: (Option<i64>, Option<i64>), truncate: bool) -> i64 {
+    match j.start_time {
+        None => 0,
+        Some(s) => {
+            let e = j.end_time.unwrap_or(now);
+            if truncate {
+                let s = window.0.map_or(s, |w| s.max(w));
+                let e = window.1.map_or(e, |w| e.min(w));
+                (e - s).max(0)
+            } else {
+                (e - s).max(0)
+            }
+        }
+    }
+}
+
+fn mem_str(mb: u64, units: Option<char>) -> String {
+    match units {
+        None => units::format_memory_mb(mb),
+        Some(u) => {
+            let kb = mb as f64 * 1024.0;
+            let (div, suffix) = match u {
+                'K' => (1.0, 'K'),
+                'M' => (1024.0, 'M'),
+                'G' => (1024.0 * 1024.0, 'G'),
+                'T' => (1024.0 * 1024.0 * 1024.0, 'T'),
+                _ => (1024.0 * 1024.0 * 1024.0 * 1024.0, 'P'),
+            };
+            let v = kb / div;
+            if v.fract() == 0.0 {
+                format!("{}{suffix}", v as u64)
+            } else {
+                format!("{v:.2}{suffix}")
+            }
+        }
+    }
+}
+
+/// Slurm's TRES string: `billing=N,cpu=N,mem=M,node=K`.
+fn tres(cpus: u32, mem_mb: u64, nodes: u32, units: Option<char>) -> String {
+    let mut s = format!("billing={cpus},cpu={cpus}");
+    if mem_mb > 0 {
+        s.push_str(&format!(",mem={}", mem_str(mem_mb, units)));
+    }
+    s.push_str(&format!(",node={nodes}"));
+    s
+}
+
+fn date(t: Option<i64>) -> String {
+    common::opt_time_str(t)
+}
+
+/// The state a batch step ends in: the script's own outcome; a job cancelled or timed out
+/// shows its step `CANCELLED` (the script was killed), as sacct does.
+fn step_state(j: &JobInfo) -> String {
+    match j.state {
+        JobState::Timeout | JobState::Cancelled => "CANCELLED".into(),
+        JobState::Completing => "RUNNING".into(),
+        s => s.long().into(),
+    }
+}
+
+impl Params {
+    fn value(&self, col: &Column, row: &Row, now: i64, cluster: &str) -> String {
+        let j = row.job;
+        let started = j.start_time.is_some() && j.state != JobState::Pending;
+        let window = (self.query.start, self.query.end);
+        let el = elapsed(j, now, window, self.truncate);
+        let alloc_cpus = if row.batch {
+            j.cpus_per_node.first().copied().unwrap_or(j.num_cpus)
+        } else {
+            j.num_cpus
+        };
+        let alloc_nodes = if row.batch { 1 } else { j.num_nodes };
+        match col.name {
+            "Account" => j.spec.account.clone().unwrap_or_default(),
+            "AllocCPUS" | "NCPUS" => {
+                if started || !row.batch {
+                    alloc_cpus.to_string()
+                } else {
+                    "0".into()
+                }
+            }
+            "AllocNodes" => {
+                if started {
+                    alloc_nodes.to_string()
+                } else {
+                    "0".into()
+                }
+            }
+            "AllocTRES" => {
+                if !started {
+                    return String::new();
+                }
+                let mem = j.mem_per_node_mb * alloc_nodes as u64;
+                tres(alloc_cpus, mem, alloc_nodes, self.units)
+            }
+            "Cluster" => cluster.to_string(),
+            "Comment" => j.spec.comment.clone().unwrap_or_default(),
+            "Constraints" => j.spec.constraint.clone().unwrap_or_default(),
+            "CPUTime" => units::format_secs_scontrol((el * alloc_cpus as i64) as u64),
+            "CPUTimeRAW" => (el * alloc_cpus as i64).to_string(),
+            "DerivedExitCode" if row.batch => String::new(),
+            "DerivedExitCode" | "ExitCode" => j.exit_code_string(),
+            "Elapsed" => units::format_secs_scontrol(el as u64),
+            "ElapsedRaw" => el.to_string(),
+            "Eligible" => date(j.eligible_time.or(Some(j.submit_time))),
+            "End" => {
+                let e = j.end_time;
+                match (e, self.truncate, self.query.end) {
+                    (Some(e), true, Some(w)) => date(Some(e.min(w))),
+                    _ => date(e),
+                }
+            }
+            "GID" => j.group_id.to_string(),
+            "Group" => j.group_name.clone(),
+            "JobID" => {
+                let base = match (row.range, j.array) {
+                    (Some(r), Some(a)) => format!("{}_[{r}]", a.job_id),
+                    (None, Some(a)) => format!("{}_{}", a.job_id, a.task_id),
+                    _ => j.job_id.to_string(),
+                };
+                if row.batch {
+                    format!("{base}.batch")
+                } else {
+                    base
+                }
+            }
+            "JobIDRaw" => {
+                if row.batch {
+                    format!("{}.batch", j.job_id)
+                } else {
+                    j.job_id.to_string()
+                }
+            }
+            "JobName" => {
+                if row.batch {
+                    "batch".into()
+                } else {
+                    j.name.clone()
+                }
+            }
+            "NNodes" => {
+                if row.batch {
+                    "1".into()
+                } else {
+                    j.num_nodes.to_string()
+                }
+            }
+            "NodeList" => {
+                if !started {
+                    "None assigned".into()
+                } else if row.batch {
+                    j.nodes.first().cloned().unwrap_or_default()
+                } else {
+                    hostlist::compress(&j.nodes)
+                }
+            }
+            "NTasks" => {
+                if row.batch {
+                    "1".into()
+                } else {
+                    String::new()
+                }
+            }
+            "Priority" if !row.batch => j.priority.to_string(),
+            "Partition" if !row.batch => j.partition.clone(),
+            "Reason" if !row.batch => j.reason.as_str().to_string(),
+            "ReqCPUS" => {
+                if row.batch {
+                    alloc_cpus.to_string()
+                } else {
+                    (j.num_tasks.max(1) * j.spec.cpus_per_task()).to_string()
+                }
+            }
+            "ReqMem" if !row.batch => mem_str(j.mem_per_node_mb, self.units),
+            "ReqNodes" if !row.batch => j.spec.nodes.unwrap_or(j.num_nodes).to_string(),
+            "ReqTRES" if !row.batch => tres(
+                j.num_tasks.max(1) * j.spec.cpus_per_task(),
+                j.mem_per_node_mb * j.spec.nodes.unwrap_or(1) as u64,
+                j.spec.nodes.unwrap_or(1),
+                self.units,
+            ),
+            "Restarts" => j.restarts.to_string(),
+            "Start" => match (
+                j.start_time.filter(|_| started),
+                self.truncate,
+                self.query.start,
+            ) {
+                (Some(s), true, Some(w)) => date(Some(s.max(w))),
+                (s, _, _) => date(s),
+            },
+            "State" => {
+                if row.batch {
+                    step_state(j)
+                } else {
+                    match (j.state, j.cancelled_by) {
+                        (JobState::Cancelled, Some(uid)) => format!("CANCELLED by {uid}"),
+                        (s, _) => s.long().to_string(),
+                    }
+                }
+            }
+            "Submit" => date(Some(j.submit_time)),
+            "SubmitLine" if !row.batch => j.spec.submit_line.clone(),
+            "Suspended" => "00:00:00".into(),
+            "Timelimit" if !row.batch => units::format_time_limit_scontrol(j.time_limit),
+            "TimelimitRaw" if !row.batch => j
+                .time_limit
+                .map_or("UNLIMITED".to_string(), |m| m.to_string()),
+            "UID" => j.user_id.to_string(),
+            "User" if !row.batch => j.user_name.clone(),
+            "WorkDir" if !row.batch => j.spec.work_dir.clone(),
+            // Not measured by gsched, or empty on a step line, as in sacct.
+            _ => String::new(),
+        }
+    }
+
+    fn cell(&self, col: &Column, v: &str, last: bool) -> String {
+        match self.layout {
+            Layout::Parsable2 if last => v.to_string(),
+            Layout::Parsable | Layout::Parsable2 => format!("{v}{}", self.delimiter),
+            Layout::Columns => {
+                let w = col.width.unsigned_abs() as usize;
+                let mut v: String = v.to_string();
+                if v.chars().count() > w && w > 0 {
+                    v = v.chars().take(w - 1).collect();
+                    v.push('+');
+                }
+                let s = common::print_field(&v, w, col.width > 0, true);
+                format!("{s} ")
+            }
+        }
+    }
+
+    fn header(&self) -> String {
+        let mut out = String::new();
+        let n = self.columns.len();
+        for (i, c) in self.columns.iter().enumerate() {
+            let name = match self.layout {
+                Layout::Columns => {
+                    let w = c.width.unsigned_abs() as usize;
+                    let n: String = c.name.chars().take(w).collect();
+                    format!("{} ", common::print_field(&n, w, c.width > 0, true))
+                }
+                _ => self.cell(c, c.name, i + 1 == n),
+            };
+            out.push_str(&name);
+        }
+        out.push('\n');
+        if self.layout == Layout::Columns {
+            for c in &self.columns {
+                let w = c.width.unsigned_abs() as usize;
+                out.push_str(&"-".repeat(w));
+                out.push(' ');
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// The whole output for the jobs the controller returned.
+pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> String {
+    let mut jobs = resp.jobs.clone();
+    jobs.sort_by_key(|j| j.job_id);
+    let (jobs, ranges) = if p.expand_arrays {
+        (jobs, HashMap::new())
+    } else {
+        arrays::collapse(jobs)
+    };
+    let mut out = String::new();
+    if p.batch_script {
+        for j in &jobs {
+            out.push_str(&format!(
+                "Batch Script for {}\n--------------------------------------------------------------------------------\n{}",
+                j.job_id, j.spec.script
+            ));
+            if !j.spec.script.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push('\n');
+        }
+        return out;
+    }
+    if !p.no_header {
+        out.push_str(&p.header());
+    }
+    let n = p.columns.len();
+    for j in &jobs {
+        let key = match j.array {
+            Some(a) if p.steps_only.contains_key(&(a.job_id, Some(a.task_id))) => {
+                (a.job_id, Some(a.task_id))
+            }
+            Some(a) if p.steps_only.contains_key(&(a.job_id, None)) => (a.job_id, None),
+            _ => (j.job_id, None),
+        };
+        let only_steps = p.steps_only.get(&key);
+        let range = ranges.get(&j.job_id);
+        let started = j.start_time.is_some() && j.state != JobState::Pending;
+        let mut rows = Vec::new();
+        match only_steps {
+            Some(steps) => {
+                if started && steps.iter().any(|s| s == "batch") {
+                    rows.push(Row {
+                        job: j,
+                        range,
+                        batch: true,
+                    });
+                }
+            }
+            None => {
+                rows.push(Row {
+                    job: j,
+                    range,
+                    batch: false,
+                });
+                if started && !p.allocations {
+                    rows.push(Row {
+                        job: j,
+                        range,
+                        batch: true,
+                    });
+                }
+            }
+        }
+        for row in rows {
+            for (i, c) in p.columns.iter().enumerate() {
+                let v = p.value(c, &row, resp.now, cluster);
+                out.push_str(&p.cell(c, &v, i + 1 == n));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn helpformat() -> String {
+    let mut out = String::new();
+    for (i, (name, _)) in FIELDS.iter().enumerate() {
+        out.push_str(&format!("{name:<20}"));
+        if i % 4 == 3 {
+            out.push('\n');
+        }
+    }
+    if FIELDS.len() % 4 != 0 {
+        out.push('\n');
+    }
+    out
+}
+
+pub fn usage_text() -> String {
+    "Usage: sacct [-abBcDeEFghjlLnNoprsStTuvVxX] [-A account] [-E end] [-j job[.step]] \
+     [-M clusters] [-N nodes] [-o fields] [-r partition] [-S start] [-s states] [-u users] \
+     [--delimiter=X] [--name=names] [--units=[KMGTP]] [--array] [--noconvert]\n"
+        .to_string()
+}
+
+pub fn help_text() -> String {
+    "Usage: sacct [OPTIONS]\n\
+     \n\
+     sacct reports the accounting records of jobs, finished ones included, from gsched's\n\
+     own store.\n\
+     \n\
+     \x20 -a, --allusers          all users' jobs (root sees everyone's by default)\n\
+     \x20 -A, --accounts=list     only jobs of these accounts\n\
+     \x20     --array             one line per pending array task\n\
+     \x20 -b, --brief             jobid,state,exitcode\n\
+     \x20 -B, --batch-script      print the jobs' batch scripts\n\
+     \x20     --delimiter=X       separator with -p/-P (default |)\n\
+     \x20 -e, --helpformat        list the fields -o takes\n\
+     \x20 -E, --endtime=time     jobs active before this time (default now)\n\
+     \x20 -j, --jobs=list         these jobs (N, N_K, N.batch); from the start of time\n\
+     \x20 -l, --long              many fields\n\
+     \x20 -M, --clusters=name     this cluster (or all)\n\
+     \x20 -n, --noheader          no header lines\n\
+     \x20     --name=list         only jobs with these names\n\
+     \x20 -N, --nodelist=hosts    only jobs that ran on these nodes\n\
+     \x20 -o, --format=fields     fields to print, each name[%width]\n\
+     \x20 -p, --parsable          fields followed by |\n\
+     \x20 -P, --parsable2         fields separated by |\n\
+     \x20 -r, --partition=list    only jobs of these partitions\n\
+     \x20 -s, --state=list        only jobs in these states (within the window)\n\
+     \x20 -S, --starttime=time    jobs active after this time (default: today 00:00)\n\
+     \x20 -T, --truncate          cut start and end times to the window\n\
+     \x20 -u, --uid, --user=list  these users' jobs\n\
+     \x20     --units=[KMGTP]     memory in this unit\n\
+     \x20 -X, --allocations       no step lines\n\
+     \x20 -V, --version           print the version\n\
+     \x20 -h, --help, --usage     this text\n"
+        .to_string()
+}
+
+pub fn main(args: Vec<String>) -> i32 {
+    common::run_main(&args, "sacct", run)
+}
+
+fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
+    let Some(p) = parse_args(
+        prog,
+        args,
+        &common::env_var,
+        common::current_uid(),
+        common::now(),
+    )?
+    .or_print() else {
+        return Ok(0);
+    };
+    let (cfg, client) = common::connect(prog, p.clusters.as_deref())?;
+    let resp: JobsResponse = client
+        .post(paths::JOBS_HISTORY, &p.query)
+        .map_err(|e| Fail::error(prog, common::client_error_text(&e)))?;
+    common::out(&render(&p, &resp, &cfg.cluster_name));
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str], uid: u32) -> Result<Params, Fail> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match parse_args("sacct", &args, &|_| None, uid, 1_800_000_000)? {
+            common::Parsed::Run(p) => Ok(p),
+            common::Parsed::Print(_) => panic!("printed"),
+        }
+    }
+
+    #[test]
+    fn fields_match_by_prefix_in_any_case() {
+        let c = parse_fields("sacct", "jobid,JOBIDRAW,state%20,exit,nodel%-30,alloc").unwrap();
+        let names: Vec<_> = c.iter().map(|c| (c.name, c.width)).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("JobID", -12),
+                ("JobIDRaw", -12),
+                ("State", 20),
+                ("ExitCode", 8),
+                ("NodeList", -30),
+                ("AllocCPUS", 10)
+            ]
+        );
+        let e = parse_fields("sacct", "jobid,bogus").unwrap_err();
+        assert_eq!(e.lines, vec!["Invalid field requested: \"bogus\""]);
+        assert_eq!(e.code, 1);
+    }
+
+    #[test]
+    fn users_window_and_jobs() {
+        let p = parse(&[], 1000).unwrap();
+        assert_eq!(p.query.filter.user_ids, vec![1000]);
+        assert!(p.query.start.unwrap() <= 1_800_000_000);
+        assert_eq!(p.query.end, Some(1_800_000_000));
+        let p = parse(&[], 0).unwrap();
+        assert!(p.query.filter.user_ids.is_empty());
+        let p = parse(&["-j", "12,13_4", "-j", "14.batch"], 1000).unwrap();
+        assert_eq!(p.query.filter.ids, vec![12, 14]);
+        assert_eq!(p.query.filter.array_tasks, vec![(13, 4)]);
+        assert_eq!(p.query.start, None);
+        assert_eq!(p.query.end, None);
+        assert!(p.steps_only.contains_key(&(14, None)));
+        let p = parse(&["-s", "cd,CANCELLED"], 1000).unwrap();
+        assert_eq!(p.query.start, Some(1_800_000_000));
+        assert_eq!(
+            p.query.filter.states,
+            vec![JobState::Completed, JobState::Cancelled]
+        );
+        assert!(parse(&["-j", "x"], 0).is_err());
+        assert!(parse(&["-S", "now", "-E", "now-1hour"], 0).is_err());
+        let e = parse(&["--json"], 0).unwrap_err();
+        assert_eq!(e.code, 1);
+        let e = parse(&["-1"], 0).unwrap_err();
+        assert_ne!(e.code, 0);
+        let e = parse(&["extra"], 0).unwrap_err();
+        assert_ne!(e.code, 0);
+    }
+
+    #[test]
+    fn cells_truncate_with_plus_and_parsable_layouts() {
+        let mut p = parse(&[], 0).unwrap();
+        let c = Column {
+            name: "State",
+            width: 10,
+        };
+        assert_eq!(p.cell(&c, "CANCELLED by 0", false), "CANCELLED+ ");
+        assert_eq!(p.cell(&c, "RUNNING", false), "   RUNNING ");
+        let left = Column {
+            name: "JobID",
+            width: -12,
+        };
+        assert_eq!(p.cell(&left, "42", false), "42           ");
+        p.layout = Layout::Parsable2;
+        assert_eq!(p.cell(&c, "CANCELLED by 0", false), "CANCELLED by 0|");
+        assert_eq!(p.cell(&c, "CANCELLED by 0", true), "CANCELLED by 0");
+        p.layout = Layout::Parsable;
+        assert_eq!(p.cell(&c, "X", true), "X|");
+    }
+}

@@ -1,7 +1,7 @@
 # gsched: the two commands that matter are `make cluster` and `make test`.
 CARGO ?= cargo
 
-.PHONY: all build release test cluster cluster-down cluster-status bench lint fmt
+.PHONY: all build release install test cluster cluster-down cluster-status bench lint fmt
 
 all: build
 
@@ -10,6 +10,12 @@ build:
 
 release:
 	$(CARGO) build --release --bins
+
+# Binaries under $(PREFIX) (default /usr/local); `make install SLURM_NAMES=1` also installs
+# sbatch, squeue, scancel, sinfo, scontrol and sacct pointing at the gs* commands.
+PREFIX ?= /usr/local
+install:
+	scripts/install.sh --prefix $(PREFIX) $(if $(SLURM_NAMES),--slurm-names)
 
 # `cargo test` does not build other packages' binaries, and the integration tests run the
 # real daemons and commands: build them first.

@@ -471,7 +471,7 @@ impl TestCluster {
 
     /// The environment every command and daemon of this cluster starts with (nothing else
     /// of the test's environment leaks in).
-    fn base_env(&self) -> Vec<(String, String)> {
+    pub fn base_env(&self) -> Vec<(String, String)> {
         let home = std::env::var("HOME").unwrap_or_else(|_| "/".into());
         let mut env = vec![
             (

@@ -7,6 +7,7 @@ pub mod depend;
 pub mod dispatch;
 pub mod env;
 pub mod history;
+pub mod metrics;
 pub mod server;
 pub mod state;
 pub mod store;

@@ -82,6 +82,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         auth,
         cfg: cfg.clone(),
         host: cfg.ctld_host.name.clone(),
+        metrics: gsched_ctld::metrics::Metrics::new(),
     });
 
     // One async thread: every request takes the state lock anyway, and a single thread
@@ -108,7 +109,21 @@ fn run(args: Args) -> anyhow::Result<()> {
                     _ = sched.wake.notified() => {}
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}
                 }
-                let effects = sched.lock().schedule(server::now());
+                let t = std::time::Instant::now();
+                let now = server::now();
+                let mut st = sched.lock();
+                let effects = st.schedule(now);
+                let started: Vec<u32> = effects
+                    .iter()
+                    .filter_map(|e| match e {
+                        gsched_ctld::state::Effect::Launch { req, .. } => Some(req.job_id),
+                        _ => None,
+                    })
+                    .collect();
+                sched
+                    .metrics
+                    .pass(t.elapsed().as_secs_f64(), &started, &st, now);
+                drop(st);
                 gsched_ctld::dispatch::send(sched.clone(), effects);
             }
         });

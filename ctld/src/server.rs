@@ -30,6 +30,8 @@ pub struct Shared {
     pub auth: Arc<dyn Authenticator>,
     pub cfg: Arc<Config>,
     pub host: String,
+    /// What `/metrics` exports.
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl Shared {
@@ -53,6 +55,10 @@ async fn auth_layer(
     mut req: Request,
     next: Next,
 ) -> Response {
+    // Prometheus scrapes without a credential; the page holds only aggregates.
+    if req.uri().path() == paths::METRICS {
+        return next.run(req).await;
+    }
     match check_request(shared.auth.clone(), req.headers(), "gsctld").await {
         Ok(id) => {
             req.extensions_mut().insert(id);
@@ -74,6 +80,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::JOBS_REQUEUE, post(requeue))
         .route(paths::JOBS_COMPLETE, post(complete))
         .route(paths::JOBS_HISTORY, post(history))
+        .route(paths::METRICS, get(metrics))
         .route(paths::NODES, get(nodes))
         .route(paths::NODES_UPDATE, post(update_nodes))
         .route(paths::NODES_REGISTER, post(register))
@@ -120,6 +127,7 @@ async fn submit(
     }
     let held = req.spec.hold;
     let id = sh.lock().submit(req.spec, who, now())?;
+    sh.metrics.submitted(1);
     // A held job cannot start anything; the periodic pass still sees it.
     if !held {
         sh.wake.notify_one();
@@ -133,6 +141,21 @@ async fn submit(
 async fn query(AxState(sh): Sh, Body(q): Body<JobQuery>) -> Json<JobsResponse> {
     let jobs = sh.lock().query(&q.filter);
     Json(JobsResponse { now: now(), jobs })
+}
+
+async fn metrics(AxState(sh): Sh) -> Response {
+    let text = {
+        let st = sh.lock();
+        sh.metrics.render(&st)
+    };
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
 }
 
 /// `gsacct`: read from the store on the blocking pool, without the state lock.

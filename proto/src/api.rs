@@ -40,6 +40,8 @@ pub mod paths {
     pub const JOBS_REQUEUE: &str = "/v1/jobs/requeue";
     pub const JOBS_COMPLETE: &str = "/v1/jobs/complete";
     pub const JOBS_HISTORY: &str = "/v1/jobs/history";
+    /// Prometheus metrics (OpenMetrics text); the one path served without a credential.
+    pub const METRICS: &str = "/metrics";
     pub const NODES: &str = "/v1/nodes";
     pub const NODES_UPDATE: &str = "/v1/nodes/update";
     pub const NODES_REGISTER: &str = "/v1/nodes/register";

@@ -41,7 +41,23 @@ fn easy_backfill_fills_the_gap_without_delaying_the_reservation() {
     assert!(show.contains(&format!("StartTime={want}")), "{show}");
     let q = c.cmd_ok("gsqueue", ["--start", "-h", "-o", "%i %S"]);
     assert!(q.contains(&format!("{b} {want}")), "{q}");
+    // Counted as a backfill start in /metrics (`a` started with nothing waiting).
+    let metrics = scrape_metrics(c.ctld_port());
+    assert!(
+        metrics.contains("\ngsched_jobs_backfilled_total 1\n"),
+        "{metrics}"
+    );
     c.cmd_ok("gscancel", ["-u", c.user()]);
+}
+
+fn scrape_metrics(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
 }
 
 #[test]

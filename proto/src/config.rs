@@ -293,7 +293,7 @@ const IGNORED_PARTITION_KEYS: &[&str] = &[
 pub const DEFAULT_MAX_ARRAY_SIZE: u32 = 1001;
 
 /// Global keys gsched implements.
-const GLOBAL_KEYS: &[&str] = &[
+pub const GLOBAL_KEYS: &[&str] = &[
     "AuthInfo",
     "AuthType",
     "ClusterName",
@@ -325,7 +325,7 @@ const GLOBAL_KEYS: &[&str] = &[
 
 /// `NodeName=` attributes gsched implements (`Procs` and `Feature` are Slurm's old
 /// spellings of `CPUs` and `Features`).
-const NODE_KEYS: &[&str] = &[
+pub const NODE_KEYS: &[&str] = &[
     "NodeName",
     "NodeAddr",
     "Port",
@@ -345,7 +345,7 @@ const NODE_KEYS: &[&str] = &[
 ];
 
 /// `PartitionName=` attributes gsched implements.
-const PARTITION_KEYS: &[&str] = &[
+pub const PARTITION_KEYS: &[&str] = &[
     "PartitionName",
     "Nodes",
     "Default",

@@ -91,9 +91,97 @@ fn metrics_families_and_counters() {
         .sum();
     assert_eq!(nodes, 2.0, "{text}");
 
-    // A real Prometheus server, where installed, scrapes and stores the page.
+    // Every query of the shipped Grafana dashboard names only families gsctld exports.
+    let exported = exported_series(&text);
+    for (title, expr) in dashboard_queries() {
+        for name in metric_names(&expr) {
+            assert!(
+                exported.contains(&name),
+                "dashboard panel {title:?} queries {name}, which gsctld does not export ({expr})"
+            );
+        }
+    }
+
+    // A real Prometheus server, where installed, scrapes and stores the page, and evaluates
+    // every dashboard query without error.
     prometheus_scrapes(&c, &part);
     c.cmd_ok("gscancel", [run.to_string(), held.to_string()]);
+}
+
+/// Sample names a scrape can answer to: every family's name with the suffixes of its type.
+fn exported_series(text: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("# TYPE ") else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        let (Some(name), Some(kind)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let suffixes: &[&str] = match kind {
+            "counter" => &["_total", "_created"],
+            "histogram" => &["_bucket", "_sum", "_count", "_created"],
+            _ => &[""],
+        };
+        for s in suffixes {
+            names.insert(format!("{name}{s}"));
+        }
+    }
+    names
+}
+
+/// (panel title, PromQL) of every target of `packaging/grafana/gsched.json`, rows included.
+fn dashboard_queries() -> Vec<(String, String)> {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/grafana/gsched.json");
+    let text = std::fs::read_to_string(&path).expect("read the Grafana dashboard");
+    let dash: serde_json::Value = serde_json::from_str(&text).expect("dashboard is JSON");
+    fn walk(panels: &serde_json::Value, out: &mut Vec<(String, String)>) {
+        for p in panels.as_array().into_iter().flatten() {
+            let title = p["title"].as_str().unwrap_or("").to_string();
+            if p["type"] != "row" {
+                let targets = p["targets"].as_array().map(Vec::len).unwrap_or(0);
+                assert!(targets > 0, "dashboard panel {title:?} has no query");
+            }
+            for t in p["targets"].as_array().into_iter().flatten() {
+                let expr = t["expr"].as_str().expect("target has an expr");
+                out.push((title.clone(), expr.to_string()));
+            }
+            walk(&p["panels"], out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&dash["panels"], &mut out);
+    assert!(out.len() >= 10, "the dashboard lost its panels: {out:?}");
+    out
+}
+
+/// The `gsched_*` metric names a PromQL expression reads.
+fn metric_names(expr: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = expr;
+    while let Some(i) = rest.find("gsched_") {
+        let tail = &rest[i..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        names.push(tail[..end].to_string());
+        rest = &tail[end..];
+    }
+    names
+}
+
+/// Percent-encoding of a query parameter's value.
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 fn free_port() -> u16 {
@@ -160,6 +248,21 @@ fn prometheus_scrapes(c: &TestCluster, part: &str) {
         }
         std::thread::sleep(Duration::from_millis(250));
     };
+    // Every dashboard query is valid PromQL over what was stored, and the panels reading
+    // gauges have data.
+    let mut failures = Vec::new();
+    if found.is_some() {
+        for (title, expr) in dashboard_queries() {
+            let answer = http_get(port, &format!("/api/v1/query?query={}", url_encode(&expr)))
+                .map(|(_, body)| body)
+                .unwrap_or_default();
+            let v: serde_json::Value = serde_json::from_str(&answer).unwrap_or_default();
+            let empty = v["data"]["result"].as_array().is_none_or(Vec::is_empty);
+            if v["status"] != "success" || (empty && !expr.contains("rate(")) {
+                failures.push(format!("{title}: {expr} -> {answer}"));
+            }
+        }
+    }
     let _ = child.kill();
     let _ = child.wait();
     let log = std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default();
@@ -167,5 +270,10 @@ fn prometheus_scrapes(c: &TestCluster, part: &str) {
         found.as_deref(),
         Some("1"),
         "Prometheus did not store gsched_jobs: last answer {last}\n{log}"
+    );
+    assert!(
+        failures.is_empty(),
+        "dashboard queries Prometheus could not answer:\n{}",
+        failures.join("\n")
     );
 }

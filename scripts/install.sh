@@ -58,6 +58,16 @@ install -d "$PREFIX/bin" "$PREFIX/sbin" "$PREFIX/share/man/man1" "$PREFIX/share/
 for b in "${DAEMONS[@]}"; do install -m 0755 "$FROM/$b" "$PREFIX/sbin/$b"; done
 for b in "${COMMANDS[@]}"; do install -m 0755 "$FROM/$b" "$PREFIX/bin/$b"; done
 for s in 1 5 8; do install -m 0644 "$ROOT"/man/man$s/*.$s "$PREFIX/share/man/man$s/"; done
+# Shell completions, where each shell looks for them under the prefix.
+BASHC="$PREFIX/share/bash-completion/completions"
+ZSHC="$PREFIX/share/zsh/vendor-completions"
+FISHC="$PREFIX/share/fish/vendor_completions.d"
+install -d "$BASHC" "$ZSHC" "$FISHC"
+for b in "${COMMANDS[@]}"; do
+  install -m 0644 "$ROOT/packaging/completions/bash/$b" "$BASHC/$b"
+  install -m 0644 "$ROOT/packaging/completions/zsh/_$b" "$ZSHC/_$b"
+  install -m 0644 "$ROOT/packaging/completions/fish/$b.fish" "$FISHC/$b.fish"
+done
 
 if [[ $NAMES == 1 ]]; then
   for i in "${!COMMANDS[@]}"; do
@@ -70,6 +80,9 @@ if [[ $NAMES == 1 ]]; then
       rm -f "$link"
     fi
     ln -s "${COMMANDS[$i]}" "$link"
+    # bash and fish load a completion by the command's name; zsh's #compdef names both.
+    ln -sfn "${COMMANDS[$i]}" "$BASHC/${SLURM[$i]}"
+    ln -sfn "${COMMANDS[$i]}.fish" "$FISHC/${SLURM[$i]}.fish"
   done
 fi
 printf 'installed gsched into %s%s\n' "$PREFIX" "$([[ $NAMES == 1 ]] && echo ' with the Slurm command names')"

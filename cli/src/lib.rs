@@ -6,6 +6,7 @@
 
 pub mod arrays;
 pub mod common;
+pub mod completions;
 pub mod format;
 pub mod getopt;
 pub mod sacct;

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use HasArg::{No, Required as Req};
 
-const OPTIONS: &[Opt] = &[
+pub const OPTIONS: &[Opt] = &[
     Opt::new("allusers", Some('a'), &["allusers"], No),
     Opt::new("accounts", Some('A'), &["accounts", "account"], Req),
     Opt::new("array", None, &["array"], No),

@@ -18,7 +18,7 @@ use gsched_proto::job::{JobId, JobInfo, JobState};
 
 use HasArg::{No, Required as Req};
 
-const OPTIONS: &[Opt] = &[
+pub const OPTIONS: &[Opt] = &[
     Opt::new("account", Some('A'), &["account"], Req),
     Opt::new("batch", Some('b'), &["batch"], No),
     Opt::new("ctld", None, &["ctld"], No),

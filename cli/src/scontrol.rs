@@ -22,7 +22,7 @@ use gsched_proto::units;
 
 use HasArg::{No, Required as Req};
 
-const OPTIONS: &[Opt] = &[
+pub const OPTIONS: &[Opt] = &[
     Opt::new("all", Some('a'), &["all"], No),
     Opt::new("clusters", Some('M'), &["cluster", "clusters"], Req),
     Opt::new("details", Some('d'), &["details"], No),

@@ -15,7 +15,7 @@ use gsched_proto::units;
 
 use HasArg::{No, Required as Req};
 
-const OPTIONS: &[Opt] = &[
+pub const OPTIONS: &[Opt] = &[
     Opt::new("all", Some('a'), &["all"], No),
     Opt::new("dead", Some('d'), &["dead"], No),
     Opt::new("exact", Some('e'), &["exact"], No),

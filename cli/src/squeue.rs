@@ -16,7 +16,7 @@ use gsched_proto::units;
 
 use HasArg::{No, Optional as Opt_, Required as Req};
 
-const OPTIONS: &[Opt] = &[
+pub const OPTIONS: &[Opt] = &[
     Opt::new("accounts", Some('A'), &["accounts"], Req),
     Opt::new("all", Some('a'), &["all"], No),
     Opt::new("array", Some('r'), &["array"], No),

@@ -25,9 +25,18 @@ fn slurm_names_run_the_gsched_commands() {
         String::from_utf8_lossy(&out.stderr)
     );
     let bin = prefix.join("bin");
+    let share = prefix.join("share");
     for n in ["sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct"] {
         assert!(bin.join(n).is_file(), "{n} missing");
+        // Shells find the completion under Slurm's name too.
+        for c in [
+            format!("bash-completion/completions/{n}"),
+            format!("fish/vendor_completions.d/{n}.fish"),
+        ] {
+            assert!(share.join(&c).is_file(), "{c} missing");
+        }
     }
+    assert!(share.join("zsh/vendor-completions/_gsbatch").is_file());
     // Run by Slurm's names through PATH, as a job script or a client would.
     let run = |name: &str, args: &[&str]| {
         let mut cmd = Command::new(name);

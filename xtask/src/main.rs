@@ -1,6 +1,8 @@
 //! `cargo run -p gsched-xtask -- man [--check] [--bin-dir DIR]`: writes (or with `--check`,
 //! compares) the man pages of the commands and daemons under `man/`, from the binaries in
 //! DIR (default: the workspace's target/debug).
+//! `cargo run -p gsched-xtask -- completions [--check]`: the same for the shell completions
+//! under `packaging/completions/`, from the commands' option tables.
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 
@@ -15,7 +17,15 @@ fn main() -> Result<()> {
     let mut it = args.iter();
     match it.next().map(String::as_str) {
         Some("man") => {}
-        _ => bail!("usage: gsched-xtask man [--check] [--bin-dir DIR]"),
+        Some("completions") => {
+            let check = match it.next().map(String::as_str) {
+                None => false,
+                Some("--check") => true,
+                Some(other) => bail!("unknown argument {other}"),
+            };
+            return completions(&root, check);
+        }
+        _ => bail!("usage: gsched-xtask man [--check] [--bin-dir DIR] | completions [--check]"),
     }
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -43,6 +53,31 @@ fn main() -> Result<()> {
     if !stale.is_empty() {
         bail!(
             "stale man pages (run: cargo build --bins && cargo run -p gsched-xtask -- man): {}",
+            stale.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Writes (or compares) `packaging/completions/{bash,zsh,fish}/...`.
+fn completions(root: &std::path::Path, check: bool) -> Result<()> {
+    let mut stale = Vec::new();
+    for (rel, text) in gsched_cli::completions::scripts() {
+        let path = root.join("packaging/completions").join(&rel);
+        if check {
+            if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+                stale.push(rel);
+            }
+        } else {
+            std::fs::create_dir_all(path.parent().expect("a shell folder"))?;
+            std::fs::write(&path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            println!("wrote packaging/completions/{rel}");
+        }
+    }
+    if !stale.is_empty() {
+        bail!(
+            "stale completions (run: cargo run -p gsched-xtask -- completions): {}",
             stale.join(", ")
         );
     }

@@ -1,0 +1,1 @@
+gsacct.fish

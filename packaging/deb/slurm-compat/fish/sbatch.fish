@@ -1,0 +1,1 @@
+gsbatch.fish

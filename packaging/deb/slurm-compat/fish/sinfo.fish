@@ -1,0 +1,1 @@
+gsinfo.fish

@@ -1,0 +1,1 @@
+gsqueue.fish

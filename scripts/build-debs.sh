@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds gsched's Debian packages with cargo-deb (`cargo install cargo-deb`):
+#   gsched-controller  gsctld, its systemd unit, the Grafana dashboard
+#   gsched-node        gsnoded + gsstepd, their systemd unit
+#   gsched-client      the commands, man pages, gsched.conf(5), shell completions, an example config
+#   gsched-slurm-compat  sbatch, squeue, scancel, sinfo, scontrol, sacct naming the commands
+# Usage: scripts/build-debs.sh [--out DIR] [--profile release|dev] [--no-build]
+#   --out DIR      where the .deb files go (default target/debian)
+#   --profile P    the cargo profile whose binaries are packaged (default release; dev
+#                  packages the debug build, for tests)
+#   --no-build     package binaries already built
+#   --fast         compress quickly (larger packages; for tests)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="${CARGO_TARGET_DIR:-$ROOT/target}/debian"
+PROFILE=release
+BUILD=1
+FAST=""
+die() { printf 'build-debs.sh: %s\n' "$*" >&2; exit 1; }
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --out) [[ $# -ge 2 ]] || die "--out needs a directory"; OUT="$2"; shift 2 ;;
+    --profile) [[ $# -ge 2 ]] || die "--profile needs release or dev"; PROFILE="$2"; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    --fast) FAST=--fast; shift ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option $1 (see --help)" ;;
+  esac
+done
+cargo deb --version >/dev/null 2>&1 || die "cargo-deb is not installed: cargo install cargo-deb --locked"
+cd "$ROOT"
+if [[ $BUILD == 1 ]]; then
+  if [[ $PROFILE == dev ]]; then cargo build --workspace --bins; else cargo build --workspace --bins --profile "$PROFILE"; fi
+fi
+mkdir -p "$OUT"
+for args in "-p gsched-ctld" "-p gsched-noded" "-p gsched-cli" "-p gsched-cli --variant slurm-compat"; do
+  # shellcheck disable=SC2086 # the words of $args are separate arguments
+  cargo deb $args --no-build --profile "$PROFILE" $FAST --output "$OUT/" 2> >(grep -v -e 'dev profile is not supported' -e 'To enable debug symbols' >&2)
+done

@@ -54,10 +54,10 @@ for b in "${DAEMONS[@]}" "${COMMANDS[@]}"; do
   [[ -x "$FROM/$b" ]] || die "$FROM/$b is missing: build with 'cargo build --release --bins' or pass --from"
 done
 
-install -d "$PREFIX/bin" "$PREFIX/sbin" "$PREFIX/share/man/man1" "$PREFIX/share/man/man5" "$PREFIX/share/man/man8"
+install -d "$PREFIX/bin" "$PREFIX/sbin" "$PREFIX/share/man/man1" "$PREFIX/share/man/man5" "$PREFIX/share/man/man7" "$PREFIX/share/man/man8"
 for b in "${DAEMONS[@]}"; do install -m 0755 "$FROM/$b" "$PREFIX/sbin/$b"; done
 for b in "${COMMANDS[@]}"; do install -m 0755 "$FROM/$b" "$PREFIX/bin/$b"; done
-for s in 1 5 8; do install -m 0644 "$ROOT"/man/man$s/*.$s "$PREFIX/share/man/man$s/"; done
+for s in 1 5 7 8; do install -m 0644 "$ROOT"/man/man$s/*.$s "$PREFIX/share/man/man$s/"; done
 # Shell completions, where each shell looks for them under the prefix.
 BASHC="$PREFIX/share/bash-completion/completions"
 ZSHC="$PREFIX/share/zsh/vendor-completions"

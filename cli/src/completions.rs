@@ -40,7 +40,15 @@ pub struct Command {
 
 /// `scontrol`'s first words that gsched implements.
 const SCONTROL_WORDS: &[&str] = &[
-    "show", "hold", "uhold", "release", "requeue", "update", "ping", "version",
+    "show",
+    "hold",
+    "uhold",
+    "release",
+    "requeue",
+    "update",
+    "ping",
+    "version",
+    "import-slurm-conf",
 ];
 
 pub const COMMANDS: &[Command] = &[

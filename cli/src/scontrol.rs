@@ -70,6 +70,61 @@ impl Out {
     }
 }
 
+/// `import-slurm-conf SLURM_CONF [GRES_CONF] [CGROUP_CONF]` (a gsched extension): the
+/// gsched.conf on stdout, what was not carried over on stderr. gres.conf and cgroup.conf are
+/// told apart by their names, as Slurm names them.
+fn import_slurm_conf(out: &mut Out, args: &[String]) {
+    let usage = "usage: import-slurm-conf SLURM_CONF [GRES_CONF] [CGROUP_CONF] (writes gsched.conf to standard output)";
+    let Some((slurm, rest)) = args.split_first() else {
+        out.err(usage);
+        return;
+    };
+    let (mut gres, mut cgroup) = (None, None);
+    for a in rest {
+        let name = std::path::Path::new(a)
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        let slot = if name.contains("gres") {
+            &mut gres
+        } else if name.contains("cgroup") {
+            &mut cgroup
+        } else {
+            out.err(format!(
+                "import-slurm-conf: cannot tell whether {a} is a gres.conf or a cgroup.conf (name it after one of them); {usage}"
+            ));
+            return;
+        };
+        if slot.is_some() {
+            out.err(format!("import-slurm-conf: {a}: given twice; {usage}"));
+            return;
+        }
+        *slot = Some(std::path::PathBuf::from(a));
+    }
+    match gsched_proto::slurm_import::import(
+        std::path::Path::new(slurm),
+        gres.as_deref(),
+        cgroup.as_deref(),
+    ) {
+        Ok(imp) => {
+            out.print(&imp.conf);
+            for d in &imp.dropped {
+                out.stderr.push(format!("not carried over: {d}"));
+            }
+            out.stderr.push(format!(
+                "import-slurm-conf: {} setting(s) not carried over{}",
+                imp.dropped.len(),
+                if imp.dropped.is_empty() {
+                    ""
+                } else {
+                    " (those of slurm.conf are commented out with #[import] in the output)"
+                }
+            ));
+        }
+        Err(e) => out.err(format!("import-slurm-conf: {e}")),
+    }
+}
+
 /// Session flags (set by options or by the `oneliner`, `details`, ... commands).
 #[derive(Debug, Clone, Default)]
 pub struct Flags {
@@ -321,6 +376,8 @@ impl Session<'_> {
             self.unsupported(&mut out, "notify");
         } else if kw(tag, "callerid", 3) {
             self.unsupported(&mut out, "callerid");
+        } else if tag.eq_ignore_ascii_case("import-slurm-conf") {
+            import_slurm_conf(&mut out, &argv[1..]);
         } else {
             out.err(format!("invalid keyword: {tag}"));
         }
@@ -1637,6 +1694,9 @@ pub fn usage_text() -> String {
      \x20    exit                     terminate scontrol.\n\
      \x20    help                     print this description of use.\n\
      \x20    hold <job_list>          prevent specified job from starting.\n\
+     \x20    import-slurm-conf <slurm.conf> [gres.conf] [cgroup.conf]\n\
+     \x20                             write a gsched.conf made from Slurm's files to\n\
+     \x20                             stdout, listing what is not carried over.\n\
      \x20    oneliner                 report output one record per line.\n\
      \x20    ping                     print status of slurmctld daemon.\n\
      \x20    quiet                    print no messages other than error messages.\n\

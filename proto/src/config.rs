@@ -230,10 +230,10 @@ pub const IGNORED_KEYS: &[&str] = &[
 ];
 
 /// Slurm line types (first key of the line) that gsched skips as a whole, with a warning.
-const IGNORED_LINE_KEYS: &[&str] = &["DownNodes", "FrontendName", "NodeSet"];
+pub const IGNORED_LINE_KEYS: &[&str] = &["DownNodes", "FrontendName", "NodeSet"];
 
 /// Slurm `NodeName=` attributes gsched accepts but does not use yet.
-const IGNORED_NODE_KEYS: &[&str] = &[
+pub const IGNORED_NODE_KEYS: &[&str] = &[
     "Bcast",
     "CoreSpecCount",
     "CpuBind",
@@ -247,7 +247,7 @@ const IGNORED_NODE_KEYS: &[&str] = &[
 ];
 
 /// Slurm `PartitionName=` attributes gsched accepts but does not use yet.
-const IGNORED_PARTITION_KEYS: &[&str] = &[
+pub const IGNORED_PARTITION_KEYS: &[&str] = &[
     "AllocNodes",
     "AllowAccounts",
     "AllowGroups",
@@ -837,13 +837,13 @@ fn syntax_err(loc: &Loc, message: impl Into<String>) -> ConfigError {
 }
 
 /// The canonical spelling of `key` in `table`, ignoring case.
-fn canonical(table: &[&'static str], key: &str) -> Option<&'static str> {
+pub(crate) fn canonical(table: &[&'static str], key: &str) -> Option<&'static str> {
     table.iter().copied().find(|k| k.eq_ignore_ascii_case(key))
 }
 
 /// Joins physical lines into logical ones: strips `#` comments (`\#` is a literal
 /// `#`) and joins lines ending in `\`. Yields (first line number, text).
-fn logical_lines(text: &str) -> Vec<(usize, String)> {
+pub(crate) fn logical_lines(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut current: Option<(usize, String)> = None;
     for (idx, raw) in text.split('\n').enumerate() {
@@ -878,14 +878,14 @@ fn logical_lines(text: &str) -> Vec<(usize, String)> {
 }
 
 /// One logical line, tokenized.
-enum Line {
+pub(crate) enum Line {
     Include(String),
     Pairs(Vec<(String, String)>),
 }
 
 /// Splits a logical line into `Key=Value` pairs (values may be double-quoted; spaces
 /// around `=` are allowed when there is one before it), or an `Include path` line.
-fn tokenize(text: &str) -> Result<Line, String> {
+pub(crate) fn tokenize(text: &str) -> Result<Line, String> {
     let trimmed = text.trim();
     if trimmed.eq_ignore_ascii_case("include") {
         return Ok(Line::Include(String::new()));

@@ -15,5 +15,6 @@ pub mod node;
 pub mod patterns;
 #[cfg(feature = "server")]
 pub mod server;
+pub mod slurm_import;
 pub mod units;
 pub mod users;

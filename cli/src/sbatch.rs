@@ -140,6 +140,8 @@ pub const OPTIONS: &[Opt] = &[
 /// `--wckey` (no accounting, as Slurm with
 /// `TrackWCKey=no`), `-M` naming the local cluster). Every other option is refused.
 const IMPLEMENTED: &[&str] = &[
+    "mail-type",
+    "mail-user",
     "account",
     "nodelist",
     "exclude",
@@ -313,6 +315,10 @@ pub struct Opts {
     pub array: Option<String>,
     /// `--comment`.
     pub comment: Option<String>,
+    /// `--mail-type`, parsed.
+    pub mail_type: gsched_proto::mail::MailTypes,
+    /// `--mail-user`.
+    pub mail_user: Option<String>,
     /// `--signal`, parsed.
     pub warn_signal: Option<gsched_proto::job::WarnSignal>,
     /// `-W/--wait`.
@@ -437,6 +443,11 @@ impl Opts {
             "requeue" => self.requeue = Some(true),
             "no-requeue" => self.requeue = Some(false),
             "comment" => self.comment = Some(val.to_string()),
+            "mail-type" => match gsched_proto::mail::MailTypes::parse(val) {
+                Some(m) => self.mail_type = m,
+                None => return Err(opt_err(&format!("--mail-type={val} invalid"))),
+            },
+            "mail-user" => self.mail_user = Some(val.to_string()),
             "signal" => match crate::signals::parse_warn_signal(val) {
                 Ok(w) => self.warn_signal = Some(w),
                 Err(crate::signals::WarnSignalError::Reservation) => {
@@ -1117,6 +1128,8 @@ pub fn build(
         exclude: opts.exclude.clone(),
         constraint: opts.constraint.clone(),
         exclusive: opts.exclusive,
+        mail_type: opts.mail_type,
+        mail_user: opts.mail_user.clone(),
     };
     Ok(Built {
         spec,

@@ -8,6 +8,8 @@ pub mod dispatch;
 pub mod env;
 pub mod history;
 pub mod metrics;
+pub mod notify;
 pub mod server;
+pub mod smtp;
 pub mod state;
 pub mod store;

@@ -74,7 +74,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         &cfg.state_save_location,
         cfg.state_sync == gsched_proto::config::StateSync::Full,
     )?;
-    let state = State::load(cfg.clone(), store, server::now())?;
+    let mut state = State::load(cfg.clone(), store, server::now())?;
+    state.set_notifier(gsched_ctld::notify::Notifier::spawn(cfg.notify.clone()));
     let recovered = state.jobs.len();
     let shared = Arc::new(Shared {
         state: Mutex::new(state),

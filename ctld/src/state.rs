@@ -29,6 +29,7 @@ use std::sync::Arc;
 mod arrays;
 mod client_opts;
 pub use arrays::ArrayRt;
+mod notices;
 mod priority;
 pub use priority::{Assoc, Usage};
 
@@ -82,6 +83,14 @@ pub struct JobExtra {
     /// An administrator set the priority: priority/multifactor leaves it alone.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub priority_fixed: bool,
+    /// One-off notices already sent for this run (`MailTypes` bits: time-limit thresholds,
+    /// INVALID_DEPEND), so a restarted controller does not repeat them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mail_sent: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// Launch progress, kept in memory only.
@@ -169,6 +178,8 @@ pub struct State {
     pub arrays: HashMap<JobId, ArrayRt>,
     /// Fair-share usage (priority/multifactor).
     pub usage: Usage,
+    /// Job notices (`--mail-type`, webhooks).
+    pub notices: notices::NoticeRt,
 }
 
 impl std::fmt::Debug for State {
@@ -303,7 +314,9 @@ impl State {
             slurm_uid,
             arrays: HashMap::new(),
             usage: Usage::default(),
+            notices: Default::default(),
         };
+        st.notices.seed(st.jobs.values());
         st.rebuild_arrays()?;
         Ok(st)
     }
@@ -327,7 +340,9 @@ impl State {
             detail: e.to_string(),
         })?;
         let (state, end) = (job.info.state, job.info.end_time);
-        self.store.update_job(id, state, end, &text)
+        self.store.update_job(id, state, end, &text)?;
+        self.observe(&[id]);
+        Ok(())
     }
 
     fn persist_many(&mut self, ids: &[JobId]) -> Result<(), StoreError> {
@@ -350,7 +365,9 @@ impl State {
                 s.update_job(*id, *st, *end, text)?;
             }
             Ok(())
-        })
+        })?;
+        self.observe(ids);
+        Ok(())
     }
 
     fn partition_by_name(&self, name: &str) -> Option<usize> {
@@ -982,6 +999,12 @@ impl State {
                 j.info.sched_nodes.clear();
             }
         }
+        let never: Vec<JobId> = blocked
+            .iter()
+            .filter(|(_, r)| **r == Reason::DependencyNeverSatisfied)
+            .map(|(id, _)| *id)
+            .collect();
+        self.invalid_dependency_notices(&never, now);
         for id in &kill {
             if let Some(j) = self.jobs.get_mut(id) {
                 j.info.state = JobState::Cancelled;
@@ -1355,6 +1378,8 @@ impl State {
                 }
             }
         }
+        // Notices of time-limit thresholds, before the jobs at their limit are ended.
+        self.time_notices(now);
         // Time limits and terminate retries.
         for job in self.jobs.values_mut() {
             match job.info.state {
@@ -1493,6 +1518,7 @@ impl State {
             job.extra.alloc_mem = start.placement.nodes.iter().map(|a| a.mem_mb).collect();
             job.extra.terminate = None;
             job.extra.warn_signal_sent = false;
+            job.extra.mail_sent &= !notices::TIME_BITS;
             job.launch = Some(LaunchState::InFlight);
             job.terminate_sent_at = None;
             job.terminate_acked = false;

@@ -122,8 +122,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "LaunchParameters",
     "Licenses",
     "LogTimeFormat",
-    "MailDomain",
-    "MailProg",
     "MaxBatchRequeue",
     "MaxDBDMsgs",
     "MaxJobCount",
@@ -300,6 +298,9 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "ControlAddr",
     "ControlMachine",
     "KillWait",
+    "MailDomain",
+    "MailFrom",
+    "MailProg",
     "MaxArraySize",
     "MinJobAge",
     "PriorityDecayHalfLife",
@@ -317,6 +318,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "SlurmdSpoolDir",
     "SlurmdTimeout",
     "SlurmUser",
+    "SmtpServer",
     "SchedulerParameters",
     "SchedulerType",
     "StateSaveLocation",
@@ -733,6 +735,8 @@ pub struct Config {
     pub priority: PriorityConfig,
     pub nodes: Vec<NodeConfig>,
     pub partitions: Vec<PartitionConfig>,
+    /// `MailProg=`, `MailDomain=`, `SmtpServer=`, `MailFrom=`, `WebhookName=` lines.
+    pub notify: crate::notify_config::NotifyConfig,
     /// Human-readable warnings (ignored Slurm settings and the like), one per setting.
     pub warnings: Vec<String>,
 }
@@ -1284,6 +1288,7 @@ struct Parser {
     partitions: Vec<(String, PartAttrs, Loc)>,
     warnings: Vec<String>,
     warned: HashSet<String>,
+    notify: crate::notify_config::NotifyConfig,
 }
 
 impl Parser {
@@ -1299,6 +1304,7 @@ impl Parser {
             partitions: Vec::new(),
             warnings: Vec::new(),
             warned: HashSet::new(),
+            notify: Default::default(),
         }
     }
 
@@ -1373,6 +1379,12 @@ impl Parser {
         if first.eq_ignore_ascii_case("PartitionName") {
             return self.partition_line(pairs, loc);
         }
+        if first.eq_ignore_ascii_case("WebhookName") {
+            return self
+                .notify
+                .webhook_line(pairs)
+                .map_err(|m| syntax_err(loc, m));
+        }
         if let Some(key) = canonical(IGNORED_LINE_KEYS, first) {
             self.warn_ignored(loc, "", key);
             return Ok(());
@@ -1389,7 +1401,7 @@ impl Parser {
                 self.warn_ignored(loc, "", k);
                 return Ok(());
             }
-            let line_start = ["NodeName", "PartitionName"]
+            let line_start = ["NodeName", "PartitionName", "WebhookName"]
                 .into_iter()
                 .chain(IGNORED_LINE_KEYS.iter().copied())
                 .find(|k| k.eq_ignore_ascii_case(key));
@@ -1429,6 +1441,9 @@ impl Parser {
                 self.warn(format!("backup/{value}"), message);
             }
             return Ok(());
+        }
+        if matches!(canon, "MailProg" | "MailDomain" | "MailFrom" | "SmtpServer") {
+            return self.notify.global(canon, value).map_err(err);
         }
         let g = &mut self.globals;
         match canon {
@@ -1831,6 +1846,7 @@ impl Parser {
             priority: g.priority,
             nodes: self.nodes,
             partitions,
+            notify: self.notify,
             warnings: self.warnings,
         })
     }

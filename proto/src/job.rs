@@ -3,6 +3,8 @@
 //! ([`JobInfo`]). The names and spellings are Slurm's, because scripts parse them.
 
 use serde::{Deserialize, Serialize};
+
+use crate::mail::MailTypes;
 use std::fmt;
 
 /// A job id. Ids start at 1 and are never reused by a controller.
@@ -267,6 +269,12 @@ pub struct JobSpec {
     /// `--exclusive`: whole nodes (all their CPUs; memory only as requested).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exclusive: bool,
+    /// `--mail-type`: the events the job's user is told about.
+    #[serde(default, skip_serializing_if = "MailTypes::is_empty")]
+    pub mail_type: MailTypes,
+    /// `--mail-user`; `None` = the job's user (with `MailDomain=` appended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mail_user: Option<String>,
 }
 
 /// A parsed `--constraint`: the features, and whether all (`&`) or any (`|`) are needed.

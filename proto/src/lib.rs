@@ -11,7 +11,9 @@ pub mod config;
 pub mod depend;
 pub mod hostlist;
 pub mod job;
+pub mod mail;
 pub mod node;
+pub mod notify_config;
 pub mod patterns;
 #[cfg(feature = "server")]
 pub mod server;

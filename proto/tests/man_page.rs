@@ -3,6 +3,7 @@
 //! names an accepted key, so the page cannot drift from the parser.
 
 use gsched_proto::config::{GLOBAL_KEYS, NODE_KEYS, PARTITION_KEYS};
+use gsched_proto::notify_config::WEBHOOK_KEYS;
 use std::collections::BTreeSet;
 
 const PAGE: &str = include_str!("../../man/man5/gsched.conf.5");
@@ -41,6 +42,7 @@ fn every_accepted_key_is_documented_and_only_those() {
         .iter()
         .chain(NODE_KEYS)
         .chain(PARTITION_KEYS)
+        .chain(WEBHOOK_KEYS)
         .map(|k| k.to_string())
         .collect();
     let missing: Vec<&String> = accepted

@@ -186,6 +186,7 @@ const IMPLEMENTED: &[&str] = &[
     "wait",
     "wckey",
     "wrap",
+    "qos",
 ];
 
 /// Options handled only in the first pass (command line); Slurm ignores them in `#SBATCH`
@@ -321,6 +322,8 @@ pub struct Opts {
     pub test_only: bool,
     /// `-A/--account`, lower-cased.
     pub account: Option<String>,
+    /// `-q/--qos`, lower-cased.
+    pub qos: Option<String>,
     /// `--nice[=N]`.
     pub nice: Option<i32>,
     /// `-w/--nodelist`, as given (checked as a hostlist).
@@ -449,6 +452,7 @@ impl Opts {
             "wait" => self.wait = true,
             "test-only" => self.test_only = true,
             "account" => self.account = Some(val.to_ascii_lowercase()),
+            "qos" => self.qos = Some(val.trim().to_ascii_lowercase()).filter(|q| !q.is_empty()),
             "nice" => self.nice = Some(parse_nice(prog, arg)?),
             "nodelist" | "exclude" => {
                 if gsched_proto::hostlist::expand(val).is_err() {
@@ -1117,6 +1121,7 @@ pub fn build(
         exclude: opts.exclude.clone(),
         constraint: opts.constraint.clone(),
         exclusive: opts.exclusive,
+        qos: opts.qos.clone(),
     };
     Ok(Built {
         spec,
@@ -1808,7 +1813,7 @@ mod tests {
         );
         assert_eq!(e.code, 1);
         let e = build(
-            &ctx(&[("SBATCH_QOS", "a")]),
+            &ctx(&[("SBATCH_RESERVATION", "a")]),
             &cli(&["x"]),
             &src,
             plain,
@@ -1817,8 +1822,27 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e.lines,
-            vec!["sbatch: error: option --qos (from SBATCH_QOS) is not supported by gsched yet"]
+            vec!["sbatch: error: option --reservation (from SBATCH_RESERVATION) is not supported by gsched yet"]
         );
+        // --qos: SBATCH_QOS, overridden by the command line; lower-cased.
+        let b = build(
+            &ctx(&[("SBATCH_QOS", "High")]),
+            &cli(&["x"]),
+            &src,
+            plain,
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(b.spec.qos.as_deref(), Some("high"));
+        let b = build(
+            &ctx(&[("SBATCH_QOS", "High")]),
+            &cli(&["-q", "low", "x"]),
+            &src,
+            plain,
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(b.spec.qos.as_deref(), Some("low"));
         // A flag variable that is off is a reset, not a request.
         assert!(build(
             &ctx(&[("SBATCH_WAIT", "0")]),

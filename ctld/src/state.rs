@@ -29,8 +29,9 @@ use std::sync::Arc;
 mod arrays;
 mod client_opts;
 pub use arrays::ArrayRt;
+mod limits;
 mod priority;
-pub use priority::{Assoc, Usage};
+pub use priority::{assoc_of, Assoc, Usage};
 
 /// How long a job may be missing from its node's job list after its launch was acknowledged
 /// before the controller concludes the node never got it (heartbeats can cross a launch).
@@ -169,6 +170,8 @@ pub struct State {
     pub arrays: HashMap<JobId, ArrayRt>,
     /// Fair-share usage (priority/multifactor).
     pub usage: Usage,
+    /// Accounts, users, associations and QOS (`gsacctmgr`).
+    pub acct: crate::acct::AcctDb,
 }
 
 impl std::fmt::Debug for State {
@@ -188,7 +191,9 @@ fn internal(e: StoreError) -> ApiError {
 
 impl State {
     /// Builds the state from the config and the store (restart recovery included).
-    pub fn load(cfg: Arc<Config>, store: Store, now: i64) -> Result<State, StoreError> {
+    pub fn load(cfg: Arc<Config>, mut store: Store, now: i64) -> Result<State, StoreError> {
+        let acct = crate::acct::AcctDb::load(&mut store)?;
+        let usage = Usage::load(&store)?;
         let mut nodes = Vec::new();
         let mut node_index = HashMap::new();
         for n in &cfg.nodes {
@@ -302,7 +307,8 @@ impl State {
             start_time: now,
             slurm_uid,
             arrays: HashMap::new(),
-            usage: Usage::default(),
+            usage,
+            acct,
         };
         st.rebuild_arrays()?;
         Ok(st)
@@ -601,9 +607,19 @@ impl State {
                 .or(self.parts[part].default_time)
                 .or(self.parts[part].max_time)
         };
+        let user_name = users::user_name(uid);
+        let mut time_limit = time_limit;
+        let count = array.as_ref().map_or(1, |a| a.indices.len() as u32);
+        self.check_job_acct(
+            &mut spec,
+            &part_idx,
+            &user_name,
+            uid,
+            &mut time_limit,
+            count,
+        )?;
         check_time_min(spec.time_min, time_limit)?;
         let id = self.next_id;
-        let user_name = users::user_name(uid);
         let group_name = users::group_name(gid);
         spec.partitions = part_idx
             .iter()
@@ -1339,6 +1355,7 @@ impl State {
                         .collect(),
                 })
                 .collect(),
+            limits: Vec::new(),
         }
     }
 
@@ -1407,9 +1424,9 @@ impl State {
         let (dep_blocked, _killed) = self.dependency_blocks(now);
         self.update_priorities(now, &dep_blocked);
         // The scheduler core.
-        let view = self.cluster_view();
+        let mut view = self.cluster_view();
         let throttled = self.throttled();
-        let queue: Vec<QueuedJob> = self
+        let candidates: Vec<JobId> = self
             .jobs
             .values()
             // Held jobs keep the reason they were held with and cost the pass nothing.
@@ -1419,6 +1436,14 @@ impl State {
                     && !dep_blocked.contains_key(&j.info.job_id)
             })
             .filter(|j| !throttled.contains(&j.info.job_id))
+            .map(|j| j.info.job_id)
+            .collect();
+        let mut limits = self.limit_slots(&candidates);
+        view.limits = std::mem::take(&mut limits.slots);
+        let queue: Vec<QueuedJob> = candidates
+            .iter()
+            .filter(|id| !limits.blocked.contains_key(id))
+            .filter_map(|id| self.jobs.get(id))
             .map(|j| QueuedJob {
                 id: j.info.job_id,
                 priority: j.info.priority,
@@ -1435,6 +1460,7 @@ impl State {
                 time_limit: j.info.time_limit,
                 time_min: j.info.spec.time_min,
                 req: self.request_of(&j.info.spec),
+                limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
             })
             .collect();
         let decisions = gsched_sched::decide(&view, &queue, now, &self.sched_config);
@@ -1459,6 +1485,11 @@ impl State {
         for id in &throttled {
             if let Some(j) = self.jobs.get_mut(id) {
                 j.info.reason = Reason::JobArrayTaskLimit;
+            }
+        }
+        for (id, reason) in &limits.blocked {
+            if let Some(j) = self.jobs.get_mut(id) {
+                j.info.reason = *reason;
             }
         }
         for (id, reason) in decisions.waiting {

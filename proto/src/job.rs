@@ -113,6 +113,16 @@ pub enum Reason {
     DependencyNeverSatisfied,
     /// An array task waits for its array's `%N` throttle.
     JobArrayTaskLimit,
+    /// The user runs as many jobs of the QOS as its `MaxJobsPerUser` allows.
+    QOSMaxJobsPerUserLimit,
+    /// The job's time limit exceeds its QOS's `MaxWall`.
+    QOSMaxWallDurationPerJobLimit,
+    /// The association runs as many jobs as its `MaxJobs` allows.
+    AssocMaxJobsLimit,
+    /// The job's time limit exceeds its association's `MaxWall`.
+    AssocMaxWallDurationPerJobLimit,
+    /// The user's running jobs of the QOS hold as many CPUs as `MaxTRESPerUser=cpu=N` allows.
+    QOSMaxCpuPerUserLimit,
 }
 
 impl Reason {
@@ -138,6 +148,11 @@ impl Reason {
             Reason::Dependency => "Dependency",
             Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
             Reason::JobArrayTaskLimit => "JobArrayTaskLimit",
+            Reason::QOSMaxJobsPerUserLimit => "QOSMaxJobsPerUserLimit",
+            Reason::QOSMaxWallDurationPerJobLimit => "QOSMaxWallDurationPerJobLimit",
+            Reason::AssocMaxJobsLimit => "AssocMaxJobsLimit",
+            Reason::AssocMaxWallDurationPerJobLimit => "AssocMaxWallDurationPerJobLimit",
+            Reason::QOSMaxCpuPerUserLimit => "QOSMaxCpuPerUserLimit",
         }
     }
 }
@@ -267,6 +282,10 @@ pub struct JobSpec {
     /// `--exclusive`: whole nodes (all their CPUs; memory only as requested).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exclusive: bool,
+    /// `-q/--qos`, lower-cased; the controller replaces it with the QOS the job runs in
+    /// (its association's default, else `normal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
 }
 
 /// A parsed `--constraint`: the features, and whether all (`&`) or any (`|`) are needed.
@@ -434,6 +453,11 @@ impl JobInfo {
     /// `-A`, or `(null)` as Slurm prints a job without account.
     pub fn account(&self) -> &str {
         self.spec.account.as_deref().unwrap_or("(null)")
+    }
+
+    /// The job's QOS, or `(null)` for a job stored before QOS existed.
+    pub fn qos(&self) -> &str {
+        self.spec.qos.as_deref().unwrap_or("(null)")
     }
 
     /// `--nice`, 0 when not given.

@@ -28,6 +28,7 @@ fn cluster(n: usize, cpus: u32, mem: u64) -> ClusterView {
             max_time: None,
         }],
         running: Vec::new(),
+        limits: Vec::new(),
     }
 }
 
@@ -49,6 +50,7 @@ fn job(id: JobId, tasks: u32, cpt: u32) -> QueuedJob {
             mem: None,
             ..Default::default()
         },
+        limits: Vec::new(),
     }
 }
 

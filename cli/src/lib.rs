@@ -9,6 +9,7 @@ pub mod common;
 pub mod format;
 pub mod getopt;
 pub mod sacct;
+pub mod sacctmgr;
 pub mod sbatch;
 pub mod sbatch_wait;
 pub mod scancel;

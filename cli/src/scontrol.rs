@@ -1145,10 +1145,11 @@ pub fn format_job_ranged(
         j.user_id, j.group_id
     ));
     o.push_str(&format!(
-        "Priority={} Nice={} Account={} QOS=(null){le}",
+        "Priority={} Nice={} Account={} QOS={}{le}",
         j.priority,
         j.nice(),
-        j.account()
+        j.account(),
+        j.qos()
     ));
     if let Some(f) = &j.priority_factors {
         // A gsched extension (Slurm shows these with sprio).

@@ -206,9 +206,11 @@ fn set_qos_key(q: &mut QosDef, key: &str, op: &str, v: &str) -> Result<(), ApiEr
                 match f.as_str() {
                     "denyonlimit" => q.deny_on_limit = true,
                     "-1" | "none" => {}
-                    other => return Err(bad(format!(
+                    other => {
+                        return Err(bad(format!(
                         "QOS flag {other} is not supported by gsched yet (supported: DenyOnLimit)"
-                    ))),
+                    )))
+                    }
                 }
             }
         }

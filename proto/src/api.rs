@@ -293,6 +293,9 @@ pub struct HistoryQuery {
     /// `-N/--nodelist`: jobs that ran on any of these nodes; empty = any.
     #[serde(default)]
     pub nodes: Vec<String>,
+    /// `-q/--qos`; empty = any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub qos: Vec<String>,
     #[serde(default)]
     pub start: Option<i64>,
     #[serde(default)]
@@ -311,6 +314,7 @@ impl HistoryQuery {
             || (!self.accounts.is_empty()
                 && !self.accounts.iter().any(|a| a.as_str() == job.account()))
             || (!self.nodes.is_empty() && !job.nodes.iter().any(|n| self.nodes.contains(n)))
+            || (!self.qos.is_empty() && !self.qos.iter().any(|q| q.as_str() == job.qos()))
         {
             return false;
         }

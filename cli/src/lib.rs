@@ -16,5 +16,6 @@ pub mod scancel;
 pub mod scontrol;
 pub mod signals;
 pub mod sinfo;
+pub mod sprio;
 pub mod squeue;
 pub mod sys;

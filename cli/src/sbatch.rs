@@ -1366,6 +1366,7 @@ pub fn help_text() -> String {
      \x20 -p, --partition=partition   partition requested\n\
      \x20     --parsable              outputs only the jobid and cluster name (if present),\n\
      \x20                             separated by semicolon, only on successful submission.\n\
+     \x20 -q, --qos=qos               quality of service\n\
      \x20 -Q, --quiet                 quiet mode (suppress informational messages)\n\
      \x20     --signal=[B:]num[@time] send signal when time limit within time seconds\n\
      \x20                             (without B: every process of the job, as there\n\

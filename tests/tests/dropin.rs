@@ -25,7 +25,9 @@ fn slurm_names_run_the_gsched_commands() {
         String::from_utf8_lossy(&out.stderr)
     );
     let bin = prefix.join("bin");
-    for n in ["sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct"] {
+    for n in [
+        "sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sacctmgr", "sprio",
+    ] {
         assert!(bin.join(n).is_file(), "{n} missing");
     }
     // Run by Slurm's names through PATH, as a job script or a client would.

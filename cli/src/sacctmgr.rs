@@ -140,7 +140,7 @@ const UNSUPPORTED_ENTITIES: &[&str] = &[
 
 /// Parses the command line.
 pub fn parse_args(prog: &str, args: &[String]) -> Result<common::Parsed<Params>, Fail> {
-    let split = getopt::parse_split(args, OPTIONS, Ordering::RequireOrder);
+    let split = getopt::parse_split(args, OPTIONS, Ordering::Permute);
     if let Some(e) = &split.err {
         return Err(Fail::usage(prog, e, 1));
     }

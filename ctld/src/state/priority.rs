@@ -51,6 +51,8 @@ pub struct Usage {
     pub counted_until: HashMap<JobId, i64>,
     /// When the usage was last saved to the store.
     pub saved_at: Option<i64>,
+    /// Finished jobs whose whole run is counted (a new one is a reason to save at once).
+    pub closed: HashSet<JobId>,
 }
 
 impl Usage {
@@ -62,6 +64,7 @@ impl Usage {
             decayed_at: at,
             counted_until: counted.into_iter().collect(),
             saved_at: at,
+            closed: HashSet::new(),
         })
     }
 
@@ -97,7 +100,7 @@ impl Usage {
     }
 
     /// Decays all usage to `now` and counts what jobs used since they were last counted.
-    /// Returns whether a finished job was counted (a reason to save at once).
+    /// Returns whether a job was seen finished for the first time (a reason to save at once).
     pub fn update<'a>(
         &mut self,
         jobs: impl Iterator<Item = &'a JobInfo>,
@@ -129,11 +132,14 @@ impl Usage {
                 *self.by_assoc.entry(assoc_of(j)).or_insert(0.0) +=
                     f64::from(cpus) * (to - from) as f64;
                 self.counted_until.insert(j.job_id, to);
-                finished |= j.end_time.is_some();
+            }
+            if j.end_time.is_some_and(|e| e <= now) && self.closed.insert(j.job_id) {
+                finished = true;
             }
         }
         // Forget jobs the controller forgot.
         self.counted_until.retain(|id, _| seen.contains(id));
+        self.closed.retain(|id| seen.contains(id));
         finished
     }
 }

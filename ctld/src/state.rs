@@ -1130,7 +1130,10 @@ impl State {
         let partition = match &req.partition {
             None => None,
             Some(p) => match self.partition_by_name(p) {
-                Some(i) => Some(self.parts[i].name.clone()),
+                Some(i) => {
+                    self.check_partition_change(&job.info, i)?;
+                    Some(self.parts[i].name.clone())
+                }
                 None => return Err(ApiError::plain(ErrorCode::InvalidPartition)),
             },
         };

@@ -168,6 +168,28 @@ impl State {
         Ok(())
     }
 
+    /// `gscontrol update JobId=.. Partition=`: the new partition must admit the job's account
+    /// and QOS, and with `associations` the user needs an association there.
+    pub(super) fn check_partition_change(&self, j: &JobInfo, p: usize) -> Result<(), ApiError> {
+        let access = &self.cfg.partitions[p].access;
+        let account = j.spec.account.as_deref().unwrap_or("");
+        if !access.allows_account(account) {
+            return Err(ApiError::plain(ErrorCode::InvalidAccount));
+        }
+        if !access.allows_qos(j.qos()) {
+            return Err(ApiError::plain(ErrorCode::InvalidQos));
+        }
+        if self.cfg.acct_enforce.associations
+            && self
+                .acct
+                .assoc(&j.user_name, account, &self.parts[p].name)
+                .is_none()
+        {
+            return Err(ApiError::plain(ErrorCode::InvalidAccount));
+        }
+        Ok(())
+    }
+
     /// The counted limits of this pass over the pending jobs `queued`, and the jobs that
     /// wait for a `MaxWall`. Empty unless `AccountingStorageEnforce` has `limits`.
     pub(super) fn limit_slots(&self, queued: &[JobId]) -> PassLimits {
@@ -415,6 +437,26 @@ mod tests {
             st.submit(s, ROOT, 1000).unwrap_err().code,
             ErrorCode::InvalidQos
         );
+    }
+
+    #[test]
+    fn partition_change_is_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(
+            dir.path(),
+            "PartitionName=private Nodes=ALL AllowAccounts=physics\n",
+        );
+        let id = st.submit(spec(1), ROOT, 1000).unwrap();
+        let req = JobUpdateRequest {
+            job_id: id,
+            partition: Some("private".into()),
+            ..JobUpdateRequest::default()
+        };
+        assert_eq!(
+            st.update_job(&req, ROOT, 1001).unwrap_err().code,
+            ErrorCode::InvalidAccount
+        );
+        assert_eq!(st.jobs[&id].info.partition, "debug");
     }
 
     #[test]

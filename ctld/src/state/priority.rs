@@ -158,44 +158,55 @@ pub fn weights_from(cfg: &Config) -> PriorityWeights {
     }
 }
 
-/// The fair-share tree of the table plus the associations seen in usage and jobs: the
-/// factor per association.
-fn fairshare_by_assoc(
+/// The fair-share factor of each association: `factors[account][user]`.
+type Factors = HashMap<String, HashMap<String, f64>>;
+
+/// The fair-share tree of the table plus the associations seen in usage and jobs (as
+/// borrowed (account, user) pairs): the factor per association.
+fn fairshare_by_assoc<'a>(
     db: &crate::acct::AcctDb,
-    usage: &HashMap<Assoc, f64>,
-    seen: &HashSet<Assoc>,
-) -> HashMap<Assoc, f64> {
+    usage: &'a HashMap<Assoc, f64>,
+    seen: HashSet<(&'a str, &'a str)>,
+) -> Factors {
     let mut nodes = vec![FsNode {
         parent: None,
         shares: 1,
         usage: 0.0,
     }];
-    let mut account_index: HashMap<String, usize> = HashMap::new();
-    account_index.insert(ROOT_ACCOUNT.to_string(), 0);
+    let mut account_index: HashMap<&str, usize> = HashMap::new();
+    account_index.insert(ROOT_ACCOUNT, 0);
     // Accounts of the table, parents first.
-    let mut frontier = vec![ROOT_ACCOUNT.to_string()];
+    let mut frontier = vec![ROOT_ACCOUNT];
     while let Some(parent) = frontier.pop() {
-        let pi = account_index[&parent];
+        let pi = account_index[parent];
         for a in db.accounts.values() {
-            if a.parent.as_deref() == Some(parent.as_str()) && !account_index.contains_key(&a.name)
-            {
-                account_index.insert(a.name.clone(), nodes.len());
+            if a.parent.as_deref() == Some(parent) && !account_index.contains_key(a.name.as_str()) {
+                account_index.insert(a.name.as_str(), nodes.len());
                 nodes.push(FsNode {
                     parent: Some(pi),
                     shares: a.fairshare,
                     usage: 0.0,
                 });
-                frontier.push(a.name.clone());
+                frontier.push(a.name.as_str());
             }
         }
     }
-    let mut all: Vec<&Assoc> = usage.keys().chain(seen.iter()).collect();
-    all.sort();
+    let shares: HashMap<(&str, &str), u32> = db
+        .assocs
+        .values()
+        .map(|a| ((a.account.as_str(), a.user.as_str()), a.fairshare))
+        .collect();
+    let mut all: Vec<(&str, &str)> = usage
+        .keys()
+        .map(|(a, u)| (a.as_str(), u.as_str()))
+        .chain(seen)
+        .collect();
+    all.sort_unstable();
     all.dedup();
     // Accounts only seen in jobs: one share under the root.
     for (a, _) in &all {
         if !a.is_empty() && !account_index.contains_key(a) {
-            account_index.insert(a.clone(), nodes.len());
+            account_index.insert(a, nodes.len());
             nodes.push(FsNode {
                 parent: Some(0),
                 shares: 1,
@@ -203,30 +214,31 @@ fn fairshare_by_assoc(
             });
         }
     }
-    let mut assoc_index: HashMap<&Assoc, usize> = HashMap::new();
+    let mut assoc_index = Vec::with_capacity(all.len());
     for key in &all {
         let parent = if key.0.is_empty() {
             0
         } else {
-            account_index[&key.0]
+            account_index[key.0]
         };
-        let shares = db
-            .assocs
-            .iter()
-            .find(|(k, _)| k.0 == key.1 && k.1 == key.0)
-            .map_or(1, |(_, a)| a.fairshare);
-        assoc_index.insert(*key, nodes.len());
+        assoc_index.push((*key, nodes.len()));
         nodes.push(FsNode {
             parent: Some(parent),
-            shares,
-            usage: usage.get(*key).copied().unwrap_or(0.0),
+            shares: shares.get(key).copied().unwrap_or(1),
+            usage: usage
+                .get(&(key.0.to_string(), key.1.to_string()))
+                .copied()
+                .unwrap_or(0.0),
         });
     }
     let f = classic_fairshare(&nodes);
-    assoc_index
-        .into_iter()
-        .map(|(k, i)| (k.clone(), f[i].factor))
-        .collect()
+    let mut out: Factors = HashMap::new();
+    for ((a, u), i) in assoc_index {
+        out.entry(a.to_string())
+            .or_default()
+            .insert(u.to_string(), f[i].factor);
+    }
+    out
 }
 
 impl State {
@@ -252,8 +264,17 @@ impl State {
         let weights = weights_from(&self.cfg);
         let cluster_nodes = self.nodes.len() as u32;
         let cluster_cpus: u32 = self.nodes.iter().map(|n| n.cpus).sum();
-        let seen: HashSet<Assoc> = self.jobs.values().map(|j| assoc_of(&j.info)).collect();
-        let fs = fairshare_by_assoc(&self.acct, &self.usage.by_assoc, &seen);
+        let seen: HashSet<(&str, &str)> = self
+            .jobs
+            .values()
+            .map(|j| {
+                (
+                    j.info.spec.account.as_deref().unwrap_or(""),
+                    j.info.user_name.as_str(),
+                )
+            })
+            .collect();
+        let fs = fairshare_by_assoc(&self.acct, &self.usage.by_assoc, seen);
         let qos_max = self.acct.max_qos_priority();
         let acct = &self.acct;
         for job in self.jobs.values_mut() {
@@ -275,7 +296,11 @@ impl State {
                 cpus: j.num_cpus,
                 cluster_nodes,
                 cluster_cpus,
-                fairshare: fs.get(&assoc_of(j)).copied().unwrap_or(1.0),
+                fairshare: fs
+                    .get(j.spec.account.as_deref().unwrap_or(""))
+                    .and_then(|m| m.get(&j.user_name))
+                    .copied()
+                    .unwrap_or(1.0),
                 partition_factor: 1,
                 partition_factor_max: 1,
                 qos_priority: acct.qos.get(j.qos()).map_or(0, |q| q.priority),

@@ -1396,9 +1396,8 @@ pub fn format_partition(p: &PartitionInfo, nodes: &[NodeInfo], one_liner: bool) 
     let le = if one_liner { " " } else { "\n   " };
     let mut o = String::new();
     o.push_str(&format!("PartitionName={}{le}", p.name));
-    o.push_str(&format!(
-        "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL{le}"
-    ));
+    let (accounts, qos) = p.access.scontrol_items();
+    o.push_str(&format!("AllowGroups=ALL {accounts} {qos}{le}"));
     o.push_str(&format!(
         "AllocNodes=ALL Default={} QoS=N/A{le}",
         if p.default { "YES" } else { "NO" }
@@ -1759,6 +1758,7 @@ mod tests {
             state: PartitionStateInfo::Up,
             total_cpus: 8,
             total_nodes: 2,
+            access: Default::default(),
         }
     }
 

@@ -1856,7 +1856,8 @@ impl State {
     pub fn partition_infos(&self) -> Vec<PartitionInfo> {
         self.parts
             .iter()
-            .map(|p| PartitionInfo {
+            .zip(&self.cfg.partitions)
+            .map(|(p, c)| PartitionInfo {
                 name: p.name.clone(),
                 nodes: p
                     .nodes
@@ -1869,6 +1870,12 @@ impl State {
                 state: p.state,
                 total_cpus: p.nodes.iter().map(|&i| self.nodes[i].cpus).sum(),
                 total_nodes: p.nodes.len() as u32,
+                access: gsched_proto::node::PartitionAccessInfo {
+                    allow_accounts: c.access.allow_accounts.clone(),
+                    deny_accounts: c.access.deny_accounts.clone(),
+                    allow_qos: c.access.allow_qos.clone(),
+                    deny_qos: c.access.deny_qos.clone(),
+                },
             })
             .collect()
     }
@@ -1885,6 +1892,10 @@ impl State {
             None => c.slurm_user.clone(),
         };
         vec![
+            (
+                "AccountingStorageEnforce".into(),
+                c.acct_enforce.to_string(),
+            ),
             ("AuthType".into(), c.auth_type.to_string()),
             ("ClusterName".into(), c.cluster_name.clone()),
             ("KillWait".into(), format!("{} sec", c.kill_wait)),

@@ -32,7 +32,8 @@ fn associations_qos_limits_and_priority() {
             .config_line("PriorityType=priority/multifactor")
             .config_line("PriorityWeightQOS=10000")
             .config_line("PriorityWeightAge=1")
-            .config_line("AccountingStorageEnforce=associations,limits,qos"),
+            .config_line("AccountingStorageEnforce=associations,limits,qos")
+            .config_line("PartitionName=private Nodes=ALL AllowAccounts=chem DenyQos=high"),
     );
     // No association yet: refused, as Slurm does.
     let o = c.cmd("gsbatch", ["--wrap", "true"]);
@@ -106,6 +107,24 @@ fn associations_qos_limits_and_priority() {
             "      User   Def Acct     Admin \n---------- ---------- --------- \n{:>10}    physics      None \n",
             me
         )
+    );
+    // The partition's lists.
+    let o = c.cmd("gsbatch", ["-p", "private", "--wrap", "true"]);
+    assert_eq!(
+        stderr(&o).trim(),
+        "gsbatch: error: Batch job submission failed: Invalid account or account/partition combination specified"
+    );
+    let show = c.cmd_ok("gscontrol", ["show", "partition", "private"]);
+    assert!(
+        show.contains("AllowGroups=ALL AllowAccounts=chem DenyQos=high"),
+        "{show}"
+    );
+    let conf = c.cmd_ok("gscontrol", ["show", "config"]);
+    assert!(
+        conf.lines()
+            .any(|l| l.starts_with("AccountingStorageEnforce")
+                && l.ends_with("= associations,limits,qos")),
+        "{conf}"
     );
     // An unknown QOS, and one the association does not allow.
     let o = c.cmd("gsbatch", ["-q", "nope", "--wrap", "true"]);

@@ -129,7 +129,11 @@ fn associations_qos_limits_and_priority() {
     // An unknown QOS, and one the association does not allow.
     let o = c.cmd("gsbatch", ["-q", "nope", "--wrap", "true"]);
     assert!(stderr(&o).contains("Invalid qos specification"), "{o:?}");
-    acctmgr(&c, &["add", "qos", "secret"]);
+    // Without -i and without a terminal, the change is committed (no one to ask).
+    assert_eq!(
+        c.cmd_ok("gsacctmgr", ["add", "qos", "secret"]),
+        " Adding QOS(s)\n  secret\n"
+    );
     let o = c.cmd("gsbatch", ["--qos=secret", "--wrap", "true"]);
     assert!(stderr(&o).contains("Invalid qos specification"), "{o:?}");
 
@@ -223,6 +227,8 @@ fn associations_qos_limits_and_priority() {
         ],
     );
     assert_eq!(acct, format!("{f}|high|physics\n"));
+    let acct = c.cmd_ok("gsacct", ["-X", "-n", "-P", "-o", "JobID", "-q", "high"]);
+    assert_eq!(acct, format!("{f}\n"));
 
     // Only administrators change the table; a modify and a delete.
     assert_eq!(

@@ -158,13 +158,6 @@ impl State {
                 return Err(policy());
             }
         }
-        if qos.deny_on_limit {
-            if let Some(m) = qos.max_jobs_per_user {
-                if count > m {
-                    return Err(policy());
-                }
-            }
-        }
         Ok(())
     }
 

@@ -826,6 +826,10 @@ impl Session<'_> {
                 }
             } else if kw(&tag, "Partition", 2) {
                 other.partition = Some(val.clone());
+            } else if kw(&tag, "QOS", 2) {
+                other.qos = Some(val.trim().to_ascii_lowercase());
+            } else if kw(&tag, "Account", 2) {
+                other.account = Some(val.trim().to_ascii_lowercase());
             } else if kw(&tag, "TimeMin", 5) {
                 match units::parse_time_minutes(&val) {
                     Ok(m) => other.time_min = Some(m.filter(|&m| m != 0)),
@@ -848,7 +852,9 @@ impl Session<'_> {
             || other.begin_time.is_some()
             || other.priority.is_some()
             || other.partition.is_some()
-            || other.time_min.is_some();
+            || other.time_min.is_some()
+            || other.qos.is_some()
+            || other.account.is_some();
         if limit.is_none() && !has_other {
             out.err("No changes specified");
             return;

@@ -231,7 +231,9 @@ async fn update_job(
         || req.name.is_some()
         || req.priority.is_some()
         || req.partition.is_some()
-        || req.time_min.is_some();
+        || req.time_min.is_some()
+        || req.account.is_some()
+        || req.qos.is_some();
     if others {
         sh.lock().update_job(&req, who, now())?;
     }

@@ -1096,7 +1096,9 @@ impl State {
             || req.begin_time.is_some()
             || req.time_min.is_some()
             || req.partition.is_some()
-            || req.priority.is_some();
+            || req.priority.is_some()
+            || req.account.is_some()
+            || req.qos.is_some();
         if needs_pending && !pending {
             return Err(ApiError::plain(ErrorCode::JobNotPending));
         }
@@ -1140,7 +1142,17 @@ impl State {
         if let Some(m) = req.time_min {
             check_time_min(m, job.info.time_limit)?;
         }
+        let acct = if req.account.is_some() || req.qos.is_some() {
+            Some(self.recheck_acct(&job.info, req.account.as_deref(), req.qos.as_deref())?)
+        } else {
+            None
+        };
         let job = self.jobs.get_mut(&id).expect("checked");
+        if let Some((account, qos, limit)) = acct {
+            job.info.spec.account = account;
+            job.info.spec.qos = Some(qos);
+            job.info.time_limit = limit;
+        }
         if let Some(m) = req.time_min {
             job.info.spec.time_min = m;
         }

@@ -412,6 +412,12 @@ pub struct JobUpdateRequest {
     /// `TimeMin=` in minutes (pending jobs only); `Some(None)` removes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_min: Option<Option<u32>>,
+    /// `Account=` (pending jobs only; checked as at submit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// `QOS=` (pending jobs only; checked as at submit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
 }
 
 /// `POST /v1/jobs/requeue`: `scontrol requeue`.

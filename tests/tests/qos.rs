@@ -200,6 +200,10 @@ fn associations_qos_limits_and_priority() {
     let prio = c.cmd_ok("gsprio", ["-w"]);
     assert!(prio.contains("Weights"), "{prio}");
     assert!(prio.lines().next().unwrap().ends_with("QOS"), "{prio}");
+    // QOS= of a pending job is checked as at submit.
+    let o = c.cmd("gscontrol", ["update", &format!("JobId={e}"), "QOS=secret"]);
+    assert!(stderr(&o).contains("Invalid qos specification"), "{o:?}");
+    c.cmd_ok("gscontrol", ["update", &format!("JobId={e}"), "QOS=normal"]);
     let show = c.cmd_ok("gscontrol", ["show", "job", &f.to_string()]);
     assert!(show.contains("Account=physics QOS=high"), "{show}");
     c.cmd_ok(

@@ -73,6 +73,54 @@ impl State {
         time_limit: &mut Option<u32>,
         count: u32,
     ) -> Result<(), ApiError> {
+        self.check_acct_of(spec, parts, user, uid, time_limit, count, None)
+    }
+
+    /// `gscontrol update JobId=.. Account=.. QOS=..` of a pending job: the same checks as at
+    /// submit with the new values (the job itself not counted twice). Returns the account,
+    /// QOS and time limit the job gets.
+    pub(super) fn recheck_acct(
+        &self,
+        j: &JobInfo,
+        account: Option<&str>,
+        qos: Option<&str>,
+    ) -> Result<(Option<String>, String, Option<u32>), ApiError> {
+        let mut spec = j.spec.clone();
+        if let Some(a) = account {
+            spec.account = Some(a.to_string()).filter(|a| !a.is_empty());
+        }
+        if let Some(q) = qos {
+            spec.qos = Some(q.to_string()).filter(|q| !q.is_empty());
+        }
+        let parts: Vec<usize> = spec
+            .partitions
+            .iter()
+            .filter_map(|p| self.partition_by_name(p))
+            .collect();
+        let mut limit = j.time_limit;
+        self.check_acct_of(
+            &mut spec,
+            &parts,
+            &j.user_name,
+            j.user_id,
+            &mut limit,
+            1,
+            Some(j.job_id),
+        )?;
+        Ok((spec.account, spec.qos.unwrap_or_default(), limit))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_acct_of(
+        &self,
+        spec: &mut JobSpec,
+        parts: &[usize],
+        user: &str,
+        uid: u32,
+        time_limit: &mut Option<u32>,
+        count: u32,
+        exclude: Option<JobId>,
+    ) -> Result<(), ApiError> {
         let enforce = self.cfg.acct_enforce;
         if spec.account.is_none() {
             if let Some(u) = self.acct.users.get(user) {
@@ -145,7 +193,12 @@ impl State {
         let active = |f: &dyn Fn(&JobInfo) -> bool| -> u32 {
             self.jobs
                 .values()
-                .filter(|j| !j.info.state.is_terminal() && j.info.user_id == uid && f(&j.info))
+                .filter(|j| {
+                    !j.info.state.is_terminal()
+                        && j.info.user_id == uid
+                        && Some(j.info.job_id) != exclude
+                        && f(&j.info)
+                })
                 .count() as u32
         };
         if let Some(m) = qos.max_submit_jobs_per_user {
@@ -429,6 +482,44 @@ mod tests {
         assert_eq!(
             st.submit(s, ROOT, 1000).unwrap_err().code,
             ErrorCode::InvalidQos
+        );
+    }
+
+    #[test]
+    fn qos_and_account_updates_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path(), "AccountingStorageEnforce=associations,qos\n");
+        change(&mut st, AcctOp::Add, AcctEntity::Account, "physics", &[]);
+        change(&mut st, AcctOp::Add, AcctEntity::Account, "chem", &[]);
+        change(&mut st, AcctOp::Add, AcctEntity::Qos, "high", &[]);
+        change(
+            &mut st,
+            AcctOp::Add,
+            AcctEntity::User,
+            &me(),
+            &[("Account", "physics"), ("QOS", "normal,high")],
+        );
+        let id = st.submit(spec(1), ROOT, 1000).unwrap();
+        let up = |qos: Option<&str>, account: Option<&str>| JobUpdateRequest {
+            job_id: id,
+            qos: qos.map(String::from),
+            account: account.map(String::from),
+            ..JobUpdateRequest::default()
+        };
+        st.update_job(&up(Some("high"), None), ROOT, 1001).unwrap();
+        assert_eq!(st.jobs[&id].info.qos(), "high");
+        // No association with chem; an unknown QOS.
+        let e = st
+            .update_job(&up(None, Some("chem")), ROOT, 1001)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidAccount);
+        let e = st
+            .update_job(&up(Some("nope"), None), ROOT, 1001)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidQos);
+        assert_eq!(
+            (st.jobs[&id].info.account(), st.jobs[&id].info.qos()),
+            ("physics", "high")
         );
     }
 

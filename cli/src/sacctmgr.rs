@@ -168,7 +168,10 @@ pub fn parse_args(prog: &str, args: &[String]) -> Result<common::Parsed<Params>,
     }
     let mut ops = split.operands.into_iter();
     let Some(verb_word) = ops.next() else {
-        return Ok(common::Parsed::Print(usage_text()));
+        return Err(Fail::error(
+            prog,
+            "interactive mode is not supported by gsched yet; give a command, e.g. gsacctmgr show qos (see --help)",
+        ));
     };
     let verb = match word(&verb_word, VERBS) {
         Some(v) => v,
@@ -1044,6 +1047,11 @@ mod tests {
         assert!(parse(&["frobnicate", "qos"]).is_err());
         assert!(parse(&["modify", "qos", "normal"]).is_err());
         assert!(parse(&["--json", "show", "qos"]).is_err());
+        let e = parse(&[]).unwrap_err();
+        assert!(
+            e.lines[0].contains("interactive mode is not supported"),
+            "{e:?}"
+        );
     }
 
     fn table() -> AcctResponse {

@@ -56,6 +56,21 @@ impl State {
             ));
         }
         let (db, writes, changed) = self.acct.apply(change)?;
+        if let Some(p) = db
+            .assocs
+            .values()
+            .filter_map(|a| a.partition.as_deref())
+            .find(|p| self.partition_by_name(p).is_none())
+        {
+            let names: Vec<&str> = self.parts.iter().map(|x| x.name.as_str()).collect();
+            return Err(ApiError::new(
+                ErrorCode::InvalidPartition,
+                format!(
+                    "Invalid partition name specified: {p} (the partitions are {})",
+                    names.join(", ")
+                ),
+            ));
+        }
         self.store.save_acct(&writes).map_err(internal)?;
         self.acct = db;
         Ok(changed)
@@ -541,6 +556,31 @@ mod tests {
             ErrorCode::InvalidAccount
         );
         assert_eq!(st.jobs[&id].info.partition, "debug");
+    }
+
+    #[test]
+    fn partition_associations_name_real_partitions() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path(), "AccountingStorageEnforce=associations\n");
+        change(&mut st, AcctOp::Add, AcctEntity::Account, "physics", &[]);
+        let c = AcctChange {
+            op: AcctOp::Add,
+            entity: AcctEntity::User,
+            names: vec![me()],
+            conditions: Vec::new(),
+            settings: vec![
+                ("Account".into(), "=".into(), "physics".into()),
+                ("Partition".into(), "=".into(), "gpu".into()),
+            ],
+        };
+        let e = st.acct_change(&c, ROOT).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidPartition);
+        assert!(st.acct.users.is_empty());
+        // An association for one partition admits jobs there only.
+        let mut c = c;
+        c.settings[1].2 = "debug".into();
+        st.acct_change(&c, ROOT).unwrap();
+        st.submit(spec(1), ROOT, 1000).unwrap();
     }
 
     #[test]

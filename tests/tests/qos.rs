@@ -284,9 +284,17 @@ fn fair_share_usage_survives_a_controller_restart() {
             "DefaultAccount=light",
         ],
     );
-    let x = c.submit(["-A", "heavy", "-o", "/dev/null", "--wrap", "sleep 2"]);
+    let x = c.submit([
+        "-A",
+        "heavy",
+        "-o",
+        "x.out",
+        "--wrap",
+        "echo $SLURM_JOB_ACCOUNT $SLURM_JOB_QOS; sleep 2",
+    ]);
     let j = c.wait_terminal(x, secs(60));
     assert_eq!(j.state, JobState::Completed, "{j:?}");
+    assert_eq!(c.read_work_file("x.out"), "heavy normal\n");
     // Let the job leave the controller's memory and MinJobAge, so that after the restart
     // nothing but the saved usage remembers it.
     std::thread::sleep(secs(5));

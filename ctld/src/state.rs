@@ -311,6 +311,7 @@ impl State {
             acct,
         };
         st.rebuild_arrays()?;
+        st.usage.adopt_finished(st.jobs.values().map(|j| &j.info));
         Ok(st)
     }
 

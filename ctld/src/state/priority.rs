@@ -76,12 +76,32 @@ impl Usage {
             .map(|((a, u), v)| (a.clone(), u.clone(), *v))
             .collect();
         rows.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-        let mut counted: Vec<(JobId, i64)> =
-            self.counted_until.iter().map(|(k, v)| (*k, *v)).collect();
+        // Finished jobs are wholly counted by now: only runs still going are saved (a
+        // restart knows the others from their end time, see `adopt_finished`).
+        let mut counted: Vec<(JobId, i64)> = self
+            .counted_until
+            .iter()
+            .filter(|(k, _)| !self.closed.contains(k))
+            .map(|(k, v)| (*k, *v))
+            .collect();
         counted.sort_unstable();
         store.save_usage(&rows, &counted, self.decayed_at.unwrap_or(now))?;
         self.saved_at = Some(now);
         Ok(())
+    }
+
+    /// After a restart: jobs of the store that had ended when the usage was last saved were
+    /// wholly counted then.
+    pub fn adopt_finished<'a>(&mut self, jobs: impl Iterator<Item = &'a JobInfo>) {
+        let Some(at) = self.decayed_at else { return };
+        for j in jobs {
+            if let (Some(_), Some(e)) = (j.start_time, j.end_time) {
+                if e <= at {
+                    self.counted_until.insert(j.job_id, e);
+                    self.closed.insert(j.job_id);
+                }
+            }
+        }
     }
 
     /// The usage as the API reports it, sorted.
@@ -492,6 +512,30 @@ mod tests {
         let mut st = state(dir.path(), conf);
         assert!((st.usage.by_assoc[&key] - 200.0).abs() < 1.0);
         st.schedule(1200);
+        let u = st.usage.by_assoc[&key];
+        assert!((u - 200.0).abs() < 1.0, "{u}");
+    }
+
+    #[test]
+    fn a_run_across_a_restart_is_counted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = "PriorityWeightFairshare=1000\nSlurmdTimeout=1000\n";
+        let key: Assoc = (String::new(), users::user_name(1001));
+        let a;
+        {
+            let mut st = state(dir.path(), conf);
+            register_all(&mut st, 1000);
+            a = st.submit(spec(2), ALICE, 1000).unwrap();
+            st.schedule(1000);
+            assert_eq!(st.jobs[&a].info.state, JobState::Running);
+            // USAGE_SAVE_SECS later the usage is saved with the run counted up to then.
+            st.schedule(1000 + USAGE_SAVE_SECS);
+            assert!((st.usage.by_assoc[&key] - 120.0).abs() < 1.0);
+        }
+        let mut st = state(dir.path(), conf);
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        st.schedule(1100);
+        // 2 CPUs for 100 s in all, not 100 s plus the 60 s already saved.
         let u = st.usage.by_assoc[&key];
         assert!((u - 200.0).abs() < 1.0, "{u}");
     }

@@ -1,5 +1,7 @@
 //! The controller's durable state in SQLite: every job (as a JSON record plus the columns that
-//! queries filter on), the id counter, and the admin's node settings (drain, down, reason).
+//! queries filter on), the id counter, the admin's node settings (drain, down, reason), the
+//! association table of `gsacctmgr` (accounts, users, associations, QOS as JSON records by
+//! kind and key) and the fair-share usage per association with the runs it has counted.
 //!
 //! WAL journal, one transaction per change; a job id leaves the controller only after the
 //! transaction that stores the job has committed. Schema versions are `PRAGMA user_version`

@@ -118,7 +118,27 @@ fn edit_list(list: &mut Vec<String>, op: &str, v: &str) {
 /// Canonical spelling of a key among `keys` (case-insensitive; Slurm also takes the
 /// plural of some).
 fn key_of<'a>(keys: &[&'a str], k: &str) -> Option<&'a str> {
-    let l = k.trim().to_ascii_lowercase();
+    let mut l = k.trim().to_ascii_lowercase();
+    // sacctmgr's other spellings of the same settings.
+    for (alias, canon) in [
+        ("maxjobspu", "maxjobsperuser"),
+        ("maxsubmitpu", "maxsubmitjobsperuser"),
+        ("maxsubmitjobspu", "maxsubmitjobsperuser"),
+        ("maxtrespu", "maxtresperuser"),
+        ("maxwalldurationperjob", "maxwall"),
+        ("maxsubmit", "maxsubmitjobs"),
+        ("share", "fairshare"),
+        ("shares", "fairshare"),
+        ("defaultqos", "defaultqos"),
+        ("defqos", "defaultqos"),
+        ("qoslevel", "qos"),
+        ("acct", "account"),
+        ("accts", "account"),
+    ] {
+        if l == alias {
+            l = canon.to_string();
+        }
+    }
     keys.iter()
         .copied()
         .find(|c| c.to_ascii_lowercase() == l || format!("{}s", c.to_ascii_lowercase()) == l)
@@ -1089,6 +1109,15 @@ mod tests {
                     ("MaxWall", "1:00:00"),
                     ("Flags", "DenyOnLimit"),
                 ],
+            ),
+        );
+        apply(
+            &mut db,
+            change(
+                AcctOp::Modify,
+                AcctEntity::Qos,
+                &["high"],
+                &[("MaxJobsPU", "2")],
             ),
         );
         let q = &db.qos["high"];

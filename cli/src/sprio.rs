@@ -63,6 +63,8 @@ pub enum F {
     Nice,
     TresNorm,
     Tres,
+    QosName,
+    Account,
 }
 
 const LETTERS: &[(char, F)] = &[
@@ -76,7 +78,9 @@ const LETTERS: &[(char, F)] = &[
     ('i', F::JobId),
     ('j', F::JobSizeNorm),
     ('J', F::JobSize),
+    ('n', F::QosName),
     ('N', F::Nice),
+    ('o', F::Account),
     ('p', F::PartitionNorm),
     ('P', F::Partition),
     ('q', F::QosNorm),
@@ -117,6 +121,8 @@ fn header(k: F) -> &'static str {
         F::QosNorm | F::Qos => "QOS",
         F::Nice => "NICE",
         F::TresNorm | F::Tres => "TRES",
+        F::QosName => "QOSNAME",
+        F::Account => "ACCOUNT",
     }
 }
 
@@ -134,7 +140,11 @@ pub struct Params {
     pub clusters: Option<String>,
 }
 
-pub fn parse_args(prog: &str, args: &[String]) -> Result<common::Parsed<Params>, Fail> {
+pub fn parse_args(
+    prog: &str,
+    args: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<common::Parsed<Params>, Fail> {
     let split = getopt::parse_split(args, OPTIONS, Ordering::Permute);
     if let Some(e) = &split.err {
         return Err(Fail::usage(prog, e, 1));
@@ -178,6 +188,17 @@ pub fn parse_args(prog: &str, args: &[String]) -> Result<common::Parsed<Params>,
     }
     if let Some(o) = operands.next() {
         return Err(Fail::error(prog, format!("Unrecognized option: {o}")));
+    }
+    if p.long && p.format.is_some() {
+        return Err(Fail::raw(
+            1,
+            vec![format!(
+                "{prog}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry."
+            )],
+        ));
+    }
+    if p.format.is_none() && !p.long {
+        p.format = env("SPRIO_FORMAT");
     }
     Ok(common::Parsed::Run(p))
 }
@@ -230,7 +251,7 @@ fn value(k: F, j: &JobInfo, f: &PriorityFactors, w: &PriorityConfig, cluster: &s
         F::PartitionName => j.partition.clone(),
         F::User => j.user_name.clone(),
         F::Cluster => cluster.to_string(),
-        F::PriorityNorm => format!("{:.8}", f64::from(j.priority) / f64::from(u32::MAX)),
+        F::PriorityNorm => format!("{:16.14}", f64::from(j.priority) / f64::from(u32::MAX)),
         F::Priority => j.priority.to_string(),
         F::Site => "0".into(),
         F::AgeNorm => n7(norm(f.age, w.weight_age)),
@@ -247,6 +268,8 @@ fn value(k: F, j: &JobInfo, f: &PriorityFactors, w: &PriorityConfig, cluster: &s
         F::Qos => n0(f.qos),
         F::Nice => f.nice.to_string(),
         F::TresNorm | F::Tres => String::new(),
+        F::QosName => j.qos().to_string(),
+        F::Account => j.account().to_string(),
     }
 }
 
@@ -281,18 +304,17 @@ pub fn listing(p: &Params, jobs: &[JobInfo], w: &PriorityConfig, cluster: &str) 
         return s;
     }
     for j in jobs {
-        let Some(fac) = &j.priority_factors else {
-            continue;
-        };
-        s.push_str(&fmt.line(|f| cell(f, &value(f.kind, j, fac, w, cluster))));
+        // A priority set by an administrator: every factor 0, as sprio shows it.
+        let fac = j.priority_factors.unwrap_or_default();
+        s.push_str(&fmt.line(|f| cell(f, &value(f.kind, j, &fac, w, cluster))));
     }
     s
 }
 
-/// Pending jobs with factors that the filters select.
+/// Pending jobs that are not held, that the filters select.
 pub fn select(p: &Params, jobs: Vec<JobInfo>) -> Vec<JobInfo> {
     jobs.into_iter()
-        .filter(|j| j.state == JobState::Pending && j.priority_factors.is_some())
+        .filter(|j| j.state == JobState::Pending && !j.held && j.priority > 0)
         .filter(|j| {
             p.jobs
                 .as_ref()
@@ -318,7 +340,7 @@ pub fn main(args: Vec<String>) -> i32 {
 }
 
 fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
-    let Some(p) = parse_args(prog, args)?.or_print() else {
+    let Some(p) = parse_args(prog, args, &common::env_var)?.or_print() else {
         return Ok(0);
     };
     let (cfg, client) = common::connect(prog, p.clusters.as_deref())?;
@@ -438,7 +460,7 @@ mod tests {
 
     fn params(args: &[&str]) -> Params {
         let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        match parse_args("sprio", &a).unwrap() {
+        match parse_args("sprio", &a, &|_| None).unwrap() {
             common::Parsed::Run(p) => p,
             common::Parsed::Print(_) => panic!(),
         }
@@ -474,7 +496,7 @@ mod tests {
         );
         assert_eq!(
             listing(&params(&["-n", "-u", "alice", "-h"]), &jobs, &w, "c"),
-            "              7 debug        alice 0.00000169 0.2500000  0.5000000  1.0000000 \n"
+            "              7 debug        alice 0.00000168 0.2500000  0.5000000  1.0000000 \n"
         );
         assert_eq!(
             listing(&params(&["-w"]), &[], &w, "c"),
@@ -498,7 +520,7 @@ mod tests {
         a.user_name = "bob".into();
         let b = job(2, 1, f);
         let mut held = job(3, 0, f);
-        held.priority_factors = None;
+        held.held = true;
         let sel = select(
             &params(&["-u", "alice"]),
             vec![a.clone(), b.clone(), held.clone()],
@@ -506,6 +528,20 @@ mod tests {
         assert_eq!(sel.iter().map(|j| j.job_id).collect::<Vec<_>>(), vec![2]);
         let sel = select(&params(&["-j", "1,3"]), vec![a, b, held]);
         assert_eq!(sel.iter().map(|j| j.job_id).collect::<Vec<_>>(), vec![1]);
-        assert!(parse_args("sprio", &["-S".into(), "y".into()]).is_err());
+        assert!(parse_args("sprio", &["-S".into(), "y".into()], &|_| None).is_err());
+        assert!(parse_args("sprio", &["-l".into(), "-o".into(), "%i".into()], &|_| None).is_err());
+        let env = |k: &str| (k == "SPRIO_FORMAT").then(|| "%i %n %o".to_string());
+        let Ok(common::Parsed::Run(p)) = parse_args("sprio", &[], &env) else {
+            panic!()
+        };
+        let mut j = job(4, 9, PriorityFactors::default());
+        j.spec.qos = Some("high".into());
+        j.spec.account = Some("physics".into());
+        // An administrator's priority: shown with zero factors.
+        j.priority_factors = None;
+        assert_eq!(
+            listing(&p, &[j], &weights(), "c"),
+            "JOBID QOSNAME ACCOUNT\n4 high physics\n"
+        );
     }
 }

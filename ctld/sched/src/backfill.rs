@@ -82,6 +82,7 @@ pub(crate) fn decide_backfill(
         }
         let mut bars: Vec<(usize, Option<Reason>)> = Vec::new();
         let mut started = false;
+        let mut limited = None;
         for &p in &job.partitions {
             let Some(bar) = partition_bar(job, view, p) else {
                 continue;
@@ -92,6 +93,10 @@ pub(crate) fn decide_backfill(
             }
             let len = Planner::planning_len(job, view, p, config);
             if let Some(placement) = pl.start_now(p, &job.req, len) {
+                if let Some(r) = left.refuses(job, &placement, view) {
+                    limited = Some(r);
+                    break;
+                }
                 left.take(job, &placement, view);
                 pl.commit(&placement, now, len);
                 out.starts.push(Start {
@@ -104,16 +109,25 @@ pub(crate) fn decide_backfill(
                 break;
             }
         }
-        if !started && begin.is_none() {
+        if !started && begin.is_none() && limited.is_none() {
             if let Some(start) = start_shortened(&mut pl, job, view, &bars, config) {
-                left.take(job, &start.placement, view);
-                let len = start.time_limit.map_or(1, |m| m as i64 * 60);
-                pl.commit(&start.placement, now, len);
-                out.starts.push(start);
-                started = true;
+                if let Some(r) = left.refuses(job, &start.placement, view) {
+                    limited = Some(r);
+                } else {
+                    left.take(job, &start.placement, view);
+                    let len = start.time_limit.map_or(1, |m| m as i64 * 60);
+                    pl.commit(&start.placement, now, len);
+                    out.starts.push(start);
+                    started = true;
+                }
             }
         }
         if started {
+            continue;
+        }
+        if let Some(r) = limited {
+            // It fits but its limit cannot take what it would get: no reservation.
+            out.waiting.push((job.id, r));
             continue;
         }
         let reason = if begin.is_some() {

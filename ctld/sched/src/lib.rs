@@ -158,6 +158,25 @@ impl LimitsLeft {
         })
     }
 
+    /// The reason of the first limit of `job` that cannot take it on `placement` (an
+    /// exclusive job gets more CPUs than it asked for), if any.
+    pub(crate) fn refuses(
+        &self,
+        job: &QueuedJob,
+        placement: &Placement,
+        view: &ClusterView,
+    ) -> Option<Reason> {
+        let cpus: u64 = placement.nodes.iter().map(|a| u64::from(a.cpus)).sum();
+        job.limits.iter().find_map(|&i| {
+            let l = view.limits.get(i)?;
+            let need = match l.unit {
+                LimitUnit::Jobs => 1,
+                LimitUnit::Cpus => cpus,
+            };
+            (self.0[i] < need).then_some(l.reason)
+        })
+    }
+
     /// Takes a started job from every limit it names.
     pub(crate) fn take(&mut self, job: &QueuedJob, placement: &Placement, view: &ClusterView) {
         let cpus: u64 = placement.nodes.iter().map(|a| u64::from(a.cpus)).sum();
@@ -454,6 +473,7 @@ fn decide_fifo(
         }
         let mut bars = Vec::new();
         let mut started = false;
+        let mut limited = None;
         let total = place::total_tasks(&job.req);
         let one_node = total <= 1 || job.req.ntasks_per_node.is_some_and(|t| t.max(1) >= total);
         for &p in &job.partitions {
@@ -471,6 +491,10 @@ fn decide_fifo(
                 None => place(&nodes, &view.partitions[p].nodes, &job.req),
             };
             if let Some(placement) = placement {
+                if let Some(r) = left.refuses(job, &placement, view) {
+                    limited = Some(r);
+                    break;
+                }
                 for a in &placement.nodes {
                     let n = &mut nodes[a.node];
                     n.alloc_cpus += a.cpus;
@@ -490,6 +514,9 @@ fn decide_fifo(
         }
         if started {
             reasons.push(None);
+        } else if let Some(r) = limited {
+            out.waiting.push((job.id, r));
+            reasons.push(Some(r));
         } else {
             let r = backfill::waiting_reason(&bars, &blocked);
             if r == Reason::Resources {

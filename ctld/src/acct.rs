@@ -1,5 +1,6 @@
 //! The association table in the controller: accounts, users, associations and QOS, loaded
-//! from the store at start (with `root` and the QOS `normal` created on a new store), changed
+//! from the store at start (on a new store, as on a new Slurm cluster: the account `root`, the
+//! user `root` in it as an administrator, and the QOS `normal`), changed
 //! by `gsacctmgr` through [`AcctDb::apply`], and read by submission checks and the scheduling
 //! pass (`state/limits.rs`) and by priority (`state/priority.rs`).
 //!
@@ -305,6 +306,25 @@ impl AcctDb {
             };
             writes.push((K_ACCOUNT, ROOT_ACCOUNT.to_string(), Some(json(&root))));
             db.accounts.insert(ROOT_ACCOUNT.into(), root);
+            // As on a new Slurm cluster: the user root, an administrator, in account root.
+            if !db.users.contains_key("root") {
+                let user = UserDef {
+                    name: "root".into(),
+                    default_account: ROOT_ACCOUNT.into(),
+                    admin_level: AdminLevel::Administrator,
+                };
+                let assoc = AssocDef {
+                    user: "root".into(),
+                    account: ROOT_ACCOUNT.into(),
+                    fairshare: 1,
+                    ..AssocDef::default()
+                };
+                let key = ("root".to_string(), ROOT_ACCOUNT.to_string(), String::new());
+                writes.push((K_USER, "root".to_string(), Some(json(&user))));
+                writes.push((K_ASSOC, assoc_key_text(&key), Some(json(&assoc))));
+                db.users.insert("root".into(), user);
+                db.assocs.insert(key, assoc);
+            }
         }
         if db.qos.is_empty() {
             let normal = QosDef {
@@ -1042,6 +1062,9 @@ mod tests {
         let db = AcctDb::load(&mut store).unwrap();
         assert!(db.accounts.contains_key("root"));
         assert!(db.qos.contains_key("normal"));
+        assert_eq!(db.users["root"].default_account, "root");
+        assert!(db.is_admin_user("root"));
+        assert!(db.assoc("root", "root", "debug").is_some());
         let (new, writes, changed) = db
             .apply(&change(
                 AcctOp::Add,

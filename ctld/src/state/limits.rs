@@ -379,8 +379,14 @@ mod tests {
         st.acct_change(&c, ROOT).unwrap();
     }
 
+    /// A user other than root (root is in account root from the start).
+    const ALICE: Identity = Identity {
+        uid: 1001,
+        gid: 1001,
+    };
+
     fn me() -> String {
-        users::user_name(ROOT.uid)
+        users::user_name(ALICE.uid)
     }
 
     #[test]
@@ -390,9 +396,25 @@ mod tests {
             dir.path(),
             "AccountingStorageEnforce=associations,limits,qos\n",
         );
-        // No association: Slurm's refusal.
-        let e = st.submit(spec(1), ROOT, 1000).unwrap_err();
+        // root is in account root, as on a new Slurm cluster; no association with an account
+        // that does not exist: Slurm's refusal.
+        let j = st.submit(spec(1), ROOT, 1000).unwrap();
+        assert_eq!(st.jobs[&j].info.account(), "root");
+        let mut s0 = spec(1);
+        s0.account = Some("physics".into());
+        let e = st.submit(s0, ROOT, 1000).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidAccount);
+        st.signal_jobs(
+            &JobFilter {
+                ids: vec![j],
+                ..JobFilter::default()
+            },
+            None,
+            false,
+            ROOT,
+            1000,
+        )
+        .unwrap();
         change(&mut st, AcctOp::Add, AcctEntity::Account, "physics", &[]);
         change(
             &mut st,
@@ -413,20 +435,20 @@ mod tests {
             ],
         );
         // Default account and QOS filled in.
-        let a = st.submit(spec(1), ROOT, 1000).unwrap();
+        let a = st.submit(spec(1), ALICE, 1000).unwrap();
         let j = &st.jobs[&a].info;
         assert_eq!((j.account(), j.qos()), ("physics", "normal"));
         // A QOS the association does not allow.
         let mut s = spec(1);
         s.qos = Some("small".into());
         assert_eq!(
-            st.submit(s.clone(), ROOT, 1000).unwrap_err().code,
+            st.submit(s.clone(), ALICE, 1000).unwrap_err().code,
             ErrorCode::InvalidQos
         );
         let mut s2 = spec(1);
         s2.qos = Some("nope".into());
         assert_eq!(
-            st.submit(s2, ROOT, 1000).unwrap_err().code,
+            st.submit(s2, ALICE, 1000).unwrap_err().code,
             ErrorCode::InvalidQos
         );
         let c = AcctChange {
@@ -438,14 +460,14 @@ mod tests {
         };
         st.acct_change(&c, ROOT).unwrap();
         // Without -t the job gets MaxWall as its limit.
-        let b = st.submit(s.clone(), ROOT, 1000).unwrap();
+        let b = st.submit(s.clone(), ALICE, 1000).unwrap();
         assert_eq!(st.jobs[&b].info.time_limit, Some(10));
-        let c1 = st.submit(s.clone(), ROOT, 1000).unwrap();
+        let c1 = st.submit(s.clone(), ALICE, 1000).unwrap();
         let mut long = s.clone();
         long.time_limit = Some(20);
-        let d = st.submit(long, ROOT, 1000).unwrap();
+        let d = st.submit(long, ALICE, 1000).unwrap();
         // MaxSubmitJobsPerUser=3: the fourth job of the QOS is refused.
-        let e = st.submit(s.clone(), ROOT, 1000).unwrap_err();
+        let e = st.submit(s.clone(), ALICE, 1000).unwrap_err();
         assert_eq!(e.code, ErrorCode::AccountingPolicy);
         assert_eq!(
             e.to_string(),
@@ -473,7 +495,7 @@ mod tests {
         let mut long = s;
         long.time_limit = Some(20);
         assert_eq!(
-            st.submit(long, ROOT, 1000).unwrap_err().code,
+            st.submit(long, ALICE, 1000).unwrap_err().code,
             ErrorCode::AccountingPolicy
         );
     }
@@ -514,7 +536,7 @@ mod tests {
             &me(),
             &[("Account", "physics"), ("QOS", "normal,high")],
         );
-        let id = st.submit(spec(1), ROOT, 1000).unwrap();
+        let id = st.submit(spec(1), ALICE, 1000).unwrap();
         let up = |qos: Option<&str>, account: Option<&str>| JobUpdateRequest {
             job_id: id,
             qos: qos.map(String::from),
@@ -575,12 +597,12 @@ mod tests {
         };
         let e = st.acct_change(&c, ROOT).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidPartition);
-        assert!(st.acct.users.is_empty());
+        assert!(!st.acct.users.contains_key(&me()));
         // An association for one partition admits jobs there only.
         let mut c = c;
         c.settings[1].2 = "debug".into();
         st.acct_change(&c, ROOT).unwrap();
-        st.submit(spec(1), ROOT, 1000).unwrap();
+        st.submit(spec(1), ALICE, 1000).unwrap();
     }
 
     #[test]

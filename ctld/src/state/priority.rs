@@ -13,8 +13,9 @@
 //! least every [`USAGE_SAVE_SECS`]), so fair-share survives a controller restart without
 //! counting anything twice. The fair-share factor is Slurm's classic algorithm over the
 //! account tree of `gsacctmgr` ([`gsched_sched::classic_fairshare`]): accounts and user
-//! associations with their `Fairshare=` shares; an account or user that is not in the table
-//! gets one share (a job without account hangs its user directly under the root).
+//! associations with their `Fairshare=` shares (idle associations hold theirs too, as in
+//! Slurm); an account or user that is not in the table gets one share (a job without account
+//! hangs its user directly under the root).
 //!
 //! **QOS.** The QOS factor is the job's QOS `Priority` over the largest QOS priority.
 
@@ -216,10 +217,13 @@ fn fairshare_by_assoc<'a>(
         .values()
         .map(|a| ((a.account.as_str(), a.user.as_str()), a.fairshare))
         .collect();
+    // Every association of the table (idle ones hold shares too, as in Slurm), and those
+    // only seen in usage and jobs.
     let mut all: Vec<(&str, &str)> = usage
         .keys()
         .map(|(a, u)| (a.as_str(), u.as_str()))
         .chain(seen)
+        .chain(shares.keys().copied())
         .collect();
     all.sort_unstable();
     all.dedup();
@@ -406,8 +410,9 @@ mod tests {
         assert!(pb > pa, "bob {pb} alice {pa}");
         let fa = st.jobs[&a3].info.priority_factors.unwrap();
         let fb = st.jobs[&b1].info.priority_factors.unwrap();
-        // Alice has all the usage: 2^(-1/0.5) = 1/4; Bob none: 1.
-        assert!((fa.fairshare - 2500.0).abs() < 1.0, "{fa:?}");
+        // Alice has all the usage and a third of the shares (her, Bob, and root's association
+        // in account root): 2^(-1/(1/3)) = 1/8; Bob none: 1.
+        assert!((fa.fairshare - 1250.0).abs() < 1.0, "{fa:?}");
         assert!((fb.fairshare - 10_000.0).abs() < 1e-6, "{fb:?}");
         // Age counts from the eligible time (7-day PriorityMaxAge).
         assert!(fa.age > fb.age);

@@ -826,7 +826,6 @@ impl AcctDb {
             partitions.push(String::new());
         }
         for user in names {
-            let mut added = false;
             if !self.users.contains_key(&user) {
                 self.users.insert(
                     user.clone(),
@@ -838,7 +837,6 @@ impl AcctDb {
                         admin_level: admin.unwrap_or_default(),
                     },
                 );
-                added = true;
             } else {
                 let u = self.users.get_mut(&user).expect("present");
                 if let Some(d) = &default_account {
@@ -883,11 +881,7 @@ impl AcctDb {
                             format!(" P = {part}")
                         }
                     ));
-                    added = true;
                 }
-            }
-            if !added {
-                continue;
             }
         }
         Ok(())

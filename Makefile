@@ -12,7 +12,7 @@ release:
 	$(CARGO) build --release --bins
 
 # Binaries under $(PREFIX) (default /usr/local); `make install SLURM_NAMES=1` also installs
-# sbatch, squeue, scancel, sinfo, scontrol and sacct pointing at the gs* commands.
+# sbatch, squeue, scancel, sinfo, scontrol, sacct, sacctmgr and sprio pointing at the gs* commands.
 PREFIX ?= /usr/local
 install:
 	scripts/install.sh --prefix $(PREFIX) $(if $(SLURM_NAMES),--slurm-names)

@@ -5,7 +5,8 @@
 #   scripts/install.sh [--prefix DIR] [--slurm-names] [--force] [--from DIR] [--no-build]
 #
 #   --prefix DIR     install under DIR (default /usr/local): DIR/bin, DIR/sbin, DIR/share/man
-#   --slurm-names    also DIR/bin/sbatch -> gsbatch, squeue, scancel, sinfo, scontrol, sacct
+#   --slurm-names    also DIR/bin/sbatch -> gsbatch, squeue, scancel, sinfo, scontrol, sacct,
+#                    sacctmgr, sprio
 #   --force          replace existing files of those names (a real Slurm installed there)
 #   --from DIR       take the binaries from DIR (default: target/release, built first)
 #   --no-build       do not run `cargo build --release --bins`
@@ -46,9 +47,9 @@ if [[ $BUILD == 1 ]]; then
 fi
 
 DAEMONS=(gsctld gsnoded gsstepd)
-COMMANDS=(gsbatch gsqueue gscancel gsinfo gscontrol gsacct)
+COMMANDS=(gsbatch gsqueue gscancel gsinfo gscontrol gsacct gsacctmgr gsprio)
 # Slurm's name for each command, in the order of COMMANDS.
-SLURM=(sbatch squeue scancel sinfo scontrol sacct)
+SLURM=(sbatch squeue scancel sinfo scontrol sacct sacctmgr sprio)
 
 for b in "${DAEMONS[@]}" "${COMMANDS[@]}"; do
   [[ -x "$FROM/$b" ]] || die "$FROM/$b is missing: build with 'cargo build --release --bins' or pass --from"

@@ -88,6 +88,34 @@ pub const COMMANDS: &[Command] = &[
         options: crate::sacct::OPTIONS,
         operands: Values::Free,
     },
+    Command {
+        name: "gsacctmgr",
+        slurm: "sacctmgr",
+        options: crate::sacctmgr::OPTIONS,
+        operands: Values::Words(SACCTMGR_WORDS),
+    },
+    Command {
+        name: "gsprio",
+        slurm: "sprio",
+        options: crate::sprio::OPTIONS,
+        operands: Values::Free,
+    },
+];
+
+/// `sacctmgr`'s commands and entities that gsched implements.
+const SACCTMGR_WORDS: &[&str] = &[
+    "add",
+    "create",
+    "modify",
+    "update",
+    "delete",
+    "remove",
+    "show",
+    "list",
+    "account",
+    "user",
+    "qos",
+    "association",
 ];
 
 const SIGNALS: &str = "HUP INT QUIT KILL USR1 USR2 TERM CONT STOP TSTP";

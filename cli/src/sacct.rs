@@ -83,7 +83,6 @@ const NOT_SUPPORTED: &[&str] = &[
     "json",
     "timelimit-min",
     "timelimit-max",
-    "qos",
     "reason",
     "wckeys",
     "whole-hetjob",
@@ -379,6 +378,12 @@ pub fn parse_args(
         match id {
             "allusers" => all_users = true,
             "accounts" => p.query.accounts = split_list(&val),
+            "qos" => {
+                p.query.qos = split_list(&val)
+                    .into_iter()
+                    .map(|q| q.to_ascii_lowercase())
+                    .collect()
+            }
             "array" => p.expand_arrays = true,
             "brief" => brief = true,
             "batch-script" => p.batch_script = true,
@@ -583,6 +588,7 @@ impl Params {
         let alloc_nodes = if row.batch { 1 } else { j.num_nodes };
         match col.name {
             "Account" => j.spec.account.clone().unwrap_or_default(),
+            "QOS" => j.spec.qos.clone().unwrap_or_default(),
             "AllocCPUS" | "NCPUS" => {
                 if started || !row.batch {
                     alloc_cpus.to_string()
@@ -886,6 +892,7 @@ pub fn help_text() -> String {
      \x20 -N, --nodelist=hosts    only jobs that ran on these nodes\n\
      \x20 -o, --format=fields     fields to print, each name[%width]\n\
      \x20 -p, --parsable          fields followed by |\n\
+     \x20 -q, --qos=list          only jobs of these QOS\n\
      \x20 -P, --parsable2         fields separated by |\n\
      \x20 -r, --partition=list    only jobs of these partitions\n\
      \x20 -s, --state=list        only jobs in these states (within the window)\n\

@@ -188,6 +188,7 @@ const IMPLEMENTED: &[&str] = &[
     "wait",
     "wckey",
     "wrap",
+    "qos",
 ];
 
 /// Options handled only in the first pass (command line); Slurm ignores them in `#SBATCH`
@@ -327,6 +328,8 @@ pub struct Opts {
     pub test_only: bool,
     /// `-A/--account`, lower-cased.
     pub account: Option<String>,
+    /// `-q/--qos`, lower-cased.
+    pub qos: Option<String>,
     /// `--nice[=N]`.
     pub nice: Option<i32>,
     /// `-w/--nodelist`, as given (checked as a hostlist).
@@ -460,6 +463,7 @@ impl Opts {
             "wait" => self.wait = true,
             "test-only" => self.test_only = true,
             "account" => self.account = Some(val.to_ascii_lowercase()),
+            "qos" => self.qos = Some(val.trim().to_ascii_lowercase()).filter(|q| !q.is_empty()),
             "nice" => self.nice = Some(parse_nice(prog, arg)?),
             "nodelist" | "exclude" => {
                 if gsched_proto::hostlist::expand(val).is_err() {
@@ -1130,6 +1134,7 @@ pub fn build(
         exclusive: opts.exclusive,
         mail_type: opts.mail_type,
         mail_user: opts.mail_user.clone(),
+        qos: opts.qos.clone(),
     };
     Ok(Built {
         spec,
@@ -1374,6 +1379,7 @@ pub fn help_text() -> String {
      \x20 -p, --partition=partition   partition requested\n\
      \x20     --parsable              outputs only the jobid and cluster name (if present),\n\
      \x20                             separated by semicolon, only on successful submission.\n\
+     \x20 -q, --qos=qos               quality of service\n\
      \x20 -Q, --quiet                 quiet mode (suppress informational messages)\n\
      \x20     --signal=[B:]num[@time] send signal when time limit within time seconds\n\
      \x20                             (without B: every process of the job, as there\n\
@@ -1821,7 +1827,7 @@ mod tests {
         );
         assert_eq!(e.code, 1);
         let e = build(
-            &ctx(&[("SBATCH_QOS", "a")]),
+            &ctx(&[("SBATCH_RESERVATION", "a")]),
             &cli(&["x"]),
             &src,
             plain,
@@ -1830,8 +1836,27 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e.lines,
-            vec!["sbatch: error: option --qos (from SBATCH_QOS) is not supported by gsched yet"]
+            vec!["sbatch: error: option --reservation (from SBATCH_RESERVATION) is not supported by gsched yet"]
         );
+        // --qos: SBATCH_QOS, overridden by the command line; lower-cased.
+        let b = build(
+            &ctx(&[("SBATCH_QOS", "High")]),
+            &cli(&["x"]),
+            &src,
+            plain,
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(b.spec.qos.as_deref(), Some("high"));
+        let b = build(
+            &ctx(&[("SBATCH_QOS", "High")]),
+            &cli(&["-q", "low", "x"]),
+            &src,
+            plain,
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(b.spec.qos.as_deref(), Some("low"));
         // A flag variable that is off is a reset, not a request.
         assert!(build(
             &ctx(&[("SBATCH_WAIT", "0")]),

@@ -883,6 +883,10 @@ impl Session<'_> {
                 }
             } else if kw(&tag, "Partition", 2) {
                 other.partition = Some(val.clone());
+            } else if kw(&tag, "QOS", 2) {
+                other.qos = Some(val.trim().to_ascii_lowercase());
+            } else if kw(&tag, "Account", 2) {
+                other.account = Some(val.trim().to_ascii_lowercase());
             } else if kw(&tag, "TimeMin", 5) {
                 match units::parse_time_minutes(&val) {
                     Ok(m) => other.time_min = Some(m.filter(|&m| m != 0)),
@@ -905,7 +909,9 @@ impl Session<'_> {
             || other.begin_time.is_some()
             || other.priority.is_some()
             || other.partition.is_some()
-            || other.time_min.is_some();
+            || other.time_min.is_some()
+            || other.qos.is_some()
+            || other.account.is_some();
         if limit.is_none() && !has_other {
             out.err("No changes specified");
             return;
@@ -1202,10 +1208,11 @@ pub fn format_job_ranged(
         j.user_id, j.group_id
     ));
     o.push_str(&format!(
-        "Priority={} Nice={} Account={} QOS=(null){le}",
+        "Priority={} Nice={} Account={} QOS={}{le}",
         j.priority,
         j.nice(),
-        j.account()
+        j.account(),
+        j.qos()
     ));
     if let Some(f) = &j.priority_factors {
         // A gsched extension (Slurm shows these with sprio).
@@ -1452,9 +1459,8 @@ pub fn format_partition(p: &PartitionInfo, nodes: &[NodeInfo], one_liner: bool) 
     let le = if one_liner { " " } else { "\n   " };
     let mut o = String::new();
     o.push_str(&format!("PartitionName={}{le}", p.name));
-    o.push_str(&format!(
-        "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL{le}"
-    ));
+    let (accounts, qos) = p.access.scontrol_items();
+    o.push_str(&format!("AllowGroups=ALL {accounts} {qos}{le}"));
     o.push_str(&format!(
         "AllocNodes=ALL Default={} QoS=N/A{le}",
         if p.default { "YES" } else { "NO" }
@@ -1818,6 +1824,7 @@ mod tests {
             state: PartitionStateInfo::Up,
             total_cpus: 8,
             total_nodes: 2,
+            access: Default::default(),
         }
     }
 

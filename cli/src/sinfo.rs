@@ -1145,6 +1145,7 @@ mod tests {
             state: PartitionStateInfo::Up,
             total_cpus: 4 * nodes.len() as u32,
             total_nodes: nodes.len() as u32,
+            access: Default::default(),
         }
     }
 

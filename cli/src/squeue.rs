@@ -511,7 +511,8 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
             .constraint
             .clone()
             .unwrap_or_else(|| "(null)".to_string()),
-        F::Qos | F::Reservation => "(null)".to_string(),
+        F::Qos => job.qos().to_string(),
+        F::Reservation => "(null)".to_string(),
         F::WcKey | F::Licenses | F::Network => "(null)".to_string(),
         F::JobId => job.job_id.to_string(),
         F::JobArrayId => crate::arrays::job_array_id(job, &ctx.ranges),
@@ -783,6 +784,10 @@ pub struct Filters {
     pub partitions: Option<Vec<String>>,
     pub names: Option<Vec<String>>,
     pub nodes: Option<Vec<String>>,
+    /// `-A/--account`, lower-cased.
+    pub accounts: Option<Vec<String>>,
+    /// `-q/--qos`, lower-cased.
+    pub qos: Option<Vec<String>>,
 }
 
 impl Filters {
@@ -823,6 +828,16 @@ impl Filters {
                 return false;
             }
         }
+        if let Some(a) = &self.accounts {
+            if !a.iter().any(|x| x.eq_ignore_ascii_case(job.account())) {
+                return false;
+            }
+        }
+        if let Some(q) = &self.qos {
+            if !q.iter().any(|x| x.eq_ignore_ascii_case(job.qos())) {
+                return false;
+            }
+        }
         if let Some(parts) = &self.partitions {
             if !job
                 .partition
@@ -834,6 +849,14 @@ impl Filters {
         }
         true
     }
+}
+
+/// A comma list, lower-cased (account and QOS names are stored lower-case).
+fn lower_list(v: &str) -> Vec<String> {
+    split_list(v)
+        .into_iter()
+        .map(|x| x.trim().to_ascii_lowercase())
+        .collect()
 }
 
 /// Everything the command line asked for.
@@ -938,7 +961,9 @@ pub fn parse_args(
             "user" => p.filters.users = Some(parse_users(prog, &val, &mut p.warnings)),
             "verbose" => p.verbose += 1,
             "json" => p.json = true,
-            "accounts" | "licenses" | "qos" | "reservation" | "steps" | "yaml" => {
+            "accounts" => p.filters.accounts = Some(lower_list(&val)),
+            "qos" => p.filters.qos = Some(lower_list(&val)),
+            "licenses" | "reservation" | "steps" | "yaml" => {
                 return Err(Fail::not_supported(prog, &format!("--{id}")))
             }
             _ => {}
@@ -981,15 +1006,17 @@ pub fn parse_args(
             return Err(unrecognized(&o));
         }
     }
-    common::refuse_env(
-        prog,
-        env,
-        &[
-            ("SQUEUE_ACCOUNT", "--accounts"),
-            ("SQUEUE_QOS", "--qos"),
-            ("SQUEUE_LICENSES", "--licenses"),
-        ],
-    )?;
+    common::refuse_env(prog, env, &[("SQUEUE_LICENSES", "--licenses")])?;
+    if p.filters.accounts.is_none() {
+        if let Some(v) = env("SQUEUE_ACCOUNT") {
+            p.filters.accounts = Some(lower_list(&v));
+        }
+    }
+    if p.filters.qos.is_none() {
+        if let Some(v) = env("SQUEUE_QOS") {
+            p.filters.qos = Some(lower_list(&v));
+        }
+    }
     if p.filters.names.is_none() {
         if let Some(v) = env("SQUEUE_NAMES") {
             p.filters.names = Some(split_list(&v));
@@ -1159,6 +1186,8 @@ pub fn usage_text() -> String {
 
 pub fn help_text() -> String {
     "Usage: squeue [OPTIONS]\n\
+     \x20 -A, --account=account(s)        comma separated list of accounts\n\
+     \x20                                 to view, default is all accounts\n\
      \x20 -a, --all                       display jobs in hidden partitions\n\
      \x20     --federation                Report federated information if a member\n\
      \x20                                 of one\n\
@@ -1182,6 +1211,8 @@ pub fn help_text() -> String {
      \x20 -p, --partition=partition(s)    comma separated list of partitions\n\
      \x20                                 to view, default is all partitions\n\
      \x20 -P, --priority                  report jobs by priority\n\
+     \x20 -q, --qos=qos(s)                comma separated list of qos's\n\
+     \x20                                 to view, default is all qos's\n\
      \x20 -r, --array                     display one job array element per line\n\
      \x20     --sibling                   Report information about all sibling jobs\n\
      \x20                                 on a federated cluster. Implies --federation.\n\
@@ -1196,8 +1227,8 @@ pub fn help_text() -> String {
      \x20 -w, --nodelist=hostlist         list of nodes to view, default is\n\
      \x20                                 all nodes\n\
      \n\
-     Not supported by gsched yet: -A/--account, -L/--licenses, -q/--qos,\n\
-     -R/--reservation, -s/--steps, --yaml.\n\
+     Not supported by gsched yet: -L/--licenses, -R/--reservation, -s/--steps,\n\
+     --yaml.\n\
      \n\
      Help options:\n\
      \x20 --help                          show this help message\n\
@@ -1489,10 +1520,18 @@ pub(crate) mod tests {
         assert_eq!(p.filters.states, Some(None));
         assert_eq!(p.format, parse_format(LONG_FORMAT));
         assert!(matches!(parse(&["-V"]).unwrap(), Parsed::Print(s) if s == "slurm 22.05.8\n"));
-        let e = parse(&["-A", "acct"]).unwrap_err();
+        let Parsed::Run(p) = parse(&["-A", "Physics,chem", "-q", "high"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            p.filters.accounts,
+            Some(vec!["physics".to_string(), "chem".to_string()])
+        );
+        assert_eq!(p.filters.qos, Some(vec!["high".to_string()]));
+        let e = parse(&["-L", "lic"]).unwrap_err();
         assert_eq!(
             e.lines[0],
-            "squeue: error: option --accounts is not supported by gsched yet"
+            "squeue: error: option --licenses is not supported by gsched yet"
         );
         assert!(parse(&["-o", "%i", "-l"]).is_err());
         let e = parse(&["1", "2"]).unwrap_err();

@@ -54,6 +54,9 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
     if let Some(a) = &spec.account {
         set(&mut env, "SLURM_JOB_ACCOUNT", a);
     }
+    if let Some(q) = &spec.qos {
+        set(&mut env, "SLURM_JOB_QOS", q);
+    }
     set(
         &mut env,
         "SLURM_JOB_CPUS_PER_NODE",

@@ -3,6 +3,7 @@
 //! environment ([`env`]) and the messages to node daemons ([`dispatch`]). The scheduling
 //! policy itself is the pure crate `gsched-sched`.
 
+pub mod acct;
 pub mod depend;
 pub mod dispatch;
 pub mod env;

@@ -87,6 +87,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::NODES_HEARTBEAT, post(heartbeat))
         .route(paths::PARTITIONS, get(partitions))
         .route(paths::CONFIG, get(config))
+        .route(paths::ACCT, get(acct))
+        .route(paths::ACCT_UPDATE, post(acct_update))
         .fallback(|| async {
             ApiErr(ApiError::new(
                 ErrorCode::NotFound,
@@ -229,7 +231,9 @@ async fn update_job(
         || req.name.is_some()
         || req.priority.is_some()
         || req.partition.is_some()
-        || req.time_min.is_some();
+        || req.time_min.is_some()
+        || req.account.is_some()
+        || req.qos.is_some();
     if others {
         sh.lock().update_job(&req, who, now())?;
     }
@@ -343,4 +347,21 @@ async fn config(AxState(sh): Sh) -> Json<ConfigResponse> {
         now: now(),
         entries: sh.lock().config_entries(),
     })
+}
+
+/// `gsacctmgr show`, `gsprio`: the association table, QOS and usage.
+async fn acct(AxState(sh): Sh) -> Json<gsched_proto::acct::AcctResponse> {
+    Json(sh.lock().acct_response())
+}
+
+/// `gsacctmgr add|modify|delete` (administrators only).
+async fn acct_update(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<gsched_proto::acct::AcctChange>,
+) -> Result<Json<gsched_proto::acct::AcctChangeResponse>, ApiErr> {
+    let changed = sh.lock().acct_change(&req, who)?;
+    // Priorities and limits change with the table.
+    sh.wake.notify_one();
+    Ok(Json(gsched_proto::acct::AcctChangeResponse { changed }))
 }

@@ -29,9 +29,10 @@ use std::sync::Arc;
 mod arrays;
 mod client_opts;
 pub use arrays::ArrayRt;
+mod limits;
 mod notices;
 mod priority;
-pub use priority::{Assoc, Usage};
+pub use priority::{assoc_of, Assoc, Usage};
 
 /// How long a job may be missing from its node's job list after its launch was acknowledged
 /// before the controller concludes the node never got it (heartbeats can cross a launch).
@@ -180,6 +181,8 @@ pub struct State {
     pub usage: Usage,
     /// Job notices (`--mail-type`, webhooks).
     pub notices: notices::NoticeRt,
+    /// Accounts, users, associations and QOS (`gsacctmgr`).
+    pub acct: crate::acct::AcctDb,
 }
 
 impl std::fmt::Debug for State {
@@ -199,7 +202,9 @@ fn internal(e: StoreError) -> ApiError {
 
 impl State {
     /// Builds the state from the config and the store (restart recovery included).
-    pub fn load(cfg: Arc<Config>, store: Store, now: i64) -> Result<State, StoreError> {
+    pub fn load(cfg: Arc<Config>, mut store: Store, now: i64) -> Result<State, StoreError> {
+        let acct = crate::acct::AcctDb::load(&mut store)?;
+        let usage = Usage::load(&store)?;
         let mut nodes = Vec::new();
         let mut node_index = HashMap::new();
         for n in &cfg.nodes {
@@ -313,11 +318,13 @@ impl State {
             start_time: now,
             slurm_uid,
             arrays: HashMap::new(),
-            usage: Usage::default(),
             notices: Default::default(),
+            usage,
+            acct,
         };
         st.notices.seed(st.jobs.values());
         st.rebuild_arrays()?;
+        st.usage.adopt_finished(st.jobs.values().map(|j| &j.info));
         Ok(st)
     }
 
@@ -618,9 +625,19 @@ impl State {
                 .or(self.parts[part].default_time)
                 .or(self.parts[part].max_time)
         };
+        let user_name = users::user_name(uid);
+        let mut time_limit = time_limit;
+        let count = array.as_ref().map_or(1, |a| a.indices.len() as u32);
+        self.check_job_acct(
+            &mut spec,
+            &part_idx,
+            &user_name,
+            uid,
+            &mut time_limit,
+            count,
+        )?;
         check_time_min(spec.time_min, time_limit)?;
         let id = self.next_id;
-        let user_name = users::user_name(uid);
         let group_name = users::group_name(gid);
         spec.partitions = part_idx
             .iter()
@@ -1103,7 +1120,9 @@ impl State {
             || req.begin_time.is_some()
             || req.time_min.is_some()
             || req.partition.is_some()
-            || req.priority.is_some();
+            || req.priority.is_some()
+            || req.account.is_some()
+            || req.qos.is_some();
         if needs_pending && !pending {
             return Err(ApiError::plain(ErrorCode::JobNotPending));
         }
@@ -1137,14 +1156,27 @@ impl State {
         let partition = match &req.partition {
             None => None,
             Some(p) => match self.partition_by_name(p) {
-                Some(i) => Some(self.parts[i].name.clone()),
+                Some(i) => {
+                    self.check_partition_change(&job.info, i)?;
+                    Some(self.parts[i].name.clone())
+                }
                 None => return Err(ApiError::plain(ErrorCode::InvalidPartition)),
             },
         };
         if let Some(m) = req.time_min {
             check_time_min(m, job.info.time_limit)?;
         }
+        let acct = if req.account.is_some() || req.qos.is_some() {
+            Some(self.recheck_acct(&job.info, req.account.as_deref(), req.qos.as_deref())?)
+        } else {
+            None
+        };
         let job = self.jobs.get_mut(&id).expect("checked");
+        if let Some((account, qos, limit)) = acct {
+            job.info.spec.account = account;
+            job.info.spec.qos = Some(qos);
+            job.info.time_limit = limit;
+        }
         if let Some(m) = req.time_min {
             job.info.spec.time_min = m;
         }
@@ -1362,6 +1394,7 @@ impl State {
                         .collect(),
                 })
                 .collect(),
+            limits: Vec::new(),
         }
     }
 
@@ -1432,9 +1465,9 @@ impl State {
         let (dep_blocked, _killed) = self.dependency_blocks(now);
         self.update_priorities(now, &dep_blocked);
         // The scheduler core.
-        let view = self.cluster_view();
+        let mut view = self.cluster_view();
         let throttled = self.throttled();
-        let queue: Vec<QueuedJob> = self
+        let candidates: Vec<JobId> = self
             .jobs
             .values()
             // Held jobs keep the reason they were held with and cost the pass nothing.
@@ -1444,6 +1477,14 @@ impl State {
                     && !dep_blocked.contains_key(&j.info.job_id)
             })
             .filter(|j| !throttled.contains(&j.info.job_id))
+            .map(|j| j.info.job_id)
+            .collect();
+        let mut limits = self.limit_slots(&candidates);
+        view.limits = std::mem::take(&mut limits.slots);
+        let queue: Vec<QueuedJob> = candidates
+            .iter()
+            .filter(|id| !limits.blocked.contains_key(id))
+            .filter_map(|id| self.jobs.get(id))
             .map(|j| QueuedJob {
                 id: j.info.job_id,
                 priority: j.info.priority,
@@ -1460,6 +1501,7 @@ impl State {
                 time_limit: j.info.time_limit,
                 time_min: j.info.spec.time_min,
                 req: self.request_of(&j.info.spec),
+                limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
             })
             .collect();
         let decisions = gsched_sched::decide(&view, &queue, now, &self.sched_config);
@@ -1484,6 +1526,11 @@ impl State {
         for id in &throttled {
             if let Some(j) = self.jobs.get_mut(id) {
                 j.info.reason = Reason::JobArrayTaskLimit;
+            }
+        }
+        for (id, reason) in &limits.blocked {
+            if let Some(j) = self.jobs.get_mut(id) {
+                j.info.reason = *reason;
             }
         }
         for (id, reason) in decisions.waiting {
@@ -1848,7 +1895,8 @@ impl State {
     pub fn partition_infos(&self) -> Vec<PartitionInfo> {
         self.parts
             .iter()
-            .map(|p| PartitionInfo {
+            .zip(&self.cfg.partitions)
+            .map(|(p, c)| PartitionInfo {
                 name: p.name.clone(),
                 nodes: p
                     .nodes
@@ -1861,6 +1909,12 @@ impl State {
                 state: p.state,
                 total_cpus: p.nodes.iter().map(|&i| self.nodes[i].cpus).sum(),
                 total_nodes: p.nodes.len() as u32,
+                access: gsched_proto::node::PartitionAccessInfo {
+                    allow_accounts: c.access.allow_accounts.clone(),
+                    deny_accounts: c.access.deny_accounts.clone(),
+                    allow_qos: c.access.allow_qos.clone(),
+                    deny_qos: c.access.deny_qos.clone(),
+                },
             })
             .collect()
     }
@@ -1877,6 +1931,10 @@ impl State {
             None => c.slurm_user.clone(),
         };
         vec![
+            (
+                "AccountingStorageEnforce".into(),
+                c.acct_enforce.to_string(),
+            ),
             ("AuthType".into(), c.auth_type.to_string()),
             ("ClusterName".into(), c.cluster_name.clone()),
             ("KillWait".into(), format!("{} sec", c.kill_wait)),

@@ -1,5 +1,7 @@
 //! The controller's durable state in SQLite: every job (as a JSON record plus the columns that
-//! queries filter on), the id counter, and the admin's node settings (drain, down, reason).
+//! queries filter on), the id counter, the admin's node settings (drain, down, reason), the
+//! association table of `gsacctmgr` (accounts, users, associations, QOS as JSON records by
+//! kind and key) and the fair-share usage per association with the runs it has counted.
 //!
 //! WAL journal, one transaction per change; a job id leaves the controller only after the
 //! transaction that stores the job has committed. Schema versions are `PRAGMA user_version`
@@ -13,7 +15,7 @@ use std::path::{Path, PathBuf};
 pub const DB_FILE: &str = "gsched.db";
 
 /// Schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 const MIGRATIONS: &[&str] = &[
     // 1: jobs, meta, node admin state.
@@ -28,6 +30,12 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX jobs_state ON jobs(state);
      CREATE INDEX jobs_end ON jobs(end_time);
      CREATE TABLE nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);",
+    // 2: the association table (gsacctmgr) and fair-share usage per association.
+    "CREATE TABLE acct (kind TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL,
+        PRIMARY KEY (kind, key));
+     CREATE TABLE usage (account TEXT NOT NULL, user TEXT NOT NULL, usage REAL NOT NULL,
+        PRIMARY KEY (account, user));
+     CREATE TABLE usage_jobs (id INTEGER PRIMARY KEY, counted_until INTEGER NOT NULL);",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -331,6 +339,114 @@ impl Store {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Every stored record of one kind of the association table (`account`, `user`,
+    /// `assoc`, `qos`), as (key, record).
+    pub fn load_acct(&self, kind: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, record FROM acct WHERE kind = ?1 ORDER BY key")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map(params![kind], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.err())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
+    }
+
+    /// Writes and deletes association-table records in one transaction: `Some(record)`
+    /// stores, `None` deletes.
+    pub fn save_acct(
+        &mut self,
+        changes: &[(&str, String, Option<String>)],
+    ) -> Result<(), StoreError> {
+        self.transaction(|s| {
+            for (kind, key, record) in changes {
+                let r = match record {
+                    Some(rec) => s.conn.execute(
+                        "INSERT INTO acct (kind, key, record) VALUES (?1, ?2, ?3)
+                         ON CONFLICT(kind, key) DO UPDATE SET record = excluded.record",
+                        params![kind, key, rec],
+                    ),
+                    None => s.conn.execute(
+                        "DELETE FROM acct WHERE kind = ?1 AND key = ?2",
+                        params![kind, key],
+                    ),
+                };
+                r.map_err(s.err())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Replaces the stored fair-share usage: decayed usage per (account, user) as of `at`,
+    /// and per job the time up to which its run was counted, in one transaction (so a
+    /// restarted controller neither loses nor counts twice).
+    pub fn save_usage(
+        &mut self,
+        rows: &[(String, String, f64)],
+        counted: &[(JobId, i64)],
+        at: i64,
+    ) -> Result<(), StoreError> {
+        self.transaction(|s| {
+            let e = s.err();
+            s.conn
+                .execute_batch("DELETE FROM usage; DELETE FROM usage_jobs;")
+                .map_err(&e)?;
+            for (a, u, v) in rows {
+                s.conn
+                    .prepare_cached("INSERT INTO usage (account, user, usage) VALUES (?1, ?2, ?3)")
+                    .and_then(|mut st| st.execute(params![a, u, v]))
+                    .map_err(&e)?;
+            }
+            for (id, t) in counted {
+                s.conn
+                    .prepare_cached("INSERT INTO usage_jobs (id, counted_until) VALUES (?1, ?2)")
+                    .and_then(|mut st| st.execute(params![id, t]))
+                    .map_err(&e)?;
+            }
+            s.conn
+                .execute(
+                    "INSERT INTO meta (key, value) VALUES ('usage_at', ?1)
+                     ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    params![at.to_string()],
+                )
+                .map_err(&e)?;
+            Ok(())
+        })
+    }
+
+    /// The stored usage: rows, per-job counted times, and when it was decayed last.
+    #[allow(clippy::type_complexity)]
+    pub fn load_usage(
+        &self,
+    ) -> Result<(Vec<(String, String, f64)>, Vec<(JobId, i64)>, Option<i64>), StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT account, user, usage FROM usage ORDER BY account, user")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(self.err())?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(self.err())?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, counted_until FROM usage_jobs")
+            .map_err(self.err())?;
+        let counted = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.err())?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(self.err())?;
+        let at: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'usage_at'", [], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(self.err())?;
+        Ok((rows, counted, at.and_then(|s| s.parse().ok())))
+    }
 }
 
 #[cfg(test)]
@@ -370,6 +486,36 @@ mod tests {
         drop(c);
         let e = Store::open(dir.path(), true).unwrap_err().to_string();
         assert!(e.contains("newer than this gsctld"), "{e}");
+    }
+
+    #[test]
+    fn acct_records_and_usage_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut s = Store::open(dir.path(), true).unwrap();
+            s.save_acct(&[
+                ("qos", "normal".into(), Some("{}".into())),
+                ("qos", "high".into(), Some("{\"p\":1}".into())),
+                ("account", "physics".into(), Some("{}".into())),
+            ])
+            .unwrap();
+            s.save_acct(&[("qos", "normal".into(), None)]).unwrap();
+            s.save_usage(&[("physics".into(), "bob".into(), 12.5)], &[(7, 100)], 100)
+                .unwrap();
+            // Saving again replaces, it does not add.
+            s.save_usage(&[("physics".into(), "bob".into(), 20.0)], &[(7, 150)], 150)
+                .unwrap();
+        }
+        let s = Store::open(dir.path(), true).unwrap();
+        assert_eq!(
+            s.load_acct("qos").unwrap(),
+            vec![("high".to_string(), "{\"p\":1}".to_string())]
+        );
+        assert_eq!(s.load_acct("account").unwrap().len(), 1);
+        let (rows, counted, at) = s.load_usage().unwrap();
+        assert_eq!(rows, vec![("physics".into(), "bob".into(), 20.0)]);
+        assert_eq!(counted, vec![(7, 150)]);
+        assert_eq!(at, Some(150));
     }
 
     #[test]

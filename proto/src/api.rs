@@ -48,6 +48,9 @@ pub mod paths {
     pub const NODES_HEARTBEAT: &str = "/v1/nodes/heartbeat";
     pub const PARTITIONS: &str = "/v1/partitions";
     pub const CONFIG: &str = "/v1/config";
+    /// The association table (`gsacctmgr show`, `gsprio`); changes (administrators only).
+    pub const ACCT: &str = "/v1/acct";
+    pub const ACCT_UPDATE: &str = "/v1/acct/update";
     /// Paths served by gsnoded.
     pub const NODE_PING: &str = "/v1/node/ping";
     pub const NODE_LAUNCH: &str = "/v1/node/launch";
@@ -81,6 +84,9 @@ pub enum ErrorCode {
     Disabled,
     InvalidFeature,
     TimeMinInvalid,
+    InvalidAccount,
+    InvalidQos,
+    AccountingPolicy,
 }
 
 impl ErrorCode {
@@ -113,6 +119,13 @@ impl ErrorCode {
             ErrorCode::DependencyProblem => "Job dependency problem",
             ErrorCode::Disabled => "Requested operation is presently disabled",
             ErrorCode::InvalidFeature => "Invalid feature specification",
+            ErrorCode::InvalidAccount => {
+                "Invalid account or account/partition combination specified"
+            }
+            ErrorCode::InvalidQos => "Invalid qos specification",
+            ErrorCode::AccountingPolicy => {
+                "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
+            }
         }
     }
 
@@ -129,7 +142,10 @@ impl ErrorCode {
             | ErrorCode::InvalidNodeState
             | ErrorCode::DependencyProblem
             | ErrorCode::InvalidFeature
-            | ErrorCode::InvalidArray => 400,
+            | ErrorCode::InvalidArray
+            | ErrorCode::InvalidAccount
+            | ErrorCode::InvalidQos
+            | ErrorCode::AccountingPolicy => 400,
             ErrorCode::Disabled => 409,
             ErrorCode::ProtocolVersion => 426,
             ErrorCode::AuthenticationFailed => 401,
@@ -277,6 +293,9 @@ pub struct HistoryQuery {
     /// `-N/--nodelist`: jobs that ran on any of these nodes; empty = any.
     #[serde(default)]
     pub nodes: Vec<String>,
+    /// `-q/--qos`; empty = any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub qos: Vec<String>,
     #[serde(default)]
     pub start: Option<i64>,
     #[serde(default)]
@@ -295,6 +314,7 @@ impl HistoryQuery {
             || (!self.accounts.is_empty()
                 && !self.accounts.iter().any(|a| a.as_str() == job.account()))
             || (!self.nodes.is_empty() && !job.nodes.iter().any(|n| self.nodes.contains(n)))
+            || (!self.qos.is_empty() && !self.qos.iter().any(|q| q.as_str() == job.qos()))
         {
             return false;
         }
@@ -392,6 +412,12 @@ pub struct JobUpdateRequest {
     /// `TimeMin=` in minutes (pending jobs only); `Some(None)` removes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_min: Option<Option<u32>>,
+    /// `Account=` (pending jobs only; checked as at submit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// `QOS=` (pending jobs only; checked as at submit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
 }
 
 /// `POST /v1/jobs/requeue`: `scontrol requeue`.

@@ -45,7 +45,6 @@ fn resolve_config_path_from(cli: Option<&Path>, env: Option<OsString>) -> PathBu
 /// adds a single warning to [`Config::warnings`].
 pub const IGNORED_KEYS: &[&str] = &[
     "AccountingStorageBackupHost",
-    "AccountingStorageEnforce",
     "AccountingStorageExternalHost",
     "AccountingStorageHost",
     "AccountingStorageLoc",
@@ -247,17 +246,13 @@ pub const IGNORED_NODE_KEYS: &[&str] = &[
 /// Slurm `PartitionName=` attributes gsched accepts but does not use yet.
 pub const IGNORED_PARTITION_KEYS: &[&str] = &[
     "AllocNodes",
-    "AllowAccounts",
     "AllowGroups",
-    "AllowQos",
     "Alternate",
     "CpuBind",
     "DefCpuPerGPU",
     "DefMemPerCPU",
     "DefMemPerGPU",
     "DefMemPerNode",
-    "DenyAccounts",
-    "DenyQos",
     "DisableRootJobs",
     "ExclusiveTopo",
     "ExclusiveUser",
@@ -292,6 +287,7 @@ pub const DEFAULT_MAX_ARRAY_SIZE: u32 = 1001;
 
 /// Global keys gsched implements.
 pub const GLOBAL_KEYS: &[&str] = &[
+    "AccountingStorageEnforce",
     "AuthInfo",
     "AuthType",
     "ClusterName",
@@ -354,6 +350,10 @@ pub const PARTITION_KEYS: &[&str] = &[
     "MaxTime",
     "DefaultTime",
     "State",
+    "AllowAccounts",
+    "DenyAccounts",
+    "AllowQos",
+    "DenyQos",
 ];
 
 /// A config problem. The message always says where and what is accepted.
@@ -694,6 +694,133 @@ pub struct PartitionConfig {
     /// `DefaultTime=` in minutes; `None` is NONE (jobs get `max_time`).
     pub default_time: Option<u32>,
     pub state: PartitionState,
+    /// `AllowAccounts=`, `DenyAccounts=`, `AllowQos=`, `DenyQos=`.
+    pub access: PartitionAccess,
+}
+
+/// Who may use a partition: `AllowAccounts=`/`DenyAccounts=` and `AllowQos=`/`DenyQos=`
+/// (names lower-cased; `None` = no such list). As in Slurm, an allow list wins over a deny
+/// list of the same kind, and `ALL` means no restriction.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PartitionAccess {
+    pub allow_accounts: Option<Vec<String>>,
+    pub deny_accounts: Option<Vec<String>>,
+    pub allow_qos: Option<Vec<String>>,
+    pub deny_qos: Option<Vec<String>>,
+}
+
+impl PartitionAccess {
+    /// Whether a job of `account` may use the partition.
+    pub fn allows_account(&self, account: &str) -> bool {
+        allowed(&self.allow_accounts, &self.deny_accounts, account)
+    }
+
+    /// Whether a job of QOS `qos` may use the partition.
+    pub fn allows_qos(&self, qos: &str) -> bool {
+        allowed(&self.allow_qos, &self.deny_qos, qos)
+    }
+}
+
+fn allowed(allow: &Option<Vec<String>>, deny: &Option<Vec<String>>, name: &str) -> bool {
+    match (allow, deny) {
+        (Some(a), _) => a.iter().any(|x| x.eq_ignore_ascii_case(name)),
+        (None, Some(d)) => !d.iter().any(|x| x.eq_ignore_ascii_case(name)),
+        (None, None) => true,
+    }
+}
+
+/// `AccountingStorageEnforce=`: what job submission checks against the association table
+/// (`gsacctmgr`). `limits` and `qos` imply `associations`, as in Slurm; `all` is all three
+/// (and `safe`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AcctEnforce {
+    /// A job's user must have an association with its account (and partition, if the
+    /// association names one).
+    pub associations: bool,
+    /// QOS and association limits (MaxWall, MaxJobsPerUser, MaxSubmitJobsPerUser...).
+    pub limits: bool,
+    /// A job's QOS must be one its association allows.
+    pub qos: bool,
+    /// `safe`: accepted; gsched has no GrpTRESMins limits it would change.
+    pub safe: bool,
+}
+
+impl fmt::Display for AcctEnforce {
+    /// As `scontrol show config` prints it: `associations,limits,qos` or `none`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut v = Vec::new();
+        if self.associations {
+            v.push("associations");
+        }
+        if self.limits {
+            v.push("limits");
+        }
+        if self.qos {
+            v.push("qos");
+        }
+        if self.safe {
+            v.push("safe");
+        }
+        if v.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&v.join(","))
+        }
+    }
+}
+
+/// Parses `AccountingStorageEnforce=`; the values gsched cannot honour are named in the
+/// second list (they get a warning).
+fn parse_acct_enforce(v: &str) -> Result<(AcctEnforce, Vec<String>), String> {
+    let mut e = AcctEnforce::default();
+    let mut ignored = Vec::new();
+    for item in v.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match item.to_ascii_lowercase().as_str() {
+            "0" | "none" => e = AcctEnforce::default(),
+            "1" | "associations" => e.associations = true,
+            "limits" => {
+                e.associations = true;
+                e.limits = true;
+            }
+            "qos" => {
+                e.associations = true;
+                e.qos = true;
+            }
+            "safe" => {
+                e.associations = true;
+                e.limits = true;
+                e.safe = true;
+            }
+            "all" => {
+                e = AcctEnforce {
+                    associations: true,
+                    limits: true,
+                    qos: true,
+                    safe: true,
+                };
+            }
+            "wckeys" | "nojobs" | "nosteps" => ignored.push(item.to_string()),
+            _ => {
+                return Err(format!(
+                    "invalid value \"{item}\" (expected associations, limits, qos, safe, all, none, wckeys, nojobs or nosteps, comma separated)"
+                ))
+            }
+        }
+    }
+    Ok((e, ignored))
+}
+
+fn name_list(v: &str) -> Option<Vec<String>> {
+    let items: Vec<String> = v
+        .split(',')
+        .map(|x| x.trim().to_ascii_lowercase())
+        .filter(|x| !x.is_empty())
+        .collect();
+    if items.iter().any(|x| x == "all") {
+        None
+    } else {
+        Some(items)
+    }
 }
 
 /// The parsed configuration.
@@ -733,6 +860,8 @@ pub struct Config {
     pub scheduler: SchedulerConfig,
     /// `PriorityType=` and the multifactor settings.
     pub priority: PriorityConfig,
+    /// `AccountingStorageEnforce=`.
+    pub acct_enforce: AcctEnforce,
     pub nodes: Vec<NodeConfig>,
     pub partitions: Vec<PartitionConfig>,
     /// `MailProg=`, `MailDomain=`, `SmtpServer=`, `MailFrom=`, `WebhookName=` lines.
@@ -1237,6 +1366,10 @@ struct PartAttrs {
     max_time: Option<Option<u32>>,
     default_time: Option<Option<u32>>,
     state: Option<PartitionState>,
+    allow_accounts: Option<Option<Vec<String>>>,
+    deny_accounts: Option<Option<Vec<String>>>,
+    allow_qos: Option<Option<Vec<String>>>,
+    deny_qos: Option<Option<Vec<String>>>,
 }
 
 impl PartAttrs {
@@ -1248,6 +1381,10 @@ impl PartAttrs {
             max_time: self.max_time.or(d.max_time),
             default_time: self.default_time.or(d.default_time),
             state: self.state.or(d.state),
+            allow_accounts: self.allow_accounts.or(d.allow_accounts),
+            deny_accounts: self.deny_accounts.or(d.deny_accounts),
+            allow_qos: self.allow_qos.or(d.allow_qos),
+            deny_qos: self.deny_qos.or(d.deny_qos),
         }
     }
 }
@@ -1274,6 +1411,7 @@ struct Globals {
     scheduler_type: Option<SchedulerType>,
     scheduler_params: Option<SchedulerParams>,
     priority: PriorityConfig,
+    acct_enforce: AcctEnforce,
 }
 
 struct Parser {
@@ -1512,6 +1650,16 @@ impl Parser {
                 g.priority.weight_partition = parse_u32(value).map_err(err)?;
             }
             "PriorityWeightQOS" => g.priority.weight_qos = parse_u32(value).map_err(err)?,
+            "AccountingStorageEnforce" => {
+                let (e, ignored) = parse_acct_enforce(value).map_err(err)?;
+                for v in ignored {
+                    let message = format!(
+                        "{loc}: AccountingStorageEnforce value {v} is a Slurm setting gsched does not use yet; ignored"
+                    );
+                    self.warn(format!("enforce/{v}"), message);
+                }
+                self.globals.acct_enforce = e;
+            }
             "PriorityMaxAge" => g.priority.max_age_secs = parse_time_secs(value).map_err(err)?,
             "PriorityDecayHalfLife" => {
                 g.priority.decay_half_life_secs = parse_time_secs(value).map_err(err)?;
@@ -1691,6 +1839,10 @@ impl Parser {
                 "MaxTime" => attrs.max_time = Some(parse_max_time(value).map_err(err)?),
                 "DefaultTime" => attrs.default_time = Some(parse_default_time(value).map_err(err)?),
                 "State" => attrs.state = Some(parse_partition_state(value).map_err(err)?),
+                "AllowAccounts" => attrs.allow_accounts = Some(name_list(value)),
+                "DenyAccounts" => attrs.deny_accounts = Some(name_list(value)),
+                "AllowQos" => attrs.allow_qos = Some(name_list(value)),
+                "DenyQos" => attrs.deny_qos = Some(name_list(value)),
                 _ => return Err(err(format!("invalid key \"{key}\""))),
             }
         }
@@ -1801,6 +1953,12 @@ impl Parser {
                 max_time: attrs.max_time.unwrap_or(None),
                 default_time: attrs.default_time.unwrap_or(None),
                 state: attrs.state.unwrap_or(PartitionState::Up),
+                access: PartitionAccess {
+                    allow_accounts: attrs.allow_accounts.unwrap_or(None),
+                    deny_accounts: attrs.deny_accounts.unwrap_or(None),
+                    allow_qos: attrs.allow_qos.unwrap_or(None),
+                    deny_qos: attrs.deny_qos.unwrap_or(None),
+                },
             });
         }
         if let Some(((last, last_loc), earlier)) = default_locs.split_last() {
@@ -1844,6 +2002,7 @@ impl Parser {
                 params: g.scheduler_params.unwrap_or_default(),
             },
             priority: g.priority,
+            acct_enforce: g.acct_enforce,
             nodes: self.nodes,
             partitions,
             notify: self.notify,
@@ -2015,6 +2174,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 max_time: Some(2880),
                 default_time: Some(60),
                 state: PartitionState::Up,
+                access: PartitionAccess::default(),
             })
         );
         assert_eq!(

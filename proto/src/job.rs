@@ -115,6 +115,16 @@ pub enum Reason {
     DependencyNeverSatisfied,
     /// An array task waits for its array's `%N` throttle.
     JobArrayTaskLimit,
+    /// The user runs as many jobs of the QOS as its `MaxJobsPerUser` allows.
+    QOSMaxJobsPerUserLimit,
+    /// The job's time limit exceeds its QOS's `MaxWall`.
+    QOSMaxWallDurationPerJobLimit,
+    /// The association runs as many jobs as its `MaxJobs` allows.
+    AssocMaxJobsLimit,
+    /// The job's time limit exceeds its association's `MaxWall`.
+    AssocMaxWallDurationPerJobLimit,
+    /// The user's running jobs of the QOS hold as many CPUs as `MaxTRESPerUser=cpu=N` allows.
+    QOSMaxCpuPerUserLimit,
 }
 
 impl Reason {
@@ -140,6 +150,11 @@ impl Reason {
             Reason::Dependency => "Dependency",
             Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
             Reason::JobArrayTaskLimit => "JobArrayTaskLimit",
+            Reason::QOSMaxJobsPerUserLimit => "QOSMaxJobsPerUserLimit",
+            Reason::QOSMaxWallDurationPerJobLimit => "QOSMaxWallDurationPerJobLimit",
+            Reason::AssocMaxJobsLimit => "AssocMaxJobsLimit",
+            Reason::AssocMaxWallDurationPerJobLimit => "AssocMaxWallDurationPerJobLimit",
+            Reason::QOSMaxCpuPerUserLimit => "QOSMaxCpuPerUserLimit",
         }
     }
 }
@@ -275,6 +290,10 @@ pub struct JobSpec {
     /// `--mail-user`; `None` = the job's user (with `MailDomain=` appended).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mail_user: Option<String>,
+    /// `-q/--qos`, lower-cased; the controller replaces it with the QOS the job runs in
+    /// (its association's default, else `normal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
 }
 
 /// A parsed `--constraint`: the features, and whether all (`&`) or any (`|`) are needed.
@@ -442,6 +461,11 @@ impl JobInfo {
     /// `-A`, or `(null)` as Slurm prints a job without account.
     pub fn account(&self) -> &str {
         self.spec.account.as_deref().unwrap_or("(null)")
+    }
+
+    /// The job's QOS, or `(null)` for a job stored before QOS existed.
+    pub fn qos(&self) -> &str {
+        self.spec.qos.as_deref().unwrap_or("(null)")
     }
 
     /// `--nice`, 0 when not given.

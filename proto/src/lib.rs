@@ -2,6 +2,7 @@
 //! authentication hook, the API client, and the config (slurm.conf syntax) with its helpers
 //! (hostlists, Slurm's time and memory formats, output file patterns).
 
+pub mod acct;
 pub mod api;
 pub mod array;
 pub mod auth;

@@ -142,4 +142,55 @@ pub struct PartitionInfo {
     pub state: PartitionStateInfo,
     pub total_cpus: u32,
     pub total_nodes: u32,
+    /// `AllowAccounts`/`DenyAccounts`/`AllowQos`/`DenyQos` (`None` = no such list).
+    #[serde(default)]
+    pub access: PartitionAccessInfo,
+}
+
+/// Who may use a partition, as `scontrol show partition` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PartitionAccessInfo {
+    pub allow_accounts: Option<Vec<String>>,
+    pub deny_accounts: Option<Vec<String>>,
+    pub allow_qos: Option<Vec<String>>,
+    pub deny_qos: Option<Vec<String>>,
+}
+
+impl PartitionAccessInfo {
+    /// scontrol's `AllowAccounts=ALL` or `DenyAccounts=a,b` (an allow list wins), and the
+    /// same for QOS: the two `Key=Value` items.
+    pub fn scontrol_items(&self) -> (String, String) {
+        fn one(allow: &Option<Vec<String>>, deny: &Option<Vec<String>>, what: &str) -> String {
+            match (allow, deny) {
+                (Some(a), _) => format!("Allow{what}={}", a.join(",")),
+                (None, Some(d)) => format!("Deny{what}={}", d.join(",")),
+                (None, None) => format!("Allow{what}=ALL"),
+            }
+        }
+        (
+            one(&self.allow_accounts, &self.deny_accounts, "Accounts"),
+            one(&self.allow_qos, &self.deny_qos, "Qos"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_access_items() {
+        let mut a = PartitionAccessInfo::default();
+        assert_eq!(
+            a.scontrol_items(),
+            ("AllowAccounts=ALL".to_string(), "AllowQos=ALL".to_string())
+        );
+        a.deny_accounts = Some(vec!["x".into(), "y".into()]);
+        a.allow_qos = Some(vec!["high".into()]);
+        a.deny_qos = Some(vec!["low".into()]);
+        assert_eq!(
+            a.scontrol_items(),
+            ("DenyAccounts=x,y".to_string(), "AllowQos=high".to_string())
+        );
+    }
 }

@@ -14,7 +14,15 @@ pub const BIN_DIR_ENV: &str = "GSCHED_BIN_DIR";
 pub const DAEMONS: &[&str] = &["gsctld", "gsnoded", "gsstepd"];
 
 /// The user commands.
-pub const COMMANDS: &[&str] = &["gsbatch", "gsqueue", "gscancel", "gsinfo", "gscontrol"];
+pub const COMMANDS: &[&str] = &[
+    "gsbatch",
+    "gsqueue",
+    "gscancel",
+    "gsinfo",
+    "gscontrol",
+    "gsacctmgr",
+    "gsprio",
+];
 
 /// The directory holding the binaries under test.
 pub fn bin_dir() -> PathBuf {

@@ -42,7 +42,7 @@ fn fair_share_decides_which_pending_job_starts_first() {
         "gscontrol",
         ["show".to_string(), "job".into(), z.to_string()],
     );
-    assert!(show.contains("Nice=1 Account=light QOS=(null)"), "{show}");
+    assert!(show.contains("Nice=1 Account=light QOS=normal"), "{show}");
     assert!(show.contains("PriorityFactors=age:"), "{show}");
     let jy = c.wait_terminal(y, secs(60));
     let jz = c.wait_terminal(z, secs(60));

@@ -64,6 +64,20 @@ pub const PROGRAMS: &[Program] = &[
         description: "gsacct reports jobs, finished ones of any age included, from the controller's own store (no accounting database is needed), with sacct's fields, widths, parsable layouts and batch step lines.",
     },
     Program {
+        name: "gsacctmgr",
+        section: 1,
+        slurm: Some("sacctmgr"),
+        summary: "show and change accounts, users, associations and QOS",
+        description: "gsacctmgr adds, modifies, deletes and lists the accounts, users, associations and QOS that the controller keeps in its own store (no accounting database is needed) and enforces with AccountingStorageEnforce, in sacctmgr's grammar and listing layout. Changes need root, SlurmUser or AdminLevel=Administrator.",
+    },
+    Program {
+        name: "gsprio",
+        section: 1,
+        slurm: Some("sprio"),
+        summary: "the factors of pending jobs' priority",
+        description: "gsprio shows, under PriorityType=priority/multifactor, the weighted (or with -n normalized) factors of each pending job's priority as the controller last computed them: age, fair-share, job size, partition and QOS, in sprio's formats; -w shows the weights.",
+    },
+    Program {
         name: "gsctld",
         section: 8,
         slurm: Some("slurmctld"),

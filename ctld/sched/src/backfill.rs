@@ -6,7 +6,8 @@ use gsched_proto::job::Reason;
 
 use crate::plan::{Found, Planner};
 use crate::{
-    ClusterView, Decisions, Estimate, EstimateKind, Policy, QueuedJob, SchedConfig, Start,
+    ClusterView, Decisions, Estimate, EstimateKind, LimitsLeft, Policy, QueuedJob, SchedConfig,
+    Start,
 };
 
 /// Why a job cannot run in a partition at all, or `None` if it may.
@@ -65,14 +66,23 @@ pub(crate) fn decide_backfill(
     let mut later: Vec<(usize, &QueuedJob)> = Vec::new();
     let order = priority_order(queue);
     let mut estimates: Vec<Option<Estimate>> = vec![None; order.len()];
+    let mut left = LimitsLeft::new(view);
     for (at, &job) in order.iter().enumerate() {
         if let Some(r) = job.held {
             out.waiting.push((job.id, r));
             continue;
         }
         let begin = job.begin_time.filter(|&b| b > now);
+        if begin.is_none() {
+            if let Some(r) = left.blocks(job, view) {
+                // Waiting for a limit, not for resources: no reservation, no estimate.
+                out.waiting.push((job.id, r));
+                continue;
+            }
+        }
         let mut bars: Vec<(usize, Option<Reason>)> = Vec::new();
         let mut started = false;
+        let mut limited = None;
         for &p in &job.partitions {
             let Some(bar) = partition_bar(job, view, p) else {
                 continue;
@@ -83,6 +93,11 @@ pub(crate) fn decide_backfill(
             }
             let len = Planner::planning_len(job, view, p, config);
             if let Some(placement) = pl.start_now(p, &job.req, len) {
+                if let Some(r) = left.refuses(job, &placement, view) {
+                    limited = Some(r);
+                    break;
+                }
+                left.take(job, &placement, view);
                 pl.commit(&placement, now, len);
                 out.starts.push(Start {
                     job_id: job.id,
@@ -94,15 +109,25 @@ pub(crate) fn decide_backfill(
                 break;
             }
         }
-        if !started && begin.is_none() {
+        if !started && begin.is_none() && limited.is_none() {
             if let Some(start) = start_shortened(&mut pl, job, view, &bars, config) {
-                let len = start.time_limit.map_or(1, |m| m as i64 * 60);
-                pl.commit(&start.placement, now, len);
-                out.starts.push(start);
-                started = true;
+                if let Some(r) = left.refuses(job, &start.placement, view) {
+                    limited = Some(r);
+                } else {
+                    left.take(job, &start.placement, view);
+                    let len = start.time_limit.map_or(1, |m| m as i64 * 60);
+                    pl.commit(&start.placement, now, len);
+                    out.starts.push(start);
+                    started = true;
+                }
             }
         }
         if started {
+            continue;
+        }
+        if let Some(r) = limited {
+            // It fits but its limit cannot take what it would get: no reservation.
+            out.waiting.push((job.id, r));
             continue;
         }
         let reason = if begin.is_some() {
@@ -266,6 +291,18 @@ pub(crate) fn waiting_reason(bars: &[(usize, Option<Reason>)], blocked: &[bool])
     reason.unwrap_or(Reason::Resources)
 }
 
+/// Whether a job waits for a counted limit ([`crate::LimitSlot`]) rather than resources.
+fn is_limit(r: Reason) -> bool {
+    matches!(
+        r,
+        Reason::QOSMaxJobsPerUserLimit
+            | Reason::AssocMaxJobsLimit
+            | Reason::QOSMaxCpuPerUserLimit
+            | Reason::QOSMaxWallDurationPerJobLimit
+            | Reason::AssocMaxWallDurationPerJobLimit
+    )
+}
+
 /// Start estimates for the jobs FIFO leaves waiting: each is planned, in priority order, at
 /// its earliest start no earlier than that of any job before it that waits in one of its
 /// partitions (FIFO never starts a job before the one blocking it), and its resources are held
@@ -286,7 +323,7 @@ pub(crate) fn fifo_estimates(
         let Some(reason) = reason else {
             continue;
         };
-        if job.held.is_some() {
+        if job.held.is_some() || is_limit(reason) {
             continue;
         }
         considered += 1;

@@ -46,7 +46,8 @@ mod timeline;
 
 pub use place::{place, NodeAlloc, Placement};
 pub use priority::{
-    decay, multifactor_priority, PriorityBreakdown, PriorityInputs, PriorityWeights,
+    classic_fairshare, decay, multifactor_priority, FairShare, FsNode, PriorityBreakdown,
+    PriorityInputs, PriorityWeights,
 };
 
 /// The end to give a running job without a time limit: later than any planning looks.
@@ -111,6 +112,84 @@ pub struct ClusterView {
     /// decisions, and the estimates, read this. A job missing here holds its share of the
     /// node's allocation for ever, as far as planning knows.
     pub running: Vec<RunningAlloc>,
+    /// Counted limits (QOS `MaxJobsPerUser`, association `MaxJobs`, ...) that queued jobs
+    /// name in [`QueuedJob::limits`]; each start takes from what is left.
+    pub limits: Vec<LimitSlot>,
+}
+
+/// What a counted limit counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitUnit {
+    /// One per job started.
+    Jobs,
+    /// The CPUs each job started gets.
+    Cpus,
+}
+
+/// One counted limit (for example "jobs user bob may still start in QOS normal"): the caller
+/// subtracts what already runs; a job naming it starts only while enough is left, and
+/// otherwise waits with `reason` (no reservation: it waits for a limit, not for resources).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitSlot {
+    pub left: u64,
+    pub unit: LimitUnit,
+    pub reason: Reason,
+}
+
+/// What is left of every limit during one pass.
+#[derive(Debug, Clone)]
+pub(crate) struct LimitsLeft(Vec<u64>);
+
+impl LimitsLeft {
+    pub(crate) fn new(view: &ClusterView) -> LimitsLeft {
+        LimitsLeft(view.limits.iter().map(|l| l.left).collect())
+    }
+
+    /// The reason of the first limit of `job` that cannot take it, if any.
+    pub(crate) fn blocks(&self, job: &QueuedJob, view: &ClusterView) -> Option<Reason> {
+        let cpus = u64::from(job.req.tasks.max(1)) * u64::from(job.req.cpus_per_task.max(1));
+        job.limits.iter().find_map(|&i| {
+            let l = view.limits.get(i)?;
+            let need = match l.unit {
+                LimitUnit::Jobs => 1,
+                LimitUnit::Cpus => cpus,
+            };
+            (self.0[i] < need).then_some(l.reason)
+        })
+    }
+
+    /// The reason of the first limit of `job` that cannot take it on `placement` (an
+    /// exclusive job gets more CPUs than it asked for), if any.
+    pub(crate) fn refuses(
+        &self,
+        job: &QueuedJob,
+        placement: &Placement,
+        view: &ClusterView,
+    ) -> Option<Reason> {
+        let cpus: u64 = placement.nodes.iter().map(|a| u64::from(a.cpus)).sum();
+        job.limits.iter().find_map(|&i| {
+            let l = view.limits.get(i)?;
+            let need = match l.unit {
+                LimitUnit::Jobs => 1,
+                LimitUnit::Cpus => cpus,
+            };
+            (self.0[i] < need).then_some(l.reason)
+        })
+    }
+
+    /// Takes a started job from every limit it names.
+    pub(crate) fn take(&mut self, job: &QueuedJob, placement: &Placement, view: &ClusterView) {
+        let cpus: u64 = placement.nodes.iter().map(|a| u64::from(a.cpus)).sum();
+        for &i in &job.limits {
+            if let Some(l) = view.limits.get(i) {
+                let n = match l.unit {
+                    LimitUnit::Jobs => 1,
+                    LimitUnit::Cpus => cpus,
+                };
+                self.0[i] = self.0[i].saturating_sub(n);
+            }
+        }
+    }
 }
 
 /// What a job needs, in the terms placement works with.
@@ -232,6 +311,8 @@ pub struct QueuedJob {
     /// does). `None` = the limit is never lowered.
     pub time_min: Option<u32>,
     pub req: ResourceRequest,
+    /// Indices into [`ClusterView::limits`] of the counted limits this job is subject to.
+    pub limits: Vec<usize>,
 }
 
 /// What happens to jobs that cannot start now.
@@ -373,6 +454,7 @@ fn decide_fifo(
     let order = backfill::priority_order(queue);
     // Why each job (by its place in `order`) waits; `None` if it starts.
     let mut reasons: Vec<Option<Reason>> = Vec::with_capacity(order.len());
+    let mut left = LimitsLeft::new(view);
     for &job in &order {
         if let Some(r) = job.held {
             out.waiting.push((job.id, r));
@@ -384,8 +466,14 @@ fn decide_fifo(
             reasons.push(Some(Reason::BeginTime));
             continue;
         }
+        if let Some(r) = left.blocks(job, view) {
+            out.waiting.push((job.id, r));
+            reasons.push(Some(r));
+            continue;
+        }
         let mut bars = Vec::new();
         let mut started = false;
+        let mut limited = None;
         let total = place::total_tasks(&job.req);
         let one_node = total <= 1 || job.req.ntasks_per_node.is_some_and(|t| t.max(1) >= total);
         for &p in &job.partitions {
@@ -403,11 +491,16 @@ fn decide_fifo(
                 None => place(&nodes, &view.partitions[p].nodes, &job.req),
             };
             if let Some(placement) = placement {
+                if let Some(r) = left.refuses(job, &placement, view) {
+                    limited = Some(r);
+                    break;
+                }
                 for a in &placement.nodes {
                     let n = &mut nodes[a.node];
                     n.alloc_cpus += a.cpus;
                     n.alloc_mem_mb += a.mem_mb;
                 }
+                left.take(job, &placement, view);
                 pl.commit(&placement, now, len);
                 out.starts.push(Start {
                     job_id: job.id,
@@ -421,6 +514,9 @@ fn decide_fifo(
         }
         if started {
             reasons.push(None);
+        } else if let Some(r) = limited {
+            out.waiting.push((job.id, r));
+            reasons.push(Some(r));
         } else {
             let r = backfill::waiting_reason(&bars, &blocked);
             if r == Reason::Resources {

@@ -56,11 +56,9 @@ pub struct PriorityInputs {
     /// Nodes and CPUs in the cluster.
     pub cluster_nodes: u32,
     pub cluster_cpus: u32,
-    /// The association's decayed usage as a fraction of the cluster's decayed usage
-    /// (Slurm's `usage_efctv`, `0..=1`).
-    pub usage: f64,
-    /// The association's shares as a fraction of all shares (Slurm's `shares_norm`, `0..=1`).
-    pub shares: f64,
+    /// The association's fair-share factor (`0..=1`): [`classic_fairshare`]'s
+    /// [`FairShare::factor`], or [`fairshare_factor`] of its effective usage and shares.
+    pub fairshare: f64,
     /// The partition's `PriorityJobFactor` and the largest of all partitions'.
     pub partition_factor: u32,
     pub partition_factor_max: u32,
@@ -154,7 +152,7 @@ pub fn multifactor_priority(
 ) -> PriorityBreakdown {
     let i = inputs;
     let age = age_factor(i.eligible_time, weights.max_age_secs, now) * weights.age as f64;
-    let fairshare = fairshare_factor(i.usage, i.shares) * weights.fairshare as f64;
+    let fairshare = i.fairshare.clamp(0.0, 1.0) * weights.fairshare as f64;
     let job_size = job_size_factor(
         i.nodes,
         i.cpus,
@@ -176,6 +174,98 @@ pub fn multifactor_priority(
         qos,
         nice: i.nice,
     }
+}
+
+/// One node of the fair-share tree: an account, or a user's association in an account.
+/// Node 0 is the root; every other node's parent comes before it in the slice.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FsNode {
+    pub parent: Option<usize>,
+    /// `Fairshare=`: shares among the parent's children.
+    pub shares: u32,
+    /// The node's own decayed usage (users' associations; accounts' own is usually 0).
+    pub usage: f64,
+}
+
+/// A node's fair-share numbers (what `sshare` shows).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FairShare {
+    /// Slurm's `shares_norm`: the node's fraction of the whole machine, the product along
+    /// its path of its shares over its siblings' shares.
+    pub shares_norm: f64,
+    /// Slurm's `usage_norm`: its usage (with its children's) over all usage.
+    pub usage_norm: f64,
+    /// Slurm's `usage_efctv`.
+    pub usage_efctv: f64,
+    /// `2^(-usage_efctv / shares_norm)`.
+    pub factor: f64,
+}
+
+/// Slurm's classic fair-share (`PriorityFlags` without `FAIR_TREE`) over the whole tree.
+///
+/// Effective usage is the node's normalized usage, pulled towards its parent's effective
+/// usage by its share of its siblings: `UE = U + (UE_parent - U) * S / S_siblings`; children
+/// of the root take their normalized usage as it is. The factor is
+/// [`fairshare_factor`]`(UE, shares_norm)`. So a user who used nothing in an account that used
+/// a lot still ranks below a user of an idle account. This is the algorithm Slurm documents
+/// as "classic" (`priority_multifactor.c`); the fair tree algorithm is not implemented.
+pub fn classic_fairshare(nodes: &[FsNode]) -> Vec<FairShare> {
+    let n = nodes.len();
+    let mut total = vec![0.0f64; n];
+    for (i, node) in nodes.iter().enumerate() {
+        total[i] = node.usage.max(0.0);
+    }
+    // Children come after their parents: sum usage bottom-up.
+    for i in (1..n).rev() {
+        if let Some(p) = nodes[i].parent.filter(|&p| p < i) {
+            total[p] += total[i];
+        }
+    }
+    let mut siblings = vec![0u64; n];
+    for node in nodes.iter().skip(1) {
+        if let Some(p) = node.parent.filter(|&p| p < n) {
+            siblings[p] += u64::from(node.shares);
+        }
+    }
+    let root_usage = total.first().copied().unwrap_or(0.0);
+    let mut out = vec![FairShare::default(); n];
+    if n == 0 {
+        return out;
+    }
+    out[0] = FairShare {
+        shares_norm: 1.0,
+        usage_norm: if root_usage > 0.0 { 1.0 } else { 0.0 },
+        usage_efctv: if root_usage > 0.0 { 1.0 } else { 0.0 },
+        factor: fairshare_factor(0.0, 1.0),
+    };
+    for i in 1..n {
+        let Some(p) = nodes[i].parent.filter(|&p| p < i) else {
+            continue;
+        };
+        let part = if siblings[p] == 0 {
+            0.0
+        } else {
+            f64::from(nodes[i].shares) / siblings[p] as f64
+        };
+        let shares_norm = out[p].shares_norm * part;
+        let usage_norm = if root_usage > 0.0 {
+            total[i] / root_usage
+        } else {
+            0.0
+        };
+        let usage_efctv = if p == 0 {
+            usage_norm
+        } else {
+            usage_norm + (out[p].usage_efctv - usage_norm) * part
+        };
+        out[i] = FairShare {
+            shares_norm,
+            usage_norm,
+            usage_efctv,
+            factor: fairshare_factor(usage_efctv, shares_norm),
+        };
+    }
+    out
 }
 
 /// Usage left of `usage` after `elapsed_secs` with a half-life of `half_life_secs`
@@ -245,8 +335,7 @@ mod tests {
             cpus: 16,
             cluster_nodes: 10,
             cluster_cpus: 320,
-            usage: 0.2,
-            shares: 0.2,
+            fairshare: fairshare_factor(0.2, 0.2),
             partition_factor: 1,
             partition_factor_max: 4,
             qos_priority: 10,
@@ -285,6 +374,79 @@ mod tests {
             ..w
         };
         assert_eq!(multifactor_priority(&i, &big, 250).total, u32::MAX);
+    }
+
+    #[test]
+    fn classic_fairshare_tree() {
+        // root -> physics (shares 1) -> alice (1), bob (1); root -> chem (1) -> carol (1).
+        let nodes = [
+            FsNode {
+                parent: None,
+                shares: 1,
+                usage: 0.0,
+            },
+            FsNode {
+                parent: Some(0),
+                shares: 1,
+                usage: 0.0,
+            },
+            FsNode {
+                parent: Some(1),
+                shares: 1,
+                usage: 300.0,
+            },
+            FsNode {
+                parent: Some(1),
+                shares: 1,
+                usage: 0.0,
+            },
+            FsNode {
+                parent: Some(0),
+                shares: 1,
+                usage: 0.0,
+            },
+            FsNode {
+                parent: Some(4),
+                shares: 1,
+                usage: 100.0,
+            },
+        ];
+        let f = classic_fairshare(&nodes);
+        // Physics used 3/4 of everything: UE 0.75, S 0.5 -> 2^(-1.5).
+        assert!(close(f[1].usage_norm, 0.75));
+        assert!(close(f[1].factor, (-1.5f64).exp2()));
+        // Alice: U 0.75, pulled half-way to physics' 0.75: 0.75; S 0.25 -> 2^-3.
+        assert!(close(f[2].shares_norm, 0.25));
+        assert!(close(f[2].usage_efctv, 0.75));
+        assert!(close(f[2].factor, 0.125));
+        // Bob used nothing but inherits half of his account's: UE 0.375 -> 2^-1.5.
+        assert!(close(f[3].usage_efctv, 0.375));
+        assert!(close(f[3].factor, (-1.5f64).exp2()));
+        // Carol: U 0.25, account UE 0.25 -> 0.25; S 0.5 -> 2^-0.5: above Bob.
+        assert!(close(f[5].usage_efctv, 0.25));
+        assert!(f[5].factor > f[3].factor);
+        // No usage anywhere: every factor 1.
+        let idle: Vec<FsNode> = nodes.iter().map(|n| FsNode { usage: 0.0, ..*n }).collect();
+        assert!(classic_fairshare(&idle)
+            .iter()
+            .all(|x| close(x.factor, 1.0)));
+        // Shares weigh: with 3 shares of 4, the same usage costs less.
+        let two = [
+            nodes[0],
+            FsNode {
+                parent: Some(0),
+                shares: 3,
+                usage: 50.0,
+            },
+            FsNode {
+                parent: Some(0),
+                shares: 1,
+                usage: 50.0,
+            },
+        ];
+        let f = classic_fairshare(&two);
+        assert!(f[1].factor > f[2].factor);
+        assert!(close(f[1].factor, (-0.5f64 / 0.75).exp2()));
     }
 
     #[test]

@@ -15,6 +15,8 @@
 //! job 1 n=16 t=120 [N=4] [c=1] [tpn=4] [mem=1000 | mempercpu=100 | mem=0]
 //!       [prio=100] [submit=1] [part=batch,debug] [begin=+60] [held=user|admin] [t=unlimited]
 //!       [tmin=30]              # --time-min, minutes
+//!       [lim=u1,u2]            # counted limits the job is subject to
+//! limit u1 jobs=2 reason=QOSMaxJobsPerUserLimit      # or cpus=N; before the jobs naming it
 //! == decisions
 //! start 2 in all on n3:4c            # "limit 45" added when --time-min lowered it
 //! wait 1 Resources, reserved at +3600 on n1:4c,n2:4c,n3:4c,n4:4c
@@ -26,11 +28,12 @@ use std::path::Path;
 
 use gsched_proto::job::{MemRequest, Reason};
 use gsched_sched::{
-    decide, ClusterView, Decisions, EstimateKind, NodeAlloc, NodeView, PartitionView, Policy,
-    QueuedJob, ResourceRequest, RunningAlloc, SchedConfig, UNLIMITED_END,
+    decide, ClusterView, Decisions, EstimateKind, LimitSlot, LimitUnit, NodeAlloc, NodeView,
+    PartitionView, Policy, QueuedJob, ResourceRequest, RunningAlloc, SchedConfig, UNLIMITED_END,
 };
 
 struct Scenario {
+    limit_names: Vec<String>,
     view: ClusterView,
     queue: Vec<QueuedJob>,
     now: i64,
@@ -46,6 +49,7 @@ fn time(v: &str, now: i64) -> i64 {
 
 fn parse(text: &str) -> Scenario {
     let mut s = Scenario {
+        limit_names: Vec::new(),
         view: ClusterView::default(),
         queue: Vec::new(),
         now: 0,
@@ -110,6 +114,21 @@ fn parse(text: &str) -> Scenario {
                     up: !flag("down"),
                     max_time: kv("maxtime").map(|m| m.parse().unwrap()),
                 });
+            }
+            "limit" => {
+                let (left, unit) = match (kv("jobs"), kv("cpus")) {
+                    (Some(n), _) => (n.parse().unwrap(), LimitUnit::Jobs),
+                    (_, Some(n)) => (n.parse().unwrap(), LimitUnit::Cpus),
+                    _ => panic!("limit needs jobs= or cpus="),
+                };
+                let reason = match kv("reason").unwrap() {
+                    "QOSMaxJobsPerUserLimit" => Reason::QOSMaxJobsPerUserLimit,
+                    "AssocMaxJobsLimit" => Reason::AssocMaxJobsLimit,
+                    "QOSMaxCpuPerUserLimit" => Reason::QOSMaxCpuPerUserLimit,
+                    r => panic!("unknown limit reason {r}"),
+                };
+                s.limit_names.push(rest[0].into());
+                s.view.limits.push(LimitSlot { left, unit, reason });
             }
             "running" => {
                 let end = match kv("end").unwrap() {
@@ -176,6 +195,16 @@ fn parse(text: &str) -> Scenario {
                         mem,
                         ..Default::default()
                     },
+                    limits: kv("lim").map_or(Vec::new(), |l| {
+                        l.split(',')
+                            .map(|n| {
+                                s.limit_names
+                                    .iter()
+                                    .position(|x| x == n)
+                                    .unwrap_or_else(|| panic!("unknown limit {n}"))
+                            })
+                            .collect()
+                    }),
                 });
             }
             k => panic!("unknown line kind {k}"),

@@ -48,6 +48,8 @@ impl State {
             time_limit: j.time_limit,
             time_min: j.spec.time_min,
             req: self.request_of(&j.spec),
+            // Limits are not simulated: the estimate is where resources would allow it.
+            limits: Vec::new(),
         };
         let mut queue: Vec<QueuedJob> = self
             .jobs

@@ -3,37 +3,43 @@
 //! Every scheduling pass recomputes the priority of each pending job (except held ones, which
 //! stay at 0, and jobs whose priority an administrator set) with
 //! [`gsched_sched::multifactor_priority`], and keeps the weighted factors in
-//! [`JobInfo::priority_factors`] for `gscontrol show job`.
+//! [`JobInfo::priority_factors`] for `gscontrol show job` and `gsprio`.
 //!
-//! **Fair-share.** Usage is CPU-seconds per association: the job's account (`-A`), or its
-//! user when it has none. Each pass first decays every association's usage by the time since
-//! the previous pass (`PriorityDecayHalfLife`), then adds the CPU-seconds that running and
-//! finished jobs used since they were last counted. Usage lives in memory; after a restart it
-//! is rebuilt from the jobs the store still holds (those that ended within `MinJobAge`, and
-//! the running ones). Every association known to the controller (with usage, or with jobs in
-//! memory) has equal shares; its fair-share factor is `2^(-usage/shares)` with usage as a
-//! fraction of all usage, Slurm's classic formula.
+//! **Fair-share.** Usage is CPU-seconds per association: the job's account (`-A`, or the
+//! user's default account) and its user. Each pass first decays every association's usage by
+//! the time since the previous pass (`PriorityDecayHalfLife`), then adds the CPU-seconds that
+//! running and finished jobs used since they were last counted. The usage, and up to when
+//! each job was counted, is saved in the store (whenever a finished job was counted, and at
+//! least every [`USAGE_SAVE_SECS`]), so fair-share survives a controller restart without
+//! counting anything twice. The fair-share factor is Slurm's classic algorithm over the
+//! account tree of `gsacctmgr` ([`gsched_sched::classic_fairshare`]): accounts and user
+//! associations with their `Fairshare=` shares (idle associations hold theirs too, as in
+//! Slurm); an account or user that is not in the table gets one share (a job without account
+//! hangs its user directly under the root).
+//!
+//! **QOS.** The QOS factor is the job's QOS `Priority` over the largest QOS priority.
 
 use super::*;
+use gsched_proto::acct::ROOT_ACCOUNT;
 use gsched_proto::config::PriorityType;
 use gsched_proto::job::PriorityFactors;
-use gsched_sched::{decay, multifactor_priority, PriorityInputs, PriorityWeights};
+use gsched_sched::{
+    classic_fairshare, decay, multifactor_priority, FsNode, PriorityInputs, PriorityWeights,
+};
 use std::collections::HashSet;
 
-/// Who usage is charged to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Assoc {
-    Account(String),
-    User(u32),
-}
+/// The longest time between two saves of the usage.
+pub const USAGE_SAVE_SECS: i64 = 60;
 
-impl Assoc {
-    pub fn of(job: &JobInfo) -> Assoc {
-        match &job.spec.account {
-            Some(a) => Assoc::Account(a.clone()),
-            None => Assoc::User(job.user_id),
-        }
-    }
+/// Who usage is charged to: (account, user name); account `""` for a job without one.
+pub type Assoc = (String, String);
+
+/// The association a job's usage is charged to.
+pub fn assoc_of(job: &JobInfo) -> Assoc {
+    (
+        job.spec.account.clone().unwrap_or_default(),
+        job.user_name.clone(),
+    )
 }
 
 /// Decayed CPU-seconds per association.
@@ -44,16 +50,84 @@ pub struct Usage {
     pub decayed_at: Option<i64>,
     /// Per job: the time up to which its run was counted.
     pub counted_until: HashMap<JobId, i64>,
+    /// When the usage was last saved to the store.
+    pub saved_at: Option<i64>,
+    /// Finished jobs whose whole run is counted (a new one is a reason to save at once).
+    pub closed: HashSet<JobId>,
 }
 
 impl Usage {
+    /// The usage saved in the store (empty on a new store).
+    pub fn load(store: &Store) -> Result<Usage, StoreError> {
+        let (rows, counted, at) = store.load_usage()?;
+        Ok(Usage {
+            by_assoc: rows.into_iter().map(|(a, u, v)| ((a, u), v)).collect(),
+            decayed_at: at,
+            counted_until: counted.into_iter().collect(),
+            saved_at: at,
+            closed: HashSet::new(),
+        })
+    }
+
+    /// Saves the usage (and per-job counted times) as of `now`.
+    pub fn save(&mut self, store: &mut Store, now: i64) -> Result<(), StoreError> {
+        let mut rows: Vec<(String, String, f64)> = self
+            .by_assoc
+            .iter()
+            .map(|((a, u), v)| (a.clone(), u.clone(), *v))
+            .collect();
+        rows.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        // Finished jobs are wholly counted by now: only runs still going are saved (a
+        // restart knows the others from their end time, see `adopt_finished`).
+        let mut counted: Vec<(JobId, i64)> = self
+            .counted_until
+            .iter()
+            .filter(|(k, _)| !self.closed.contains(k))
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        counted.sort_unstable();
+        store.save_usage(&rows, &counted, self.decayed_at.unwrap_or(now))?;
+        self.saved_at = Some(now);
+        Ok(())
+    }
+
+    /// After a restart: jobs of the store that had ended when the usage was last saved were
+    /// wholly counted then.
+    pub fn adopt_finished<'a>(&mut self, jobs: impl Iterator<Item = &'a JobInfo>) {
+        let Some(at) = self.decayed_at else { return };
+        for j in jobs {
+            if let (Some(_), Some(e)) = (j.start_time, j.end_time) {
+                if e <= at {
+                    self.counted_until.insert(j.job_id, e);
+                    self.closed.insert(j.job_id);
+                }
+            }
+        }
+    }
+
+    /// The usage as the API reports it, sorted.
+    pub fn rows(&self) -> Vec<gsched_proto::acct::UsageRow> {
+        let mut v: Vec<gsched_proto::acct::UsageRow> = self
+            .by_assoc
+            .iter()
+            .map(|((a, u), v)| gsched_proto::acct::UsageRow {
+                account: a.clone(),
+                user: u.clone(),
+                usage: *v,
+            })
+            .collect();
+        v.sort_by(|a, b| (&a.account, &a.user).cmp(&(&b.account, &b.user)));
+        v
+    }
+
     /// Decays all usage to `now` and counts what jobs used since they were last counted.
+    /// Returns whether a job was seen finished for the first time (a reason to save at once).
     pub fn update<'a>(
         &mut self,
         jobs: impl Iterator<Item = &'a JobInfo>,
         now: i64,
         half_life: i64,
-    ) {
+    ) -> bool {
         if let Some(t) = self.decayed_at {
             let elapsed = now - t;
             if elapsed > 0 {
@@ -64,6 +138,7 @@ impl Usage {
         }
         self.decayed_at = Some(now);
         let mut seen = HashSet::new();
+        let mut finished = false;
         for j in jobs {
             let Some(start) = j.start_time else { continue };
             seen.insert(j.job_id);
@@ -75,23 +150,18 @@ impl Usage {
             if to > from {
                 let cpus: u32 = j.cpus_per_node.iter().sum();
                 let cpus = if cpus == 0 { j.num_cpus } else { cpus };
-                *self.by_assoc.entry(Assoc::of(j)).or_insert(0.0) +=
+                *self.by_assoc.entry(assoc_of(j)).or_insert(0.0) +=
                     f64::from(cpus) * (to - from) as f64;
                 self.counted_until.insert(j.job_id, to);
+            }
+            if j.end_time.is_some_and(|e| e <= now) && self.closed.insert(j.job_id) {
+                finished = true;
             }
         }
         // Forget jobs the controller forgot.
         self.counted_until.retain(|id, _| seen.contains(id));
-    }
-
-    /// The association's share of all usage (`0..=1`).
-    pub fn fraction(&self, a: &Assoc) -> f64 {
-        let total: f64 = self.by_assoc.values().sum();
-        if total <= 0.0 {
-            0.0
-        } else {
-            self.by_assoc.get(a).copied().unwrap_or(0.0) / total
-        }
+        self.closed.retain(|id| seen.contains(id));
+        finished
     }
 }
 
@@ -109,6 +179,92 @@ pub fn weights_from(cfg: &Config) -> PriorityWeights {
     }
 }
 
+/// The fair-share factor of each association: `factors[account][user]`.
+type Factors = HashMap<String, HashMap<String, f64>>;
+
+/// The fair-share tree of the table plus the associations seen in usage and jobs (as
+/// borrowed (account, user) pairs): the factor per association.
+fn fairshare_by_assoc<'a>(
+    db: &crate::acct::AcctDb,
+    usage: &'a HashMap<Assoc, f64>,
+    seen: HashSet<(&'a str, &'a str)>,
+) -> Factors {
+    let mut nodes = vec![FsNode {
+        parent: None,
+        shares: 1,
+        usage: 0.0,
+    }];
+    let mut account_index: HashMap<&str, usize> = HashMap::new();
+    account_index.insert(ROOT_ACCOUNT, 0);
+    // Accounts of the table, parents first.
+    let mut frontier = vec![ROOT_ACCOUNT];
+    while let Some(parent) = frontier.pop() {
+        let pi = account_index[parent];
+        for a in db.accounts.values() {
+            if a.parent.as_deref() == Some(parent) && !account_index.contains_key(a.name.as_str()) {
+                account_index.insert(a.name.as_str(), nodes.len());
+                nodes.push(FsNode {
+                    parent: Some(pi),
+                    shares: a.fairshare,
+                    usage: 0.0,
+                });
+                frontier.push(a.name.as_str());
+            }
+        }
+    }
+    let shares: HashMap<(&str, &str), u32> = db
+        .assocs
+        .values()
+        .map(|a| ((a.account.as_str(), a.user.as_str()), a.fairshare))
+        .collect();
+    // Every association of the table (idle ones hold shares too, as in Slurm), and those
+    // only seen in usage and jobs.
+    let mut all: Vec<(&str, &str)> = usage
+        .keys()
+        .map(|(a, u)| (a.as_str(), u.as_str()))
+        .chain(seen)
+        .chain(shares.keys().copied())
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    // Accounts only seen in jobs: one share under the root.
+    for (a, _) in &all {
+        if !a.is_empty() && !account_index.contains_key(a) {
+            account_index.insert(a, nodes.len());
+            nodes.push(FsNode {
+                parent: Some(0),
+                shares: 1,
+                usage: 0.0,
+            });
+        }
+    }
+    let mut assoc_index = Vec::with_capacity(all.len());
+    for key in &all {
+        let parent = if key.0.is_empty() {
+            0
+        } else {
+            account_index[key.0]
+        };
+        assoc_index.push((*key, nodes.len()));
+        nodes.push(FsNode {
+            parent: Some(parent),
+            shares: shares.get(key).copied().unwrap_or(1),
+            usage: usage
+                .get(&(key.0.to_string(), key.1.to_string()))
+                .copied()
+                .unwrap_or(0.0),
+        });
+    }
+    let f = classic_fairshare(&nodes);
+    let mut out: Factors = HashMap::new();
+    for ((a, u), i) in assoc_index {
+        out.entry(a.to_string())
+            .or_default()
+            .insert(u.to_string(), f[i].factor);
+    }
+    out
+}
+
 impl State {
     /// Under priority/multifactor: updates usage and every pending job's priority.
     pub(super) fn update_priorities(&mut self, now: i64, dep_blocked: &HashMap<JobId, Reason>) {
@@ -116,15 +272,35 @@ impl State {
             return;
         }
         let half_life = self.cfg.priority.decay_half_life_secs;
-        self.usage
+        let finished = self
+            .usage
             .update(self.jobs.values().map(|j| &j.info), now, half_life);
+        if finished
+            || self
+                .usage
+                .saved_at
+                .is_none_or(|t| now - t >= USAGE_SAVE_SECS)
+        {
+            if let Err(e) = self.usage.save(&mut self.store, now) {
+                tracing::error!("cannot save fair-share usage: {e}");
+            }
+        }
         let weights = weights_from(&self.cfg);
         let cluster_nodes = self.nodes.len() as u32;
         let cluster_cpus: u32 = self.nodes.iter().map(|n| n.cpus).sum();
-        let mut assocs: HashSet<Assoc> = self.usage.by_assoc.keys().cloned().collect();
-        assocs.extend(self.jobs.values().map(|j| Assoc::of(&j.info)));
-        let shares = 1.0 / assocs.len().max(1) as f64;
-        let usage = &self.usage;
+        let seen: HashSet<(&str, &str)> = self
+            .jobs
+            .values()
+            .map(|j| {
+                (
+                    j.info.spec.account.as_deref().unwrap_or(""),
+                    j.info.user_name.as_str(),
+                )
+            })
+            .collect();
+        let fs = fairshare_by_assoc(&self.acct, &self.usage.by_assoc, seen);
+        let qos_max = self.acct.max_qos_priority();
+        let acct = &self.acct;
         for job in self.jobs.values_mut() {
             let j = &mut job.info;
             if j.state != JobState::Pending || job.extra.priority_fixed {
@@ -144,12 +320,15 @@ impl State {
                 cpus: j.num_cpus,
                 cluster_nodes,
                 cluster_cpus,
-                usage: usage.fraction(&Assoc::of(j)),
-                shares,
+                fairshare: fs
+                    .get(j.spec.account.as_deref().unwrap_or(""))
+                    .and_then(|m| m.get(&j.user_name))
+                    .copied()
+                    .unwrap_or(1.0),
                 partition_factor: 1,
                 partition_factor_max: 1,
-                qos_priority: 0,
-                qos_priority_max: 0,
+                qos_priority: acct.qos.get(j.qos()).map_or(0, |q| q.priority),
+                qos_priority_max: qos_max,
                 nice: j.nice(),
             };
             let b = multifactor_priority(&inputs, &weights, now);
@@ -231,8 +410,9 @@ mod tests {
         assert!(pb > pa, "bob {pb} alice {pa}");
         let fa = st.jobs[&a3].info.priority_factors.unwrap();
         let fb = st.jobs[&b1].info.priority_factors.unwrap();
-        // Alice has all the usage: 2^(-1/0.5) = 1/4; Bob none: 1.
-        assert!((fa.fairshare - 2500.0).abs() < 1.0, "{fa:?}");
+        // Alice has all the usage and a third of the shares (her, Bob, and root's association
+        // in account root): 2^(-1/(1/3)) = 1/8; Bob none: 1.
+        assert!((fa.fairshare - 1250.0).abs() < 1.0, "{fa:?}");
         assert!((fb.fairshare - 10_000.0).abs() < 1e-6, "{fb:?}");
         // Age counts from the eligible time (7-day PriorityMaxAge).
         assert!(fa.age > fb.age);
@@ -243,10 +423,11 @@ mod tests {
         assert_eq!(st.jobs[&a3].info.state, JobState::Pending);
         // 2 CPUs for 200 s each (a1 finished, a2 still running); nothing decays in 200 s
         // of a 7-day half-life to within 1 CPU-second.
-        let alice = st.usage.by_assoc[&Assoc::User(1001)];
+        let key: Assoc = (String::new(), users::user_name(1001));
+        let alice = st.usage.by_assoc[&key];
         assert!((alice - 800.0).abs() < 1.0, "{alice}");
         st.schedule(1250);
-        let alice = st.usage.by_assoc[&Assoc::User(1001)];
+        let alice = st.usage.by_assoc[&key];
         assert!((alice - 900.0).abs() < 1.0, "{alice}");
     }
 
@@ -265,11 +446,12 @@ mod tests {
         st.schedule(1000);
         finish(&mut st, a, 1000 + 3600);
         st.schedule(1000 + 3600);
-        let u = st.usage.by_assoc[&Assoc::Account("physics".into())];
+        let key: Assoc = ("physics".into(), users::user_name(1001));
+        let u = st.usage.by_assoc[&key];
         assert!((u - 2.0 * 3600.0).abs() < 1.0, "{u}");
         // One half-life later: half.
         st.schedule(1000 + 2 * 3600);
-        let u = st.usage.by_assoc[&Assoc::Account("physics".into())];
+        let u = st.usage.by_assoc[&key];
         assert!((u - 3600.0).abs() < 1.0, "{u}");
         // Bob in the same account shares its usage; Bob alone does not.
         let b_acct = st.submit(s, BOB, 8200).unwrap();
@@ -278,6 +460,89 @@ mod tests {
         st.schedule(8200);
         let f = |id: JobId| st.jobs[&id].info.priority_factors.unwrap().fairshare;
         assert!(f(b_acct) < f(b_own), "{} {}", f(b_acct), f(b_own));
+    }
+
+    #[test]
+    fn qos_factor_and_usage_survive_restart() {
+        use gsched_proto::acct::{AcctChange, AcctEntity, AcctOp};
+        let dir = tempfile::tempdir().unwrap();
+        let conf = "PriorityWeightQOS=1000\nPriorityWeightFairshare=1000\n";
+        let key: Assoc = ("physics".into(), users::user_name(1001));
+        {
+            let mut st = state(dir.path(), conf);
+            let add = |st: &mut State, name: &str, prio: &str| {
+                let c = AcctChange {
+                    op: AcctOp::Add,
+                    entity: AcctEntity::Qos,
+                    names: vec![name.into()],
+                    conditions: Vec::new(),
+                    settings: vec![("Priority".into(), "=".into(), prio.into())],
+                };
+                st.acct_change(&c, ROOT).unwrap();
+            };
+            add(&mut st, "high", "100");
+            add(&mut st, "low", "25");
+            let mut s = spec(1);
+            s.qos = Some("low".into());
+            let low = st.submit(s.clone(), ALICE, 1000).unwrap();
+            s.qos = Some("high".into());
+            let high = st.submit(s, ALICE, 1000).unwrap();
+            let normal = st.submit(spec(1), ALICE, 1000).unwrap();
+            st.schedule(1000);
+            let q = |id: JobId| st.jobs[&id].info.priority_factors.unwrap().qos;
+            assert_eq!((q(high), q(low), q(normal)), (1000.0, 250.0, 0.0));
+            assert!(st.jobs[&high].info.priority > st.jobs[&low].info.priority);
+            // Usage of a finished job is saved at once.
+            register_all(&mut st, 1000);
+            let mut s = spec(2);
+            s.account = Some("physics".into());
+            let a = st.submit(s, ALICE, 1000).unwrap();
+            st.update_job(
+                &JobUpdateRequest {
+                    job_id: a,
+                    priority: Some(u32::MAX - 1),
+                    ..JobUpdateRequest::default()
+                },
+                ROOT,
+                1000,
+            )
+            .unwrap();
+            st.schedule(1000);
+            finish(&mut st, a, 1100);
+            st.schedule(1100);
+            assert!((st.usage.by_assoc[&key] - 200.0).abs() < 1.0);
+        }
+        // A new controller on the same store: the usage is back, decayed to now, and the
+        // finished job (still in the store) is not counted twice.
+        let mut st = state(dir.path(), conf);
+        assert!((st.usage.by_assoc[&key] - 200.0).abs() < 1.0);
+        st.schedule(1200);
+        let u = st.usage.by_assoc[&key];
+        assert!((u - 200.0).abs() < 1.0, "{u}");
+    }
+
+    #[test]
+    fn a_run_across_a_restart_is_counted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = "PriorityWeightFairshare=1000\nSlurmdTimeout=1000\n";
+        let key: Assoc = (String::new(), users::user_name(1001));
+        let a;
+        {
+            let mut st = state(dir.path(), conf);
+            register_all(&mut st, 1000);
+            a = st.submit(spec(2), ALICE, 1000).unwrap();
+            st.schedule(1000);
+            assert_eq!(st.jobs[&a].info.state, JobState::Running);
+            // USAGE_SAVE_SECS later the usage is saved with the run counted up to then.
+            st.schedule(1000 + USAGE_SAVE_SECS);
+            assert!((st.usage.by_assoc[&key] - 120.0).abs() < 1.0);
+        }
+        let mut st = state(dir.path(), conf);
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        st.schedule(1100);
+        // 2 CPUs for 100 s in all, not 100 s plus the 60 s already saved.
+        let u = st.usage.by_assoc[&key];
+        assert!((u - 200.0).abs() < 1.0, "{u}");
     }
 
     #[test]

@@ -28,6 +28,7 @@ fn cluster(n: usize, cpus: u32, mem: u64) -> ClusterView {
             max_time: None,
         }],
         running: Vec::new(),
+        limits: Vec::new(),
     }
 }
 
@@ -49,6 +50,7 @@ fn job(id: JobId, tasks: u32, cpt: u32) -> QueuedJob {
             mem: None,
             ..Default::default()
         },
+        limits: Vec::new(),
     }
 }
 
@@ -709,6 +711,44 @@ proptest! {
         for policy in [Policy::EASY, Policy::Conservative] {
             let d = decide(&v, &q, NOW, &config(policy));
             prop_assert_eq!(&d.starts, &fifo.starts);
+        }
+    }
+
+    /// Counted limits (QOS MaxJobsPerUser, MaxTRESPerUser=cpu): whatever the queue and
+    /// policy, one pass never starts more than a limit has left, and a job waiting for a
+    /// limit gets no estimate.
+    #[test]
+    fn counted_limits_are_never_exceeded(case in arb_case(), jobs_left in 0u64..3, cpus_left in 0u64..8) {
+        let mut v = case.view.clone();
+        v.limits = vec![
+            LimitSlot { left: jobs_left, unit: LimitUnit::Jobs, reason: Reason::QOSMaxJobsPerUserLimit },
+            LimitSlot { left: cpus_left, unit: LimitUnit::Cpus, reason: Reason::QOSMaxCpuPerUserLimit },
+        ];
+        let q: Vec<QueuedJob> = case.queue.iter().cloned().map(|mut j| {
+            if j.id % 2 == 0 { j.limits.push(0); }
+            if j.id % 2 == 1 { j.limits.push(1); }
+            // Whole nodes: more CPUs than asked, which the CPU limit must see.
+            if j.id % 4 == 1 { j.req.exclusive = true; }
+            j
+        }).collect();
+        for policy in policies() {
+            let d = decide(&v, &q, NOW, &config(policy));
+            let (mut jobs, mut cpus) = (0u64, 0u64);
+            for s in &d.starts {
+                let j = q.iter().find(|j| j.id == s.job_id).unwrap();
+                if j.limits.contains(&0) { jobs += 1; }
+                if j.limits.contains(&1) {
+                    cpus += s.placement.nodes.iter().map(|a| u64::from(a.cpus)).sum::<u64>();
+                }
+            }
+            prop_assert!(jobs <= jobs_left, "{:?}: {} jobs of {}", policy, jobs, jobs_left);
+            prop_assert!(cpus <= cpus_left, "{:?}: {} cpus of {}", policy, cpus, cpus_left);
+            for (id, r) in &d.waiting {
+                if matches!(r, Reason::QOSMaxJobsPerUserLimit | Reason::QOSMaxCpuPerUserLimit) {
+                    prop_assert!(d.estimates.iter().all(|e| e.job_id != *id));
+                }
+            }
+            prop_assert_eq!(d.starts.len() + d.waiting.len(), q.len());
         }
     }
 }

@@ -1,0 +1,5 @@
+//! `gsprio`: Slurm's `sprio`.
+fn main() {
+    let args = gsched_cli::common::args_to_strings(std::env::args_os());
+    std::process::exit(gsched_cli::sprio::main(args));
+}

@@ -1,0 +1,1 @@
+gsprio.fish

@@ -13,7 +13,7 @@ use gsched_proto::auth::Identity;
 use gsched_proto::config::{
     BackfillPolicy, Config, ConfiguredNodeState, PartitionState, SchedulerType,
 };
-use gsched_proto::depend::{DepKind, DependencySpec};
+use gsched_proto::depend::DependencySpec;
 use gsched_proto::hostlist;
 use gsched_proto::job::{JobId, JobInfo, JobSpec, JobState, MemRequest, Reason};
 use gsched_proto::node::{NodeBaseState, NodeInfo, PartitionInfo, PartitionStateInfo};
@@ -900,12 +900,6 @@ impl State {
             )
         })?;
         for item in &dep.items {
-            if item.kind == DepKind::AfterCorr {
-                return Err(ApiError::new(
-                    ErrorCode::DependencyProblem,
-                    "Job dependency problem: aftercorr needs job arrays, which gsched does not support yet",
-                ));
-            }
             for t in &item.targets {
                 if !self.jobs.contains_key(&t.job_id) {
                     return Err(ApiError::new(
@@ -957,7 +951,8 @@ impl State {
                 .get(&(j.info.user_id, j.info.name.as_str()))
                 .is_some_and(|&o| o != j.info.job_id);
             let target = |id: JobId| array_or_job_state(jobs, id);
-            match depend::evaluate(&dep, target, blocked_singleton, now) {
+            let corr = |id: JobId| corresponding_task_state(jobs, &self.arrays, id, &j.info);
+            match depend::evaluate(&dep, target, corr, blocked_singleton, now) {
                 DepStatus::Satisfied => satisfied.push(j.info.job_id),
                 DepStatus::Pending => {
                     blocked.insert(j.info.job_id, Reason::Dependency);
@@ -1988,6 +1983,29 @@ fn array_or_job_state(jobs: &BTreeMap<JobId, Job>, id: JobId) -> Option<TargetSt
             .flatten(),
         end_time: state.is_terminal().then(|| max(|t| t.end_time)).flatten(),
     })
+}
+
+/// What `aftercorr:id` sees for `job`: the task of array `id` with the same index as `job`,
+/// `None` when `job` is not an array task or that array has no such task (then the target
+/// is judged as a whole, as Slurm does).
+fn corresponding_task_state(
+    jobs: &BTreeMap<JobId, Job>,
+    arrays: &HashMap<JobId, ArrayRt>,
+    id: JobId,
+    job: &JobInfo,
+) -> Option<TargetState> {
+    let k = job.array?.task_id;
+    let a = arrays.get(&id)?;
+    let pos = a.indices.binary_search(&k).ok()?;
+    let t = jobs.get(&id.checked_add(pos as u32)?)?;
+    t.info
+        .array
+        .filter(|ta| ta.job_id == id && ta.task_id == k)
+        .map(|_| TargetState {
+            state: t.info.state,
+            start_time: t.info.start_time,
+            end_time: t.info.end_time,
+        })
 }
 
 /// The scheduler core's settings from `SchedulerType=` and `SchedulerParameters=`.

@@ -297,6 +297,12 @@ fn parse_jobs(prog: &str, s: &str) -> Result<Vec<JobSel>, Fail> {
             None => (tok.as_str(), None),
         };
         let bad = || Fail::error(prog, format!("Invalid job id: {tok}"));
+        if let Some((n, k)) = gsched_proto::het::parse_component_ref(job) {
+            // `N+K`: component K of het job N, whose own id is N + K.
+            let id = n.checked_add(k).ok_or_else(bad)?;
+            out.push(((id, None), step));
+            continue;
+        }
         let (id, task) = match job.split_once('_') {
             Some((a, k)) => (a, Some(k.parse::<u32>().map_err(|_| bad())?)),
             None => (job, None),
@@ -627,7 +633,10 @@ impl Params {
                 let base = match (row.range, j.array) {
                     (Some(r), Some(a)) => format!("{}_[{r}]", a.job_id),
                     (None, Some(a)) => format!("{}_{}", a.job_id, a.task_id),
-                    _ => j.job_id.to_string(),
+                    _ => match j.het {
+                        Some(h) => h.name(),
+                        None => j.job_id.to_string(),
+                    },
                 };
                 if row.batch {
                     format!("{base}.batch")

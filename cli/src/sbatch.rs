@@ -507,6 +507,43 @@ impl Opts {
     }
 }
 
+impl Opts {
+    /// What the next component of a heterogeneous job starts from: the options Slurm
+    /// propagates from one component to the next (its list in "Heterogeneous Job Support");
+    /// partition, node and task counts, CPUs, memory and placement start afresh.
+    pub fn propagated(&self) -> Opts {
+        Opts {
+            job_name: self.job_name.clone(),
+            output: self.output.clone(),
+            error: self.error.clone(),
+            input: self.input.clone(),
+            chdir: self.chdir.clone(),
+            time: self.time,
+            time_min: self.time_min,
+            export: self.export.clone(),
+            open_mode: self.open_mode,
+            parsable: self.parsable,
+            hold: self.hold,
+            uid: self.uid,
+            gid: self.gid,
+            clusters: self.clusters.clone(),
+            ignore_pbs: self.ignore_pbs,
+            dependency: self.dependency.clone(),
+            begin: self.begin,
+            kill_on_invalid_dep: self.kill_on_invalid_dep,
+            requeue: self.requeue,
+            comment: self.comment.clone(),
+            warn_signal: self.warn_signal,
+            wait: self.wait,
+            test_only: self.test_only,
+            account: self.account.clone(),
+            nice: self.nice,
+            exclude: self.exclude.clone(),
+            ..Opts::default()
+        }
+    }
+}
+
 /// Slurm's largest `--nice` magnitude (`NICE_OFFSET - 3`).
 pub const MAX_NICE: i64 = 2_147_483_645;
 
@@ -672,10 +709,9 @@ pub fn directive_args(script: &str, file: &str, prog: &str) -> Result<Directives
         let trimmed = rest.trim_start();
         let word = trimmed.split_ascii_whitespace().next().unwrap_or("");
         if word.eq_ignore_ascii_case("hetjob") || word.eq_ignore_ascii_case("packjob") {
-            return Err(Fail::error(
-                prog,
-                "heterogeneous jobs (#SBATCH hetjob) are not supported by gsched yet",
-            ));
+            // The options after it are the next component's.
+            d.het_args.push(Vec::new());
+            continue;
         }
         if trimmed.starts_with(':') {
             return Err(Fail::raw(
@@ -690,7 +726,10 @@ pub fn directive_args(script: &str, file: &str, prog: &str) -> Result<Directives
         loop {
             match next_argument(&bytes[pos..]) {
                 Ok(Some((arg, used))) => {
-                    d.args.push(arg);
+                    match d.het_args.last_mut() {
+                        Some(group) => group.push(arg),
+                        None => d.args.push(arg),
+                    }
                     pos += used;
                 }
                 Ok(None) => break,
@@ -715,6 +754,9 @@ pub struct Directives {
     pub warnings: Vec<String>,
     /// `#PBS`/`#BSUB` lines (Slurm would translate them; gsched refuses).
     pub foreign: bool,
+    /// The arguments of the later components of a heterogeneous job, one group after each
+    /// `#SBATCH hetjob` (or `packjob`) line.
+    pub het_args: Vec<Vec<String>>,
 }
 
 /// Parses directive arguments into option items; an operand is an invalid directive.
@@ -922,6 +964,8 @@ pub struct CommandLine {
     pub wrap: Option<String>,
     pub quiet: bool,
     pub verbose: u32,
+    /// The options of the later components of a heterogeneous job (`... : ...`).
+    pub het_items: Vec<Vec<(&'static str, Option<String>)>>,
 }
 
 /// What the first pass decided.
@@ -933,31 +977,38 @@ pub enum FirstPass {
 }
 
 pub fn first_pass(prog: &str, args: &[String]) -> Result<FirstPass, Fail> {
-    // The options come first: the first operand (the script) ends them.
-    let split = getopt::parse_split(args, OPTIONS, Ordering::RequireOrder);
+    // The options come first: the first operand (the script) ends them. A lone `:` ends
+    // the options of one component of a heterogeneous job; the next component's follow.
     let mut cl = CommandLine::default();
-    for (id, arg) in &split.opts {
-        if let Some(text) = common::info_text(id, help_text, usage_text) {
-            return Ok(FirstPass::Print(text));
+    let mut groups = Vec::new();
+    let mut rest: Vec<String> = args.to_vec();
+    loop {
+        let split = getopt::parse_split(&rest, OPTIONS, Ordering::RequireOrder);
+        for (id, arg) in &split.opts {
+            if let Some(text) = common::info_text(id, help_text, usage_text) {
+                return Ok(FirstPass::Print(text));
+            }
+            match *id {
+                "wrap" => cl.wrap = arg.clone(),
+                "quiet" => cl.quiet = true,
+                "verbose" => cl.verbose += 1,
+                _ => {}
+            }
         }
-        match *id {
-            "wrap" => cl.wrap = arg.clone(),
-            "quiet" => cl.quiet = true,
-            "verbose" => cl.verbose += 1,
-            _ => {}
+        if let Some(e) = &split.err {
+            return Err(getopt_fail(prog, e));
+        }
+        groups.push(split.opts);
+        match split.operands.split_first() {
+            Some((colon, next)) if colon == ":" => rest = next.to_vec(),
+            _ => {
+                cl.operands = split.operands;
+                break;
+            }
         }
     }
-    if split.operands.iter().any(|o| o == ":") {
-        return Err(Fail::error(
-            prog,
-            "heterogeneous jobs (\":\" separated components) are not supported by gsched yet",
-        ));
-    }
-    if let Some(e) = &split.err {
-        return Err(getopt_fail(prog, e));
-    }
-    cl.items = split.opts;
-    cl.operands = split.operands;
+    cl.items = groups.remove(0);
+    cl.het_items = groups;
     Ok(FirstPass::Go(cl))
 }
 
@@ -977,17 +1028,37 @@ pub fn build(
     let mut warnings = Vec::new();
     let dirs = directive_args(script, &file_label, prog)?;
     warnings.extend(dirs.warnings.iter().cloned());
-    let script_items = parse_directives(prog, &dirs.args)?;
-    let mut opts = Opts::default();
-    for (id, arg) in &script_items {
-        opts.apply(prog, id, arg.as_deref(), Source::Script, &ctx.caller)?;
+    // One set of options per component of a heterogeneous job (one for an ordinary job):
+    // the component's `#SBATCH` lines, then the environment, then its command line, over
+    // what the previous component propagates.
+    let script_groups: Vec<&Vec<String>> =
+        std::iter::once(&dirs.args).chain(&dirs.het_args).collect();
+    let n_components = script_groups.len().max(1 + cl.het_items.len());
+    let mut components: Vec<Opts> = Vec::with_capacity(n_components);
+    for k in 0..n_components {
+        let mut opts = match components.last() {
+            Some(prev) => prev.propagated(),
+            None => Opts::default(),
+        };
+        if let Some(args) = script_groups.get(k) {
+            for (id, arg) in &parse_directives(prog, args)? {
+                opts.apply(prog, id, arg.as_deref(), Source::Script, &ctx.caller)?;
+            }
+        }
+        for (id, arg, var) in env_options(&ctx.env) {
+            opts.apply(prog, id, arg.as_deref(), Source::Env(var), &ctx.caller)?;
+        }
+        let items = if k == 0 {
+            Some(&cl.items)
+        } else {
+            cl.het_items.get(k - 1)
+        };
+        for (id, arg) in items.into_iter().flatten() {
+            opts.apply(prog, id, arg.as_deref(), Source::Cli, &ctx.caller)?;
+        }
+        components.push(opts);
     }
-    for (id, arg, var) in env_options(&ctx.env) {
-        opts.apply(prog, id, arg.as_deref(), Source::Env(var), &ctx.caller)?;
-    }
-    for (id, arg) in &cl.items {
-        opts.apply(prog, id, arg.as_deref(), Source::Cli, &ctx.caller)?;
-    }
+    let opts = components[0].clone();
     if dirs.foreign && !opts.ignore_pbs {
         return Err(Fail::error(
             prog,
@@ -1118,7 +1189,57 @@ pub fn build(
         constraint: opts.constraint.clone(),
         exclusive: opts.exclusive,
     };
+    // The later components of a heterogeneous job: their own resources; the script, its
+    // arguments and environment are the first component's (it runs the batch script).
+    let mut het = Vec::new();
+    for o in components.iter().skip(1) {
+        let (time_limit, time_unlimited) = match o.time {
+            None => (None, false),
+            Some(None) => (None, true),
+            Some(Some(m)) => (Some(m), false),
+        };
+        let mut nodes = o.nodes.map(|n| n.0);
+        if let (Some(n), Some(t)) = (nodes, o.ntasks) {
+            if t < n {
+                warnings.push(format!(
+                    "{prog}: Warning: can't run {t} processes on {n} nodes, setting nnodes to {t}"
+                ));
+                nodes = Some(t);
+            }
+        }
+        het.push(JobSpec {
+            array: o.array.clone(),
+            name: o.job_name.clone().unwrap_or_else(|| spec.name.clone()),
+            script: String::new(),
+            argv: Vec::new(),
+            environment: Vec::new(),
+            partitions: o.partitions.clone().unwrap_or_default(),
+            time_limit,
+            time_unlimited,
+            time_min: o.time_min,
+            nodes,
+            ntasks: o.ntasks,
+            cpus_per_task: o.cpus_per_task,
+            ntasks_per_node: o.ntasks_per_node,
+            mem: o.memory(prog)?,
+            hold: o.hold,
+            dependency: o.dependency.clone(),
+            kill_on_invalid_dep: o.kill_on_invalid_dep,
+            begin_time: o.begin,
+            requeue: o.requeue,
+            comment: o.comment.clone(),
+            warn_signal: o.warn_signal,
+            account: o.account.clone(),
+            nice: o.nice,
+            nodelist: o.nodelist.clone(),
+            exclude: o.exclude.clone(),
+            constraint: o.constraint.clone(),
+            exclusive: o.exclusive,
+            ..spec.clone()
+        });
+    }
     Ok(Built {
+        het,
         spec,
         wait: opts.wait,
         test_only: opts.test_only,
@@ -1132,6 +1253,8 @@ pub fn build(
 #[derive(Debug, Clone)]
 pub struct Built {
     pub spec: JobSpec,
+    /// The later components of a heterogeneous job (empty for an ordinary job).
+    pub het: Vec<JobSpec>,
     /// `-W/--wait`: wait for the job to end, exit with its exit code.
     pub wait: bool,
     /// `--test-only`: validate and estimate the start, submit nothing.
@@ -1268,6 +1391,7 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
         &SubmitRequest {
             spec: built.spec.clone(),
             test_only: built.test_only,
+            het: built.het.clone(),
         },
     );
     match resp {

@@ -764,6 +764,12 @@ pub fn parse_job_list(prog: &str, s: &str) -> Result<Vec<(u32, Option<u32>)>, Fa
         if n <= 0 || n > i64::from(u32::MAX) {
             return Err(Fail::error(prog, format!("Invalid job id: {tok}")));
         }
+        if let Some(r) = rest.strip_prefix('+') {
+            // `N+K`: component K of het job N, whose own id is N + K.
+            let k = strtol_prefix(r).0.max(0) as u32;
+            out.push(((n as u32).saturating_add(k), None));
+            continue;
+        }
         let task = rest
             .strip_prefix('_')
             .map(|r| strtol_prefix(r).0.max(0) as u32);
@@ -789,7 +795,11 @@ impl Filters {
     pub fn matches(&self, job: &JobInfo) -> bool {
         if let Some(ids) = &self.jobs {
             if !ids.iter().any(|&(id, task)| match task {
-                None => id == job.job_id || job.array.is_some_and(|a| a.job_id == id),
+                None => {
+                    id == job.job_id
+                        || job.array.is_some_and(|a| a.job_id == id)
+                        || job.het.is_some_and(|h| h.job_id == id)
+                }
                 Some(k) => job.array.is_some_and(|a| (a.job_id, a.task_id) == (id, k)),
             }) {
                 return false;
@@ -1256,6 +1266,7 @@ pub(crate) mod tests {
             restarts: 0,
             array: None,
             priority_factors: None,
+            het: None,
             spec: JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),

@@ -118,6 +118,9 @@ async fn submit(
     Extension(who): Who,
     Body(req): Body<SubmitRequest>,
 ) -> Result<Json<SubmitResponse>, ApiErr> {
+    if !req.het.is_empty() {
+        return submit_het(sh, who, req);
+    }
     if req.test_only {
         let (job_id, answer) = sh.lock().test_submit(req.spec, who, now())?;
         return Ok(Json(SubmitResponse {
@@ -129,6 +132,34 @@ async fn submit(
     let id = sh.lock().submit(req.spec, who, now())?;
     sh.metrics.submitted(1);
     // A held job cannot start anything; the periodic pass still sees it.
+    if !held {
+        sh.wake.notify_one();
+    }
+    Ok(Json(SubmitResponse {
+        job_id: id,
+        test_only: None,
+    }))
+}
+
+/// A heterogeneous job: every component in one transaction, one id (the leader's).
+fn submit_het(
+    sh: Arc<Shared>,
+    who: Identity,
+    req: SubmitRequest,
+) -> Result<Json<SubmitResponse>, ApiErr> {
+    if req.test_only {
+        return Err(ApiError::new(
+            ErrorCode::Disabled,
+            "--test-only is not supported for heterogeneous jobs by gsched; submit the components one at a time with --test-only to see where each would start",
+        )
+        .into());
+    }
+    let held = req.spec.hold || req.het.iter().any(|s| s.hold);
+    let n = 1 + req.het.len() as u64;
+    let mut specs = vec![req.spec];
+    specs.extend(req.het);
+    let id = sh.lock().submit_het(specs, who, now())?;
+    sh.metrics.submitted(n);
     if !held {
         sh.wake.notify_one();
     }

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 mod arrays;
 mod client_opts;
+mod het;
 pub use arrays::ArrayRt;
 mod priority;
 pub use priority::{Assoc, Usage};
@@ -273,7 +274,9 @@ impl State {
                     what: format!("job {}", row.id),
                     detail: e.to_string(),
                 })?;
-            let active = matches!(rec.info.state, JobState::Running | JobState::Completing);
+            // Later components of a het job hold resources without a process on a node.
+            let active = matches!(rec.info.state, JobState::Running | JobState::Completing)
+                && rec.info.het.is_none_or(|h| h.offset == 0);
             jobs.insert(
                 row.id,
                 Job {
@@ -455,12 +458,55 @@ impl State {
     /// answers where and when it would start instead.
     fn submit_or_test(
         &mut self,
-        mut spec: JobSpec,
+        spec: JobSpec,
         who: Identity,
         now: i64,
         test_only: bool,
     ) -> Result<(JobId, Option<TestOnlyAnswer>), ApiError> {
-        if !spec.script.starts_with("#!") {
+        let id = self.next_id;
+        let (info, array) = self.prepare(spec, &who, now, id, true)?;
+        if test_only {
+            let answer = self.test_only_answer(&info, now);
+            return Ok((id, Some(answer)));
+        }
+        if let Some(array) = array {
+            return self.insert_array(info, array).map(|id| (id, None));
+        }
+        let rec = StoredRecord {
+            info: info.clone(),
+            extra: JobExtra::default(),
+        };
+        let text = serde_json::to_string(&rec)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+        self.store
+            .insert_job(id, JobState::Pending, info.user_id, &text)
+            .map_err(internal)?;
+        self.next_id = id + 1;
+        self.jobs.insert(
+            id,
+            Job {
+                info,
+                extra: JobExtra::default(),
+                launch: None,
+                terminate_sent_at: None,
+                terminate_acked: false,
+            },
+        );
+        Ok((id, None))
+    }
+
+    /// Validates one job (or one component of a het job) and builds its record with id `id`;
+    /// stores nothing. `batch`: the job runs the batch script (not a later het component),
+    /// which must then look like one.
+    pub(super) fn prepare(
+        &self,
+        mut spec: JobSpec,
+        who: &Identity,
+        now: i64,
+        id: JobId,
+        batch: bool,
+    ) -> Result<(JobInfo, Option<gsched_proto::array::ArraySpec>), ApiError> {
+        if batch && !spec.script.starts_with("#!") {
             return Err(ApiError::new(
                 ErrorCode::BadRequest,
                 "This does not look like a batch script.  The first line must start with #! followed by the path to an interpreter.",
@@ -477,7 +523,7 @@ impl State {
         }
         let (uid, gid) = match spec.run_as_uid {
             Some(u) if u != who.uid => {
-                if !self.is_admin(&who) {
+                if !self.is_admin(who) {
                     return Err(ApiError::new(
                         ErrorCode::AccessDenied,
                         "Access/permission denied: only root or SlurmUser may submit with --uid",
@@ -491,7 +537,7 @@ impl State {
             _ => (
                 who.uid,
                 spec.run_as_gid
-                    .filter(|_| self.is_admin(&who))
+                    .filter(|_| self.is_admin(who))
                     .unwrap_or(who.gid),
             ),
         };
@@ -515,7 +561,7 @@ impl State {
                 }
             }
         }
-        if spec.nice.is_some_and(|n| n < 0) && !self.is_admin(&who) {
+        if spec.nice.is_some_and(|n| n < 0) && !self.is_admin(who) {
             return Err(ApiError::new(
                 ErrorCode::AccessDenied,
                 "Access/permission denied: only root or SlurmUser may set a negative --nice",
@@ -602,7 +648,6 @@ impl State {
                 .or(self.parts[part].max_time)
         };
         check_time_min(spec.time_min, time_limit)?;
-        let id = self.next_id;
         let user_name = users::user_name(uid);
         let group_name = users::group_name(gid);
         spec.partitions = part_idx
@@ -653,35 +698,9 @@ impl State {
             array: None,
             priority_factors: None,
             spec,
+            het: None,
         };
-        if test_only {
-            let answer = self.test_only_answer(&info, now);
-            return Ok((id, Some(answer)));
-        }
-        if let Some(array) = array {
-            return self.insert_array(info, array).map(|id| (id, None));
-        }
-        let rec = StoredRecord {
-            info: info.clone(),
-            extra: JobExtra::default(),
-        };
-        let text = serde_json::to_string(&rec)
-            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
-        self.store
-            .insert_job(id, JobState::Pending, uid, &text)
-            .map_err(internal)?;
-        self.next_id = id + 1;
-        self.jobs.insert(
-            id,
-            Job {
-                info,
-                extra: JobExtra::default(),
-                launch: None,
-                terminate_sent_at: None,
-                terminate_acked: false,
-            },
-        );
-        Ok((id, None))
+        Ok((info, array))
     }
 
     /// Jobs matching a filter, in id order.
@@ -1398,8 +1417,14 @@ impl State {
                 _ => {}
             }
         }
+        // Het job components follow their leader's end or requeue.
+        let followed = self.het_follow_leaders(now);
+        if let Err(e) = self.persist_many(&followed) {
+            tracing::error!("cannot record het job components: {e}");
+        }
         // Dependencies: jobs that wait for other jobs never reach the scheduler core.
         let (dep_blocked, _killed) = self.dependency_blocks(now);
+        let het_blocked = self.het_blocked(&dep_blocked);
         self.update_priorities(now, &dep_blocked);
         // The scheduler core.
         let view = self.cluster_view();
@@ -1414,9 +1439,16 @@ impl State {
                     && !dep_blocked.contains_key(&j.info.job_id)
             })
             .filter(|j| !throttled.contains(&j.info.job_id))
-            .map(|j| QueuedJob {
+            .filter(|j| {
+                j.info
+                    .het
+                    .is_none_or(|h| !het_blocked.contains_key(&h.job_id))
+            })
+            .map(|j| (j, self.het_member(&j.info)))
+            .map(|(j, (het, priority))| QueuedJob {
+                het,
                 id: j.info.job_id,
-                priority: j.info.priority,
+                priority,
                 submit_time: j.info.submit_time,
                 partitions: j
                     .info
@@ -1456,11 +1488,23 @@ impl State {
                 j.info.reason = Reason::JobArrayTaskLimit;
             }
         }
+        for (&leader, &reason) in &het_blocked {
+            for id in self.het_ids(leader) {
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    if j.info.state == JobState::Pending && !j.info.held {
+                        j.info.reason = reason;
+                        j.info.expected_start = None;
+                        j.info.sched_nodes.clear();
+                    }
+                }
+            }
+        }
         for (id, reason) in decisions.waiting {
             if let Some(j) = self.jobs.get_mut(&id) {
                 j.info.reason = reason;
             }
         }
+        let mut het_leaders = Vec::new();
         for start in decisions.starts {
             let part = self.parts[start.partition].name.clone();
             let names: Vec<String> = start
@@ -1492,6 +1536,15 @@ impl State {
             job.terminate_sent_at = None;
             job.terminate_acked = false;
             changed.push(start.job_id);
+            if let Some(h) = job.info.het {
+                // Only the leader launches, once every component has its nodes.
+                if h.offset == 0 {
+                    het_leaders.push(start.job_id);
+                } else {
+                    job.launch = None;
+                }
+                continue;
+            }
             let a = start.placement.nodes[0];
             let info = job.info.clone();
             let full = self.launch_info(&info);
@@ -1506,6 +1559,28 @@ impl State {
             };
             effects.push(Effect::Launch {
                 node: job.info.nodes[0].clone(),
+                req: Box::new(req),
+            });
+        }
+        for id in het_leaders {
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
+            let info = &job.info;
+            let mut req = crate::env::launch_request(
+                &self.cfg,
+                info,
+                info.cpus_per_node[0],
+                job.extra.alloc_mem[0],
+            );
+            for (k, v) in self.het_environment(info) {
+                match req.environment.iter_mut().find(|(x, _)| *x == k) {
+                    Some(e) => e.1 = v,
+                    None => req.environment.push((k, v)),
+                }
+            }
+            effects.push(Effect::Launch {
+                node: info.nodes[0].clone(),
                 req: Box::new(req),
             });
         }

@@ -416,6 +416,9 @@ pub struct JobInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_factors: Option<PriorityFactors>,
     pub spec: JobSpec,
+    /// For a component of a heterogeneous job: its het job and offset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub het: Option<crate::het::HetComponent>,
 }
 
 /// The weighted parts of a multifactor priority (what Slurm's `sprio` shows).
@@ -447,11 +450,13 @@ fn yes() -> bool {
 }
 
 impl JobInfo {
-    /// How users name the job: `N_K` for an array task, else `N`.
+    /// How users name the job: `N_K` for an array task, `N+K` for a het job component,
+    /// else `N`.
     pub fn display_id(&self) -> String {
-        match &self.array {
-            Some(a) => a.name(),
-            None => self.job_id.to_string(),
+        match (&self.array, &self.het) {
+            (Some(a), _) => a.name(),
+            (None, Some(h)) => h.name(),
+            (None, None) => self.job_id.to_string(),
         }
     }
 

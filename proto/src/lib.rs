@@ -9,6 +9,7 @@ pub mod begin;
 pub mod client;
 pub mod config;
 pub mod depend;
+pub mod het;
 pub mod hostlist;
 pub mod job;
 pub mod node;

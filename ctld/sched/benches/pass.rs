@@ -193,6 +193,7 @@ fn queue(rng: &mut Rng, unique_limits: bool) -> Vec<QueuedJob> {
                 time_limit: Some(time),
                 time_min: None,
                 req,
+                het: None,
             }
         })
         .collect()

@@ -39,11 +39,13 @@ use std::sync::Arc;
 use gsched_proto::job::{JobId, MemRequest, Reason};
 
 mod backfill;
+mod het;
 mod place;
 mod plan;
 pub mod priority;
 mod timeline;
 
+pub use het::HetMember;
 pub use place::{place, NodeAlloc, Placement};
 pub use priority::{
     decay, multifactor_priority, PriorityBreakdown, PriorityInputs, PriorityWeights,
@@ -232,6 +234,9 @@ pub struct QueuedJob {
     /// does). `None` = the limit is never lowered.
     pub time_min: Option<u32>,
     pub req: ResourceRequest,
+    /// A component of a heterogeneous job: it starts with all the other components of its
+    /// het job or not at all (see `het.rs`). `None` for an ordinary job.
+    pub het: Option<HetMember>,
 }
 
 /// What happens to jobs that cannot start now.
@@ -371,9 +376,46 @@ fn decide_fifo(
     let mut blocked = vec![false; view.partitions.len()];
     let mut out = Decisions::default();
     let order = backfill::priority_order(queue);
+    let gangs = het::Gangs::new(queue);
+    // Het job components decided with their first component: why each waits (`None`: starts).
+    let mut gang_done: std::collections::BTreeMap<JobId, Option<Reason>> = Default::default();
     // Why each job (by its place in `order`) waits; `None` if it starts.
     let mut reasons: Vec<Option<Reason>> = Vec::with_capacity(order.len());
     for &job in &order {
+        if let Some(h) = job.het {
+            if !gang_done.contains_key(&job.id) {
+                let members = gangs.members(h.leader);
+                match het::start_now(&pl, view, members, now, config, &blocked) {
+                    Ok(starts) => {
+                        for (start, len) in starts {
+                            for a in &start.placement.nodes {
+                                let n = &mut nodes[a.node];
+                                n.alloc_cpus += a.cpus;
+                                n.alloc_mem_mb += a.mem_mb;
+                            }
+                            pl.commit(&start.placement, now, len);
+                            gang_done.insert(start.job_id, None);
+                            out.starts.push(start);
+                        }
+                    }
+                    Err(r) => {
+                        for m in members {
+                            if r == Reason::Resources {
+                                for &p in &m.partitions {
+                                    if let Some(b) = blocked.get_mut(p) {
+                                        *b = true;
+                                    }
+                                }
+                            }
+                            out.waiting.push((m.id, r));
+                            gang_done.insert(m.id, Some(r));
+                        }
+                    }
+                }
+            }
+            reasons.push(gang_done.get(&job.id).copied().flatten());
+            continue;
+        }
         if let Some(r) = job.held {
             out.waiting.push((job.id, r));
             reasons.push(Some(r));
@@ -435,7 +477,8 @@ fn decide_fifo(
         }
     }
     if config.fifo_estimates {
-        out.estimates = backfill::fifo_estimates(&mut pl, view, &order, &reasons, now, config);
+        out.estimates =
+            backfill::fifo_estimates(&mut pl, view, &order, &reasons, &gangs, now, config);
     }
     out
 }

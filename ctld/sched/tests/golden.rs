@@ -15,6 +15,7 @@
 //! job 1 n=16 t=120 [N=4] [c=1] [tpn=4] [mem=1000 | mempercpu=100 | mem=0]
 //!       [prio=100] [submit=1] [part=batch,debug] [begin=+60] [held=user|admin] [t=unlimited]
 //!       [tmin=30]              # --time-min, minutes
+//!       [het=10+1/3]           # component 1 of the 3 of het job 10
 //! == decisions
 //! start 2 in all on n3:4c            # "limit 45" added when --time-min lowered it
 //! wait 1 Resources, reserved at +3600 on n1:4c,n2:4c,n3:4c,n4:4c
@@ -26,8 +27,8 @@ use std::path::Path;
 
 use gsched_proto::job::{MemRequest, Reason};
 use gsched_sched::{
-    decide, ClusterView, Decisions, EstimateKind, NodeAlloc, NodeView, PartitionView, Policy,
-    QueuedJob, ResourceRequest, RunningAlloc, SchedConfig, UNLIMITED_END,
+    decide, ClusterView, Decisions, EstimateKind, HetMember, NodeAlloc, NodeView, PartitionView,
+    Policy, QueuedJob, ResourceRequest, RunningAlloc, SchedConfig, UNLIMITED_END,
 };
 
 struct Scenario {
@@ -176,6 +177,15 @@ fn parse(text: &str) -> Scenario {
                         mem,
                         ..Default::default()
                     },
+                    het: kv("het").map(|h| {
+                        let (leader, rest) = h.split_once('+').expect("het=N+K/COUNT");
+                        let (offset, count) = rest.split_once('/').expect("het=N+K/COUNT");
+                        HetMember {
+                            leader: leader.parse().unwrap(),
+                            offset: offset.parse().unwrap(),
+                            count: count.parse().unwrap(),
+                        }
+                    }),
                 });
             }
             k => panic!("unknown line kind {k}"),

@@ -48,6 +48,7 @@ impl State {
             time_limit: j.time_limit,
             time_min: j.spec.time_min,
             req: self.request_of(&j.spec),
+            het: None,
         };
         let mut queue: Vec<QueuedJob> = self
             .jobs

@@ -49,6 +49,7 @@ fn job(id: JobId, tasks: u32, cpt: u32) -> QueuedJob {
             mem: None,
             ..Default::default()
         },
+        het: None,
     }
 }
 
@@ -762,4 +763,96 @@ fn node_filters_and_exclusive_placement() {
     let a = d.starts[0].placement.nodes[0];
     assert_ne!(a.node, 0);
     assert_eq!(a.cpus, 4);
+}
+
+/// Groups the queue of `case` into het jobs of the given sizes (the rest stay ordinary);
+/// with `drop_one`, the last component of the first het job of two or more is left out of
+/// the queue, so that het job is incomplete.
+fn with_het_jobs(
+    case: &Case,
+    sizes: &[usize],
+    drop_one: bool,
+) -> (Vec<QueuedJob>, Vec<Vec<JobId>>) {
+    let mut q = case.queue.clone();
+    let mut groups = Vec::new();
+    let mut i = 0;
+    for &n in sizes {
+        if i + n > q.len() {
+            break;
+        }
+        let leader = q[i].id;
+        for k in 0..n {
+            q[i + k].het = Some(HetMember {
+                leader,
+                offset: k as u32,
+                count: n as u32,
+            });
+        }
+        groups.push(q[i..i + n].iter().map(|j| j.id).collect::<Vec<_>>());
+        i += n;
+    }
+    if drop_one {
+        if let Some(g) = groups.iter().find(|g| g.len() >= 2) {
+            let gone = *g.last().unwrap();
+            q.retain(|j| j.id != gone);
+        }
+    }
+    (q, groups)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Heterogeneous jobs: under every policy all components of a het job start in the same
+    /// pass or none does (never one alone, and never an incomplete het job), components
+    /// sharing nodes never over-allocate them, and the components of a het job are planned
+    /// to start at the same time.
+    #[test]
+    fn het_components_start_together(
+        case in arb_case(),
+        sizes in prop::collection::vec(1usize..4, 0..6),
+        drop_one in prop::bool::weighted(0.3),
+    ) {
+        let v = &case.view;
+        let (q, groups) = with_het_jobs(&case, &sizes, drop_one);
+        for policy in policies() {
+            let d = decide(v, &q, NOW, &config(policy));
+            prop_assert_eq!(d.starts.len() + d.waiting.len(), q.len());
+            let started = |id: JobId| d.starts.iter().any(|s| s.job_id == id);
+            for g in &groups {
+                let queued: Vec<JobId> =
+                    g.iter().copied().filter(|id| q.iter().any(|j| j.id == *id)).collect();
+                let n = queued.iter().filter(|&&id| started(id)).count();
+                if queued.len() < g.len() {
+                    prop_assert_eq!(n, 0, "{:?}: incomplete het job {:?} started", policy, g);
+                } else {
+                    prop_assert!(n == 0 || n == g.len(), "{:?}: {} of {:?} started", policy, n, g);
+                }
+                let starts: Vec<i64> = d
+                    .estimates
+                    .iter()
+                    .filter(|e| g.contains(&e.job_id))
+                    .map(|e| e.start)
+                    .collect();
+                prop_assert!(starts.windows(2).all(|w| w[0] == w[1]), "{:?}: {:?}", policy, starts);
+                prop_assert!(starts.is_empty() || starts.len() == g.len());
+            }
+            let mut cpus: Vec<u32> = v.nodes.iter().map(|n| n.alloc_cpus).collect();
+            let mut mem: Vec<u64> = v.nodes.iter().map(|n| n.alloc_mem_mb).collect();
+            for s in &d.starts {
+                let j = q.iter().find(|j| j.id == s.job_id).unwrap();
+                prop_assert!(j.held.is_none() && j.begin_time.is_none_or(|b| b <= NOW));
+                for a in &s.placement.nodes {
+                    prop_assert!(v.nodes[a.node].available);
+                    prop_assert!(v.partitions[s.partition].nodes.contains(&a.node));
+                    cpus[a.node] += a.cpus;
+                    mem[a.node] += a.mem_mb;
+                }
+            }
+            for (i, n) in v.nodes.iter().enumerate() {
+                prop_assert!(cpus[i] <= n.cpus, "{:?}: node {} cpus", policy, i);
+                prop_assert!(mem[i] <= n.mem_mb, "{:?}: node {} mem", policy, i);
+            }
+        }
+    }
 }

@@ -1,0 +1,237 @@
+//! Heterogeneous jobs in the controller.
+//!
+//! **Ids.** A het job of n components takes a block of n consecutive ids at submit, like an
+//! array: the het job's id `N` is the first component's (the leader's), component K has id
+//! `N + K` and is shown as `N+K`. Every component is an ordinary job with its own partition,
+//! resources, time limit and row, so the store keeps them across restarts with no extra
+//! table; [`HetComponent`] in each record ties them together.
+//!
+//! **Queue.** The scheduler core starts all components together or none, so the pass offers
+//! a het job only when every component can be offered (none held, waiting for a dependency
+//! or for its begin time); otherwise all wait with the same reason. Components share the
+//! leader's priority.
+//!
+//! **Run.** Only the leader launches: the batch script runs on the leader's first node with
+//! `SLURM_HET_SIZE` and the `*_HET_GROUP_K` variables Slurm sets for every component. The
+//! other components hold their resources without a process (Slurm's steps would use them;
+//! gsched has none yet). When the leader ends, every component still running ends with the
+//! leader's state and exit code; when the leader goes back to the queue (node failure), so
+//! do they. A component may also end alone (its own time limit, `gscancel N+K`).
+
+use super::*;
+use gsched_proto::het::HetComponent;
+use gsched_sched::HetMember;
+
+impl State {
+    /// Accepts a heterogeneous job: `specs[0]` runs the batch script, each component is
+    /// validated like a job of its own, and all are stored in one transaction.
+    pub fn submit_het(
+        &mut self,
+        specs: Vec<JobSpec>,
+        who: Identity,
+        now: i64,
+    ) -> Result<JobId, ApiError> {
+        if specs.iter().any(|s| s.array.is_some()) {
+            // Slurm: job arrays of heterogeneous jobs are not supported.
+            return Err(ApiError::new(
+                ErrorCode::InvalidArray,
+                format!(
+                    "{}: a heterogeneous job cannot be a job array",
+                    gsched_proto::array::INVALID_ARRAY
+                ),
+            ));
+        }
+        let base = self.next_id;
+        let count = specs.len() as u32;
+        let last = base
+            .checked_add(count)
+            .ok_or_else(|| ApiError::new(ErrorCode::Internal, "job ids exhausted"))?;
+        let mut infos = Vec::with_capacity(specs.len());
+        for (k, spec) in specs.into_iter().enumerate() {
+            let (mut info, _) = self.prepare(spec, &who, now, base + k as u32, k == 0)?;
+            info.het = Some(HetComponent {
+                job_id: base,
+                offset: k as u32,
+                count,
+            });
+            infos.push(info);
+        }
+        // One priority for the whole het job: the leader's.
+        let (prio, held) = (infos[0].priority, infos[0].held);
+        for info in &mut infos {
+            if !info.held && !held {
+                info.priority = prio;
+            }
+        }
+        let mut rows = Vec::with_capacity(infos.len());
+        for info in &infos {
+            let rec = StoredRecord {
+                info: info.clone(),
+                extra: JobExtra::default(),
+            };
+            let text = serde_json::to_string(&rec)
+                .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+            rows.push((info.job_id, JobState::Pending, info.user_id, text));
+        }
+        self.store.insert_jobs(&rows, last).map_err(internal)?;
+        self.next_id = last;
+        for info in infos {
+            self.jobs.insert(
+                info.job_id,
+                Job {
+                    info,
+                    extra: JobExtra::default(),
+                    launch: None,
+                    terminate_sent_at: None,
+                    terminate_acked: false,
+                },
+            );
+        }
+        Ok(base)
+    }
+
+    /// The ids of every component of the het job `leader` (just `leader` if it is none).
+    pub(super) fn het_ids(&self, leader: JobId) -> Vec<JobId> {
+        match self.jobs.get(&leader).and_then(|j| j.info.het) {
+            Some(h) if h.job_id == leader => (0..h.count).map(|k| h.component_id(k)).collect(),
+            _ => vec![leader],
+        }
+    }
+
+    /// Het jobs that cannot be offered to the scheduler core this pass, with the reason all
+    /// their waiting components show: some component is not pending, is held, waits for a
+    /// dependency or is missing.
+    pub(super) fn het_blocked(
+        &self,
+        dep_blocked: &HashMap<JobId, Reason>,
+    ) -> HashMap<JobId, Reason> {
+        let mut out = HashMap::new();
+        for j in self.jobs.values() {
+            let Some(h) = j.info.het.filter(|h| h.offset == 0) else {
+                continue;
+            };
+            if j.info.state != JobState::Pending {
+                continue;
+            }
+            let mut reason = None;
+            for k in 0..h.count {
+                let r = match self.jobs.get(&h.component_id(k)) {
+                    None => Some(Reason::None),
+                    Some(c) if c.info.state != JobState::Pending => Some(Reason::None),
+                    Some(c) if c.info.held => Some(c.info.reason),
+                    Some(c) => dep_blocked.get(&c.info.job_id).copied(),
+                };
+                if r.is_some() {
+                    reason = r;
+                    break;
+                }
+            }
+            if let Some(r) = reason {
+                out.insert(h.job_id, r);
+            }
+        }
+        out
+    }
+
+    /// What the scheduler core needs to know of a queued job's het job, and the priority it
+    /// is queued with (the leader's for every component).
+    pub(super) fn het_member(&self, info: &JobInfo) -> (Option<HetMember>, u32) {
+        match info.het {
+            None => (None, info.priority),
+            Some(h) => (
+                Some(HetMember {
+                    leader: h.job_id,
+                    offset: h.offset,
+                    count: h.count,
+                }),
+                self.jobs
+                    .get(&h.job_id)
+                    .map_or(info.priority, |l| l.info.priority),
+            ),
+        }
+    }
+
+    /// Ends or requeues the running components whose leader ended or went back to the
+    /// queue. Returns the jobs changed (to persist).
+    pub(super) fn het_follow_leaders(&mut self, now: i64) -> Vec<JobId> {
+        let mut follow: Vec<(JobId, JobInfo)> = Vec::new();
+        for j in self.jobs.values() {
+            let Some(h) = j.info.het.filter(|h| h.offset > 0) else {
+                continue;
+            };
+            if !matches!(j.info.state, JobState::Running | JobState::Completing) {
+                continue;
+            }
+            match self.jobs.get(&h.job_id) {
+                Some(l) if l.info.state.is_terminal() || l.info.state == JobState::Pending => {
+                    follow.push((j.info.job_id, l.info.clone()));
+                }
+                _ => {}
+            }
+        }
+        let mut changed = Vec::new();
+        for (id, leader) in follow {
+            let Some(j) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            if leader.state == JobState::Pending {
+                back_to_queue(j);
+            } else {
+                j.info.state = leader.state;
+                j.info.reason = leader.reason;
+                j.info.exit_code = leader.exit_code;
+                j.info.exit_signal = leader.exit_signal;
+                j.info.cancelled_by = leader.cancelled_by;
+                j.info.end_time = Some(leader.end_time.unwrap_or(now));
+                j.launch = None;
+            }
+            changed.push(id);
+        }
+        changed
+    }
+
+    /// The leader's environment additions: `SLURM_HET_SIZE` and, for every component K,
+    /// the `*_HET_GROUP_K` variables (and Slurm's older `*_PACK_GROUP_K` spellings).
+    pub(super) fn het_environment(&self, leader: &JobInfo) -> Vec<(String, String)> {
+        let Some(h) = leader.het else {
+            return Vec::new();
+        };
+        let mut env = Vec::new();
+        for k in 0..h.count {
+            let Some(c) = self.jobs.get(&h.component_id(k)) else {
+                continue;
+            };
+            let c = &c.info;
+            let mut vars: Vec<(&str, String)> = Vec::new();
+            if let Some(a) = &c.spec.account {
+                vars.push(("SLURM_JOB_ACCOUNT", a.clone()));
+            }
+            vars.push((
+                "SLURM_JOB_CPUS_PER_NODE",
+                crate::env::run_length(&c.cpus_per_node),
+            ));
+            vars.push(("SLURM_JOB_ID", c.job_id.to_string()));
+            vars.push(("SLURM_JOB_NAME", c.name.clone()));
+            vars.push(("SLURM_JOB_NODELIST", hostlist::compress(&c.nodes)));
+            vars.push(("SLURM_JOB_NUM_NODES", c.nodes.len().to_string()));
+            vars.push(("SLURM_JOB_PARTITION", c.partition.clone()));
+            match c.spec.mem {
+                Some(MemRequest::PerCpu(m)) => vars.push(("SLURM_MEM_PER_CPU", m.to_string())),
+                Some(MemRequest::PerNode(m)) if m > 0 => {
+                    vars.push(("SLURM_MEM_PER_NODE", m.to_string()))
+                }
+                _ => {}
+            }
+            let cpt = c.spec.cpus_per_task();
+            let tasks: Vec<u32> = c.cpus_per_node.iter().map(|n| n / cpt).collect();
+            vars.push(("SLURM_TASKS_PER_NODE", crate::env::run_length(&tasks)));
+            for (name, value) in vars {
+                env.push((format!("{name}_PACK_GROUP_{k}"), value.clone()));
+                env.push((format!("{name}_HET_GROUP_{k}"), value));
+            }
+        }
+        env.push(("SLURM_PACK_SIZE".into(), h.count.to_string()));
+        env.push(("SLURM_HET_SIZE".into(), h.count.to_string()));
+        env
+    }
+}

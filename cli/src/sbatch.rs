@@ -1461,7 +1461,11 @@ pub fn usage_text() -> String {
 }
 
 pub fn help_text() -> String {
-    "Usage: sbatch [OPTIONS...] script [args...]\n\
+    "Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n\
+     \n\
+     A heterogeneous job: components separated by \":\" on the command line or by\n\
+     \"#SBATCH hetjob\" lines in the script, each with its own resources; they start\n\
+     together and the script runs in the first.\n\
      \n\
      Parallel run options:\n\
      \x20 -c, --cpus-per-task=ncpus   number of cpus required per task\n\
@@ -1634,6 +1638,46 @@ mod tests {
             FirstPass::Go(cl) => cl,
             FirstPass::Print(_) => panic!("print"),
         }
+    }
+
+    #[test]
+    fn het_components_from_script_and_command_line() {
+        let src = ScriptSource::File("job.sh".into());
+        let script = "#!/bin/sh\n#SBATCH -J pipe -p cpu -n 4 -A Lab -t 30 -C fast\n#SBATCH hetjob\n#SBATCH -p gpu -c 2\n#SBATCH packjob\n#SBATCH -p small --mem-per-cpu=10\necho\n";
+        let b = build(&ctx(&[]), &cli(&["job.sh"]), &src, script, None).unwrap();
+        assert_eq!(b.spec.partitions, vec!["cpu".to_string()]);
+        assert_eq!(b.spec.ntasks, Some(4));
+        assert_eq!(b.het.len(), 2);
+        let (g, s) = (&b.het[0], &b.het[1]);
+        assert_eq!(g.partitions, vec!["gpu".to_string()]);
+        assert_eq!(s.partitions, vec!["small".to_string()]);
+        // Propagated: name, account, time; reset: tasks, constraint, memory.
+        assert_eq!(
+            (g.name.as_str(), g.account.as_deref()),
+            ("pipe", Some("lab"))
+        );
+        assert_eq!((g.time_limit, s.time_limit), (Some(30), Some(30)));
+        assert_eq!(
+            (g.ntasks, g.cpus_per_task, g.constraint.as_deref()),
+            (None, Some(2), None)
+        );
+        assert_eq!(s.cpus_per_task, None);
+        assert_eq!(s.mem, Some(MemRequest::PerCpu(10)));
+        // Only the first component carries the script.
+        assert!(g.script.is_empty() && g.environment.is_empty());
+        // The command line: ':' separates components, and a component's options there
+        // override its #SBATCH lines.
+        let cl = cli(&["-p", "a", ":", "-p", "b", "-n", "3", "job.sh", "x"]);
+        assert_eq!(cl.het_items.len(), 1);
+        let b = build(&ctx(&[]), &cl, &src, script, None).unwrap();
+        assert_eq!(b.spec.partitions, vec!["a".to_string()]);
+        assert_eq!(b.het[0].partitions, vec!["b".to_string()]);
+        assert_eq!(b.het[0].ntasks, Some(3));
+        assert_eq!(b.het[1].partitions, vec!["small".to_string()]);
+        assert_eq!(b.spec.argv, vec!["x".to_string()]);
+        // An ordinary job has no components.
+        let b = build(&ctx(&[]), &cli(&["job.sh"]), &src, SCRIPT, None).unwrap();
+        assert!(b.het.is_empty());
     }
 
     const SCRIPT: &str = "#!/bin/sh\n#SBATCH -J from_script -p script_part -t 10 -o out.%j\n#SBATCH --mem=1G\necho\n";

@@ -754,7 +754,11 @@ impl State {
         let mut results = Vec::new();
         let mut effects = Vec::new();
         let mut changed = Vec::new();
-        for id in ids {
+        for &id in &ids {
+            if let Err(e) = self.check_whole_het(id, &ids) {
+                results.push((id, Some(e)));
+                continue;
+            }
             let r = self.signal_one(id, filter, signal, batch_only, who, now, &mut effects);
             match r {
                 Ok(true) => {
@@ -1030,6 +1034,11 @@ impl State {
                 Some(j) => self.check_owner(&j.info, &who).and_then(|_| {
                     if !j.info.requeue {
                         Err(ApiError::plain(ErrorCode::Disabled))
+                    } else if j.info.het.is_some_and(|h| h.offset > 0) {
+                        Err(ApiError::new(
+                            ErrorCode::Disabled,
+                            "a component of a heterogeneous job cannot be requeued alone: requeue the whole job (its first component's id)",
+                        ))
                     } else if j.info.state == JobState::Pending {
                         Err(ApiError::new(
                             ErrorCode::JobNotPending,

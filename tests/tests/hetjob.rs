@@ -162,10 +162,13 @@ fn components_wait_for_each_other_survive_restart_and_cancel_together() {
     let a = c.wait_state(n, JobState::Running, secs(30));
     let b = c.wait_state(n + 1, JobState::Running, secs(30));
     assert_eq!(a.start_time, b.start_time);
+    // A running component can be cancelled alone (N+K); the leader keeps running.
+    c.cmd_ok("gscancel", [format!("{n}+1")]);
+    c.wait_state(n + 1, JobState::Cancelled, secs(30));
+    assert_eq!(c.job(n).state, JobState::Running);
     // Cancelling N cancels every component.
     c.cmd_ok("gscancel", [n.to_string()]);
     c.wait_state(n, JobState::Cancelled, secs(30));
-    c.wait_state(n + 1, JobState::Cancelled, secs(30));
 }
 
 #[test]
@@ -176,6 +179,12 @@ fn hold_release_and_refused_submissions() {
         "-H", "-p", "cpu", "-o", "held.out", ":", "-p", "gpu", "--wrap", "echo ran",
     ]);
     assert!(c.job(n).held && c.job(n + 1).held);
+    // While pending, only the whole het job can be cancelled.
+    let out = c.cmd("gscancel", [format!("{n}+1")]);
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cancel the whole job"), "{err}");
+    assert_eq!(c.job(n + 1).state, JobState::Pending);
     c.cmd_ok("gscontrol", ["release", &n.to_string()]);
     c.wait_state(n, JobState::Completed, secs(30));
     c.wait_state(n + 1, JobState::Completed, secs(30));

@@ -90,6 +90,31 @@ impl State {
         Ok(base)
     }
 
+    /// A pending het job is cancelled whole or not at all (Slurm): `id` may be acted on
+    /// only if `ids` names every component of its het job.
+    pub(super) fn check_whole_het(&self, id: JobId, ids: &[JobId]) -> Result<(), ApiError> {
+        let Some(j) = self.jobs.get(&id) else {
+            return Ok(());
+        };
+        match j.info.het {
+            Some(h)
+                if j.info.state == JobState::Pending
+                    && !(0..h.count).all(|k| ids.contains(&h.component_id(k))) =>
+            {
+                Err(ApiError::new(
+                    ErrorCode::BadRequest,
+                    format!(
+                        "job {} is a component of pending heterogeneous job {}: cancel the whole job ({}) while it is pending",
+                        h.name(),
+                        h.job_id,
+                        h.job_id
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The ids of every component of the het job `leader` (just `leader` if it is none).
     pub(super) fn het_ids(&self, leader: JobId) -> Vec<JobId> {
         match self.jobs.get(&leader).and_then(|j| j.info.het) {

@@ -462,9 +462,6 @@ impl Opts {
             }
             "constraint" => match gsched_proto::job::parse_constraint(val) {
                 Ok(_) => self.constraint = Some(val.trim().to_string()),
-                Err(e) if e.contains("not supported") => {
-                    return Err(Fail::error(prog, e));
-                }
                 Err(e) => return Err(opt_err(&e)),
             },
             "exclusive" => match arg.map(str::trim) {

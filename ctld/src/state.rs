@@ -19,7 +19,7 @@ use gsched_proto::job::{JobId, JobInfo, JobSpec, JobState, MemRequest, Reason};
 use gsched_proto::node::{NodeBaseState, NodeInfo, PartitionInfo, PartitionStateInfo};
 use gsched_proto::users;
 use gsched_sched::{
-    ClusterView, FeatureExpr, NodeAlloc, NodeFilter, NodeView, PartitionView, Policy, QueuedJob,
+    ClusterView, NodeAlloc, NodeFilter, NodeView, PartitionView, Policy, QueuedJob,
     ResourceRequest, RunningAlloc, SchedConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -377,8 +377,10 @@ impl State {
         };
         if let Some(f) = filter {
             // Every `--nodelist` node is in the allocation with at least one task, as in
-            // Slurm (the node count and task count rise to the list's size).
-            let k = f.required.len() as u32;
+            // Slurm (the node count and task count rise to the list's size); so is every
+            // node a `--constraint` count asks for.
+            let counted: u32 = f.counts.iter().map(|c| c.1).fold(0, u32::saturating_add);
+            let k = (f.required.len() as u32).max(counted);
             if k > 0 {
                 if req.nodes.is_none() && req.tasks < k {
                     req.nodes = Some(k);
@@ -414,39 +416,20 @@ impl State {
         };
         let required = resolve(&spec.nodelist)?;
         let excluded = resolve(&spec.exclude)?;
-        let expr = match spec.constraint.as_deref() {
+        let constraint = match spec.constraint.as_deref() {
             None => None,
-            Some(c) => {
-                let c = gsched_proto::job::parse_constraint(c)
-                    .map_err(|_| ApiError::plain(ErrorCode::InvalidFeature))?;
-                Some(if c.any {
-                    FeatureExpr::Any(c.features)
-                } else {
-                    FeatureExpr::All(c.features)
-                })
-            }
+            Some(c) => Some(
+                gsched_proto::job::parse_constraint(c)
+                    .map_err(|e| ApiError::new(ErrorCode::InvalidFeature, e))?,
+            ),
         };
-        let mut required_sorted = required;
-        required_sorted.sort_unstable();
-        required_sorted.dedup();
-        let allowed = if excluded.is_empty() && expr.is_none() {
-            None
-        } else {
-            Some(
-                self.nodes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| {
-                        !excluded.contains(&i)
-                            && expr.as_ref().is_none_or(|e| e.matches(&n.features))
-                    })
-                    .collect(),
-            )
-        };
-        Ok(Some(NodeFilter {
-            allowed,
-            required: required_sorted,
-        }))
+        Ok(Some(NodeFilter::from_constraint(
+            self.nodes.len(),
+            |i| &self.nodes[i].features,
+            &required,
+            &excluded,
+            constraint.as_ref(),
+        )))
     }
 
     /// Accepts a job: validates it, stores it, and returns its id once committed.
@@ -584,7 +567,11 @@ impl State {
         // nodes required must not be excluded or lack the features.
         if let Some(f) = self.node_filter(&spec)? {
             let n = self.nodes.len();
-            if spec.constraint.is_some() && spec.exclude.is_none() && !(0..n).any(|i| f.allows(i)) {
+            let no_node = |has: &Vec<bool>| !has.contains(&true);
+            if spec.constraint.is_some()
+                && spec.exclude.is_none()
+                && (!(0..n).any(|i| f.allows(i)) || f.counts.iter().any(|c| no_node(&c.0)))
+            {
                 return Err(ApiError::plain(ErrorCode::InvalidFeature));
             }
             if f.required.iter().any(|&i| !f.allows(i))

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod begin;
 pub mod client;
 pub mod config;
+pub mod constraint;
 pub mod depend;
 pub mod het;
 pub mod hostlist;

@@ -150,11 +150,13 @@ impl ResourceRequest {
     }
 }
 
-/// A feature expression of `--constraint`: one feature, `a&b` (all) or `a|b` (any).
+/// A per-node feature expression of `--constraint`: one feature, `a&b` (all), `a|b` (any),
+/// or any expression with parentheses ([`gsched_proto::constraint::NodeExpr`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FeatureExpr {
     All(Vec<String>),
     Any(Vec<String>),
+    Tree(gsched_proto::constraint::NodeExpr),
 }
 
 impl FeatureExpr {
@@ -164,6 +166,7 @@ impl FeatureExpr {
         match self {
             FeatureExpr::All(v) => v.iter().all(has),
             FeatureExpr::Any(v) => v.iter().any(has),
+            FeatureExpr::Tree(e) => e.matches(features),
         }
     }
 }
@@ -175,6 +178,13 @@ pub struct NodeFilter {
     pub allowed: Option<Vec<bool>>,
     /// Node indices the job must be given (`--nodelist`), sorted, without duplicates.
     pub required: Vec<usize>,
+    /// Matching OR (`--constraint=[a|b]`): per alternative, which nodes satisfy it; all the
+    /// nodes of a placement satisfy the same alternative, the first in this order that has
+    /// a placement. Empty: no such constraint.
+    pub alternatives: Vec<Vec<bool>>,
+    /// Node counts (`--constraint=[a*2&b*1]`): per term, which nodes satisfy it and how many
+    /// of the placement's nodes (distinct per term) must. Empty: no counts.
+    pub counts: Vec<(Vec<bool>, u32)>,
 }
 
 impl NodeFilter {
@@ -206,6 +216,49 @@ impl NodeFilter {
         NodeFilter {
             allowed,
             required: req,
+            ..NodeFilter::default()
+        }
+    }
+
+    /// The filter for `required` nodes, `excluded` nodes and a `--constraint` over `n` nodes
+    /// whose features `features(i)` gives: the nodes the constraint lets the job use at all,
+    /// its matching-OR alternatives and its node counts, each as a per-node mask.
+    pub fn from_constraint<'a>(
+        n: usize,
+        features: impl Fn(usize) -> &'a [String],
+        required: &[usize],
+        excluded: &[usize],
+        constraint: Option<&gsched_proto::constraint::ConstraintSpec>,
+    ) -> NodeFilter {
+        use gsched_proto::constraint::{ConstraintSpec, NodeExpr};
+        let mask = |e: &NodeExpr| -> Vec<bool> { (0..n).map(|i| e.matches(features(i))).collect() };
+        let (ok, alternatives, counts): (Option<Vec<bool>>, Vec<Vec<bool>>, _) = match constraint {
+            None => (None, Vec::new(), Vec::new()),
+            Some(ConstraintSpec::Each(e)) => (Some(mask(e)), Vec::new(), Vec::new()),
+            Some(ConstraintSpec::MatchingOr(alts)) => {
+                let alts: Vec<Vec<bool>> = alts.iter().map(mask).collect();
+                let any = (0..n).map(|i| alts.iter().any(|a| a[i])).collect();
+                (Some(any), alts, Vec::new())
+            }
+            Some(ConstraintSpec::Counts { each, counts }) => (
+                each.as_ref().map(mask),
+                Vec::new(),
+                counts.iter().map(|(e, k)| (mask(e), *k)).collect(),
+            ),
+        };
+        let mut req: Vec<usize> = required.to_vec();
+        req.sort_unstable();
+        req.dedup();
+        let allowed = (!excluded.is_empty() || ok.is_some()).then(|| {
+            (0..n)
+                .map(|i| !excluded.contains(&i) && ok.as_ref().is_none_or(|m| m[i]))
+                .collect()
+        });
+        NodeFilter {
+            allowed,
+            required: req,
+            alternatives,
+            counts,
         }
     }
 

@@ -16,6 +16,7 @@
 //!       [prio=100] [submit=1] [part=batch,debug] [begin=+60] [held=user|admin] [t=unlimited]
 //!       [tmin=30]              # --time-min, minutes
 //!       [het=10+1/3]           # component 1 of the 3 of het job 10
+//!       [C=[r1|r2]]            # --constraint (a&b, a|b, (a|b)&c, [a|b], [a*2&b*1])
 //! == decisions
 //! start 2 in all on n3:4c            # "limit 45" added when --time-min lowered it
 //! wait 1 Resources, reserved at +3600 on n1:4c,n2:4c,n3:4c,n4:4c
@@ -175,6 +176,17 @@ fn parse(text: &str) -> Scenario {
                         cpus_per_task: kv("c").map_or(1, |c| c.parse().unwrap()),
                         ntasks_per_node: kv("tpn").map(|n| n.parse().unwrap()),
                         mem,
+                        filter: kv("C").map(|c| {
+                            let spec = gsched_proto::constraint::parse(c).expect("constraint");
+                            let nodes = &s.view.nodes;
+                            std::sync::Arc::new(gsched_sched::NodeFilter::from_constraint(
+                                nodes.len(),
+                                |i| &nodes[i].features,
+                                &[],
+                                &[],
+                                Some(&spec),
+                            ))
+                        }),
                         ..Default::default()
                     },
                     het: kv("het").map(|h| {

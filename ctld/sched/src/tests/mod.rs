@@ -856,3 +856,96 @@ proptest! {
         }
     }
 }
+
+/// `--constraint=[r1|r2]` (matching OR) and `[a*2&b*1]` (node counts) in placement, under
+/// every policy and in the planner's searches for later starts.
+#[test]
+fn matching_or_and_node_counts() {
+    // n1 r1; n2 r2; n3 r2,big; n4 r1,big.
+    let mut v = cluster(4, 2, 1000);
+    for (i, f) in [&["r1"][..], &["r2"], &["r2", "big"], &["r1", "big"]]
+        .iter()
+        .enumerate()
+    {
+        v.nodes[i].features = f.iter().map(|s| s.to_string()).collect();
+    }
+    let has = |feat: &str| -> Vec<bool> {
+        v.nodes
+            .iter()
+            .map(|n| n.features.iter().any(|x| x == feat))
+            .collect()
+    };
+    // Three nodes of one rack: neither rack has three, so no placement; two nodes: rack r1
+    // (the first alternative) when both are free, rack r2 when n1 is busy.
+    let mut j = job(1, 2, 2);
+    j.req.nodes = Some(2);
+    j.req.filter = Some(std::sync::Arc::new(NodeFilter {
+        allowed: None,
+        alternatives: vec![has("r1"), has("r2")],
+        ..NodeFilter::default()
+    }));
+    for policy in policies() {
+        let d = decide(&v, &[j.clone()], NOW, &config(policy));
+        let nodes: Vec<usize> = d.starts[0].placement.nodes.iter().map(|a| a.node).collect();
+        assert_eq!(nodes, vec![0, 3], "{policy:?}");
+    }
+    let mut three = j.clone();
+    three.req.nodes = Some(3);
+    three.req.tasks = 3;
+    assert!(place(&v.nodes, &[0, 1, 2, 3], &three.req).is_none());
+    let mut busy = v.clone();
+    busy.nodes[0].alloc_cpus = 2;
+    busy.running.push(RunningAlloc {
+        job_id: 99,
+        end: NOW + 600,
+        nodes: vec![NodeAlloc {
+            node: 0,
+            cpus: 2,
+            mem_mb: 0,
+            tasks: 1,
+        }],
+    });
+    for policy in policies() {
+        let d = decide(&busy, &[j.clone()], NOW, &config(policy));
+        let nodes: Vec<usize> = d.starts[0].placement.nodes.iter().map(|a| a.node).collect();
+        assert_eq!(nodes, vec![1, 2], "{policy:?}");
+    }
+    // r2 taken too: the job waits, and is planned on rack r1 when n1 frees.
+    busy.nodes[1].alloc_cpus = 2;
+    busy.running.push(RunningAlloc {
+        job_id: 98,
+        end: NOW + 1200,
+        nodes: vec![NodeAlloc {
+            node: 1,
+            cpus: 2,
+            mem_mb: 0,
+            tasks: 1,
+        }],
+    });
+    let d = decide(&busy, &[j.clone()], NOW, &config(Policy::Conservative));
+    assert!(d.starts.is_empty());
+    let e = &d.estimates[0];
+    assert_eq!(e.start, NOW + 600);
+    let nodes: Vec<usize> = e.placement.nodes.iter().map(|a| a.node).collect();
+    assert_eq!(nodes, vec![0, 3]);
+
+    // Counts: two `big` nodes and one `r1` node, distinct: n3, n4 (big) and n1 (r1).
+    let mut c = job(2, 3, 1);
+    c.req.filter = Some(std::sync::Arc::new(NodeFilter {
+        counts: vec![(has("big"), 2), (has("r1"), 1)],
+        ..NodeFilter::default()
+    }));
+    let d = decide(&v, &[c.clone()], NOW, &SchedConfig::default());
+    let mut nodes: Vec<usize> = d.starts[0].placement.nodes.iter().map(|a| a.node).collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes, vec![0, 2, 3]);
+    // More counted nodes than -N allows, or than exist: no placement.
+    c.req.nodes = Some(2);
+    assert!(place(&v.nodes, &[0, 1, 2, 3], &c.req).is_none());
+    c.req.nodes = None;
+    c.req.filter = Some(std::sync::Arc::new(NodeFilter {
+        counts: vec![(has("big"), 3)],
+        ..NodeFilter::default()
+    }));
+    assert!(place(&v.nodes, &[0, 1, 2, 3], &c.req).is_none());
+}

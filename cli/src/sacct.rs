@@ -814,7 +814,10 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> String {
         };
         let only_steps = p.steps_only.get(&key);
         let range = ranges.get(&j.job_id);
-        let started = j.start_time.is_some() && j.state != JobState::Pending;
+        // Only the first component of a het job runs the batch script (has a batch step).
+        let started = j.start_time.is_some()
+            && j.state != JobState::Pending
+            && j.het.is_none_or(|h| h.offset == 0);
         let mut rows = Vec::new();
         match only_steps {
             Some(steps) => {

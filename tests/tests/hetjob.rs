@@ -115,6 +115,15 @@ fn het_job_runs_on_both_partitions_with_slurm_env() {
             n + 1
         )
     );
+    // Only the leader has a batch step.
+    let steps = c.cmd_ok(
+        "gsacct",
+        ["-n", "-P", "-o", "JobID,State", "-j", &n.to_string()],
+    );
+    assert_eq!(
+        steps,
+        format!("{n}+0|COMPLETED\n{n}+0.batch|COMPLETED\n{n}+1|COMPLETED\n")
+    );
 }
 
 #[test]

@@ -805,8 +805,8 @@ proptest! {
 
     /// Heterogeneous jobs: under every policy all components of a het job start in the same
     /// pass or none does (never one alone, and never an incomplete het job), components
-    /// sharing nodes never over-allocate them, and the components of a het job are planned
-    /// to start at the same time.
+    /// sharing nodes never over-allocate them, the components of a het job are planned to
+    /// start at the same time, and the decisions do not depend on the queue's order.
     #[test]
     fn het_components_start_together(
         case in arb_case(),
@@ -815,8 +815,12 @@ proptest! {
     ) {
         let v = &case.view;
         let (q, groups) = with_het_jobs(&case, &sizes, drop_one);
+        let mut reversed = q.clone();
+        reversed.reverse();
         for policy in policies() {
             let d = decide(v, &q, NOW, &config(policy));
+            // Deterministic whatever the order of the queue.
+            prop_assert_eq!(&d, &decide(v, &reversed, NOW, &config(policy)));
             prop_assert_eq!(d.starts.len() + d.waiting.len(), q.len());
             let started = |id: JobId| d.starts.iter().any(|s| s.job_id == id);
             for g in &groups {

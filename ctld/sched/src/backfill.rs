@@ -67,7 +67,9 @@ pub(crate) fn decide_backfill(
     let order = priority_order(queue);
     let gangs = Gangs::new(queue);
     let mut gang_seen: std::collections::BTreeSet<u32> = Default::default();
-    let mut estimates: Vec<Vec<Estimate>> = vec![Vec::new(); order.len()];
+    let mut estimates: Vec<Option<Estimate>> = vec![None; order.len()];
+    // Het jobs' estimates (one per component), by the place of their first component.
+    let mut gang_estimates: std::collections::BTreeMap<usize, Vec<Estimate>> = Default::default();
     for (at, &job) in order.iter().enumerate() {
         if let Some(h) = job.het {
             // The whole het job, at its first component in priority order.
@@ -123,7 +125,7 @@ pub(crate) fn decide_backfill(
                 EstimateKind::Reserved,
             ) {
                 reserved += 1;
-                estimates[at] = es;
+                gang_estimates.insert(at, es);
             }
             continue;
         }
@@ -198,7 +200,7 @@ pub(crate) fn decide_backfill(
             EstimateKind::Reserved,
         ) {
             reserved += 1;
-            estimates[at] = vec![e];
+            estimates[at] = Some(e);
         }
     }
     for (k, (at, job)) in later.into_iter().enumerate() {
@@ -207,24 +209,28 @@ pub(crate) fn decide_backfill(
         } else {
             EstimateKind::NotBefore
         };
-        estimates[at] = match job.het {
-            Some(h) => het::earliest(
-                &mut pl,
-                view,
-                gangs.members(h.leader),
-                now,
-                config,
-                &|_| now,
-                kind,
-            )
-            .unwrap_or_default(),
-            None => estimate(&mut pl, job, view, now, config, None, kind)
-                .into_iter()
-                .collect(),
-        };
+        match job.het {
+            Some(h) => {
+                let members = gangs.members(h.leader);
+                if let Some(es) = het::earliest(&mut pl, view, members, now, config, &|_| now, kind)
+                {
+                    gang_estimates.insert(at, es);
+                }
+            }
+            None => estimates[at] = estimate(&mut pl, job, view, now, config, None, kind),
+        }
     }
     // In priority order, like the rest.
-    out.estimates = estimates.into_iter().flatten().collect();
+    if gang_estimates.is_empty() {
+        out.estimates = estimates.into_iter().flatten().collect();
+    } else {
+        for (at, e) in estimates.into_iter().enumerate() {
+            match gang_estimates.remove(&at) {
+                Some(es) => out.estimates.extend(es),
+                None => out.estimates.extend(e),
+            }
+        }
+    }
     out
 }
 

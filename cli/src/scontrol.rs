@@ -1066,12 +1066,16 @@ pub fn parse_node_state_update(val: &str) -> Result<(NodeStateUpdate, bool), Opt
 }
 
 /// Plain job ids, comma separated (`12`, `12,13`); `None` for anything else.
+/// Job ids, comma separated; `N+K` (het job component K) is its own id, N + K.
 fn job_id_list(s: &str) -> Option<Vec<u32>> {
     if s.is_empty() {
         return None;
     }
     s.split(',')
-        .map(|t| t.parse::<u32>().ok().filter(|n| *n > 0))
+        .map(|t| match gsched_proto::het::parse_component_ref(t) {
+            Some((n, k)) => n.checked_add(k),
+            None => t.parse::<u32>().ok().filter(|n| *n > 0),
+        })
         .collect()
 }
 

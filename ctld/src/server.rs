@@ -252,17 +252,25 @@ async fn update_job(
     Extension(who): Who,
     Body(req): Body<JobUpdateRequest>,
 ) -> Result<Json<Ack>, ApiErr> {
-    if let Some(limit) = req.time_limit {
-        sh.lock().update_time_limit(req.job_id, limit, who)?;
-    }
-    let others = req.dependency.is_some()
-        || req.begin_time.is_some()
-        || req.name.is_some()
-        || req.priority.is_some()
-        || req.partition.is_some()
-        || req.time_min.is_some();
-    if others {
-        sh.lock().update_job(&req, who, now())?;
+    // A het job's id updates every component (Slurm); `N+K` names one (its own id).
+    let ids = sh.lock().het_ids(req.job_id);
+    for id in ids {
+        let req = JobUpdateRequest {
+            job_id: id,
+            ..req.clone()
+        };
+        if let Some(limit) = req.time_limit {
+            sh.lock().update_time_limit(req.job_id, limit, who)?;
+        }
+        let others = req.dependency.is_some()
+            || req.begin_time.is_some()
+            || req.name.is_some()
+            || req.priority.is_some()
+            || req.partition.is_some()
+            || req.time_min.is_some();
+        if others {
+            sh.lock().update_job(&req, who, now())?;
+        }
     }
     sh.wake.notify_one();
     Ok(Json(Ack { ok: true }))

@@ -194,6 +194,23 @@ fn hold_release_and_refused_submissions() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cancel the whole job"), "{err}");
     assert_eq!(c.job(n + 1).state, JobState::Pending);
+    // update JobId=N changes every component; JobId=N+K one.
+    c.cmd_ok(
+        "gscontrol",
+        ["update", &format!("JobId={n}"), "TimeLimit=20"],
+    );
+    assert_eq!(
+        (c.job(n).time_limit, c.job(n + 1).time_limit),
+        (Some(20), Some(20))
+    );
+    c.cmd_ok(
+        "gscontrol",
+        ["update", &format!("JobId={n}+1"), "TimeLimit=5"],
+    );
+    assert_eq!(
+        (c.job(n).time_limit, c.job(n + 1).time_limit),
+        (Some(20), Some(5))
+    );
     c.cmd_ok("gscontrol", ["release", &n.to_string()]);
     c.wait_state(n, JobState::Completed, secs(30));
     c.wait_state(n + 1, JobState::Completed, secs(30));

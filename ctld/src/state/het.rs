@@ -116,7 +116,7 @@ impl State {
     }
 
     /// The ids of every component of the het job `leader` (just `leader` if it is none).
-    pub(super) fn het_ids(&self, leader: JobId) -> Vec<JobId> {
+    pub fn het_ids(&self, leader: JobId) -> Vec<JobId> {
         match self.jobs.get(&leader).and_then(|j| j.info.het) {
             Some(h) if h.job_id == leader => (0..h.count).map(|k| h.component_id(k)).collect(),
             _ => vec![leader],

@@ -260,3 +260,121 @@ impl State {
         env
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{register_all, spec, state, ROOT};
+    use super::*;
+    use gsched_proto::api::RunningJob;
+
+    #[test]
+    fn leader_launches_alone_components_survive_restart_and_follow_the_leader() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        // Two components of 2 tasks on nodes of 2 CPUs: one node each.
+        let second = JobSpec {
+            script: String::new(),
+            ..spec(2)
+        };
+        let n = st.submit_het(vec![spec(2), second], ROOT, 1000).unwrap();
+        assert_eq!(st.jobs[&(n + 1)].info.het.map(|h| h.offset), Some(1));
+        let effects = st.schedule(1000);
+        let launches: Vec<&LaunchRequest> = effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Launch { req, .. } => Some(&**req),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(launches.len(), 1, "only the leader launches");
+        assert_eq!(launches[0].job_id, n);
+        let (leader_node, other_node) = (
+            st.jobs[&n].info.nodes[0].clone(),
+            st.jobs[&(n + 1)].info.nodes[0].clone(),
+        );
+        assert_ne!(leader_node, other_node);
+        let env = |k: &str| {
+            launches[0]
+                .environment
+                .iter()
+                .find(|(x, _)| x == k)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(env("SLURM_HET_SIZE").as_deref(), Some("2"));
+        assert_eq!(env("SLURM_JOB_ID_HET_GROUP_1"), Some((n + 1).to_string()));
+        assert_eq!(
+            env("SLURM_JOB_NODELIST_HET_GROUP_1"),
+            Some(other_node.clone())
+        );
+        assert_eq!(
+            env("SLURM_JOB_NODELIST_PACK_GROUP_0"),
+            Some(leader_node.clone())
+        );
+        st.launch_result(n, 1000, Ok(()), 1000);
+
+        // A restarted controller: the component without a process is not "lost" on its node.
+        drop(st);
+        let mut st = state(dir.path());
+        register_all(&mut st, 1001);
+        let running = [RunningJob {
+            job_id: n,
+            start_time: 1000,
+        }];
+        st.heartbeat(&leader_node, &running, 1100).unwrap();
+        st.heartbeat(&other_node, &[], 1100).unwrap();
+        st.schedule(1100);
+        assert_eq!(st.jobs[&n].info.state, JobState::Running);
+        assert_eq!(st.jobs[&(n + 1)].info.state, JobState::Running);
+
+        // The batch script fails: every component ends as the leader did.
+        let done = JobCompleteRequest {
+            job_id: n,
+            node: leader_node,
+            start_time: 1000,
+            exit_code: 3,
+            signal: 0,
+            end_time: 1200,
+            launch_error: None,
+            terminated_for: None,
+        };
+        st.complete(&done, 1200).unwrap();
+        st.schedule(1201);
+        let c = &st.jobs[&(n + 1)].info;
+        assert_eq!(
+            (c.state, c.exit_code, c.end_time),
+            (JobState::Failed, 3, Some(1200))
+        );
+        // ... and stays so after a restart.
+        drop(st);
+        let st = state(dir.path());
+        assert_eq!(st.jobs[&(n + 1)].info.state, JobState::Failed);
+    }
+
+    #[test]
+    fn het_job_waits_whole_for_a_held_or_blocked_component() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        let held = JobSpec {
+            hold: true,
+            script: String::new(),
+            ..spec(1)
+        };
+        let n = st.submit_het(vec![spec(1), held], ROOT, 1000).unwrap();
+        st.schedule(1000);
+        // The leader alone would fit: it waits with its held component's reason.
+        let l = &st.jobs[&n].info;
+        assert_eq!(
+            (l.state, l.reason),
+            (JobState::Pending, Reason::JobHeldUser)
+        );
+        // Arrays of het jobs are refused.
+        let arr = JobSpec {
+            array: Some("1-2".into()),
+            ..spec(1)
+        };
+        let e = st.submit_het(vec![arr, spec(1)], ROOT, 1000).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArray);
+    }
+}

@@ -12,7 +12,10 @@
 //! leader's priority.
 //!
 //! **Run.** Only the leader launches: the batch script runs on the leader's first node with
-//! `SLURM_HET_SIZE` and the `*_HET_GROUP_K` variables Slurm sets for every component. The
+//! `SLURM_HET_SIZE` and the `*_HET_GROUP_K` variables Slurm's `_set_het_job_env` sets for
+//! every component (and its older `*_PACK_GROUP_K` spellings). Slurm sets `SLURM_HET_JOB_ID`
+//! and `SLURM_HET_JOB_OFFSET` only for PrologSlurmctld/EpilogSlurmctld and job steps, not in
+//! the batch script; gsched has neither yet, so neither sets them. The
 //! other components hold their resources without a process (Slurm's steps would use them;
 //! gsched has none yet). When the leader ends, every component still running ends with the
 //! leader's state and exit code; when the leader goes back to the queue (node failure), so

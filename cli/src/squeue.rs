@@ -140,6 +140,10 @@ pub enum F {
     AllocSid,
     /// An unknown letter or name: prints only its suffix.
     Invalid,
+    // -O only: heterogeneous jobs.
+    HetJobId,
+    HetJobOffset,
+    HetJobIdSet,
 }
 
 /// Letter table for `-o`.
@@ -277,6 +281,9 @@ const NAMES: &[(&str, F)] = &[
     ("ntpernode", F::NtPerNode),
     ("allocnodes", F::AllocNodes),
     ("allocsid", F::AllocSid),
+    ("hetjobid", F::HetJobId),
+    ("hetjoboffset", F::HetJobOffset),
+    ("hetjobidset", F::HetJobIdSet),
 ];
 
 impl format::Kind for F {
@@ -423,6 +430,9 @@ fn header(kind: F) -> (&'static str, bool) {
         F::AllocNodes => "ALLOC_NODES",
         F::AllocSid => "ALLOC_SID",
         F::Invalid => "",
+        F::HetJobId => "HET_JOB_ID",
+        F::HetJobOffset => "HET_JOB_OFFSET",
+        F::HetJobIdSet => "HET_JOB_ID_SET",
     };
     (h, true)
 }
@@ -556,6 +566,14 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
         F::NodeList => return (nodes(), false),
         F::Command => or_null(&job.spec.command).to_string(),
         F::Contiguous | F::RestartCnt | F::Requeue | F::DerivedEc | F::AllocSid => "0".to_string(),
+        F::HetJobId | F::HetJobOffset | F::HetJobIdSet => match job.het {
+            None => "N/A".to_string(),
+            Some(h) => match kind {
+                F::HetJobId => h.job_id.to_string(),
+                F::HetJobOffset => h.offset.to_string(),
+                _ => h.id_set(),
+            },
+        },
         F::Priority => format!("{:16.14}", f64::from(job.priority) / f64::from(u32::MAX)),
         F::PriorityLong => job.priority.to_string(),
         F::Partition => job.partition.clone(),

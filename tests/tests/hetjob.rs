@@ -55,6 +55,18 @@ fn het_job_runs_on_both_partitions_with_slurm_env() {
         squeue(&c, &format!("{n}+1")),
         format!("{n}+1 gpu RUNNING None\n")
     );
+    let o = c.cmd_ok(
+        "gsqueue",
+        [
+            "-h",
+            "-O",
+            "HetJobId,HetJobOffset,HetJobIdSet",
+            "-j",
+            &format!("{n}+1"),
+        ],
+    );
+    let want = [n.to_string(), "1".into(), format!("{n}-{}", n + 1)];
+    assert_eq!(o.split_whitespace().collect::<Vec<_>>(), want);
     let show = c.cmd_ok("gscontrol", ["show", "job", &format!("{n}+1")]);
     assert!(
         show.starts_with(&format!(

@@ -182,6 +182,19 @@ pub(crate) fn earliest(
         .unwrap_or(now)
         .max(begin)
         .max(now + 1);
+    // No earlier than any component could start alone (the planner's fast, exact search, on
+    // a copy of its state): this skips ahead, and a component that can never start ends
+    // the search at once.
+    for (&job, parts) in members.iter().zip(&open) {
+        let alone = parts
+            .iter()
+            .filter_map(|&p| {
+                let len = Planner::planning_len(job, view, p, config);
+                pl.earliest(p, &job.req, len, t, true).map(|f| f.start)
+            })
+            .min()?;
+        t = t.max(alone);
+    }
     while t <= pl.latest() {
         if let Some(found) = fit_all(pl, view, members, &open, t, config) {
             let mut out = Vec::with_capacity(found.len());

@@ -48,7 +48,7 @@ impl State {
             time_limit: j.time_limit,
             time_min: j.spec.time_min,
             req: self.request_of(&j.spec),
-            het: None,
+            het: self.het_member(j).0,
         };
         let mut queue: Vec<QueuedJob> = self
             .jobs

@@ -53,7 +53,10 @@ pub fn job_array_id(job: &JobInfo, ranges: &HashMap<JobId, String>) -> String {
     match (&job.array, ranges.get(&job.job_id)) {
         (Some(a), Some(r)) => format!("{}_[{r}]", a.job_id),
         (Some(a), None) => a.name(),
-        _ => job.job_id.to_string(),
+        _ => match &job.het {
+            Some(h) => h.name(),
+            None => job.job_id.to_string(),
+        },
     }
 }
 

@@ -296,6 +296,12 @@ fn parse_jobs(prog: &str, s: &str) -> Result<Vec<JobSel>, Fail> {
             None => (tok.as_str(), None),
         };
         let bad = || Fail::error(prog, format!("Invalid job id: {tok}"));
+        if let Some((n, k)) = gsched_proto::het::parse_component_ref(job) {
+            // `N+K`: component K of het job N, whose own id is N + K.
+            let id = n.checked_add(k).ok_or_else(bad)?;
+            out.push(((id, None), step));
+            continue;
+        }
         let (id, task) = match job.split_once('_') {
             Some((a, k)) => (a, Some(k.parse::<u32>().map_err(|_| bad())?)),
             None => (job, None),
@@ -633,7 +639,10 @@ impl Params {
                 let base = match (row.range, j.array) {
                     (Some(r), Some(a)) => format!("{}_[{r}]", a.job_id),
                     (None, Some(a)) => format!("{}_{}", a.job_id, a.task_id),
-                    _ => j.job_id.to_string(),
+                    _ => match j.het {
+                        Some(h) => h.name(),
+                        None => j.job_id.to_string(),
+                    },
                 };
                 if row.batch {
                     format!("{base}.batch")
@@ -811,7 +820,10 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> String {
         };
         let only_steps = p.steps_only.get(&key);
         let range = ranges.get(&j.job_id);
-        let started = j.start_time.is_some() && j.state != JobState::Pending;
+        // Only the first component of a het job runs the batch script (has a batch step).
+        let started = j.start_time.is_some()
+            && j.state != JobState::Pending
+            && j.het.is_none_or(|h| h.offset == 0);
         let mut rows = Vec::new();
         match only_steps {
             Some(steps) => {

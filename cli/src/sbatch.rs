@@ -477,9 +477,6 @@ impl Opts {
             }
             "constraint" => match gsched_proto::job::parse_constraint(val) {
                 Ok(_) => self.constraint = Some(val.trim().to_string()),
-                Err(e) if e.contains("not supported") => {
-                    return Err(Fail::error(prog, e));
-                }
                 Err(e) => return Err(opt_err(&e)),
             },
             "exclusive" => match arg.map(str::trim) {
@@ -518,6 +515,43 @@ impl Opts {
             (Some(m), None) => Ok(Some(MemRequest::PerNode(m.0))),
             (None, Some(m)) => Ok(Some(MemRequest::PerCpu(m.0))),
             (None, None) => Ok(None),
+        }
+    }
+}
+
+impl Opts {
+    /// What the next component of a heterogeneous job starts from: the options Slurm
+    /// propagates from one component to the next (its list in "Heterogeneous Job Support");
+    /// partition, node and task counts, CPUs, memory and placement start afresh.
+    pub fn propagated(&self) -> Opts {
+        Opts {
+            job_name: self.job_name.clone(),
+            output: self.output.clone(),
+            error: self.error.clone(),
+            input: self.input.clone(),
+            chdir: self.chdir.clone(),
+            time: self.time,
+            time_min: self.time_min,
+            export: self.export.clone(),
+            open_mode: self.open_mode,
+            parsable: self.parsable,
+            hold: self.hold,
+            uid: self.uid,
+            gid: self.gid,
+            clusters: self.clusters.clone(),
+            ignore_pbs: self.ignore_pbs,
+            dependency: self.dependency.clone(),
+            begin: self.begin,
+            kill_on_invalid_dep: self.kill_on_invalid_dep,
+            requeue: self.requeue,
+            comment: self.comment.clone(),
+            warn_signal: self.warn_signal,
+            wait: self.wait,
+            test_only: self.test_only,
+            account: self.account.clone(),
+            nice: self.nice,
+            exclude: self.exclude.clone(),
+            ..Opts::default()
         }
     }
 }
@@ -687,10 +721,9 @@ pub fn directive_args(script: &str, file: &str, prog: &str) -> Result<Directives
         let trimmed = rest.trim_start();
         let word = trimmed.split_ascii_whitespace().next().unwrap_or("");
         if word.eq_ignore_ascii_case("hetjob") || word.eq_ignore_ascii_case("packjob") {
-            return Err(Fail::error(
-                prog,
-                "heterogeneous jobs (#SBATCH hetjob) are not supported by gsched yet",
-            ));
+            // The options after it are the next component's.
+            d.het_args.push(Vec::new());
+            continue;
         }
         if trimmed.starts_with(':') {
             return Err(Fail::raw(
@@ -705,7 +738,10 @@ pub fn directive_args(script: &str, file: &str, prog: &str) -> Result<Directives
         loop {
             match next_argument(&bytes[pos..]) {
                 Ok(Some((arg, used))) => {
-                    d.args.push(arg);
+                    match d.het_args.last_mut() {
+                        Some(group) => group.push(arg),
+                        None => d.args.push(arg),
+                    }
                     pos += used;
                 }
                 Ok(None) => break,
@@ -730,6 +766,9 @@ pub struct Directives {
     pub warnings: Vec<String>,
     /// `#PBS`/`#BSUB` lines (Slurm would translate them; gsched refuses).
     pub foreign: bool,
+    /// The arguments of the later components of a heterogeneous job, one group after each
+    /// `#SBATCH hetjob` (or `packjob`) line.
+    pub het_args: Vec<Vec<String>>,
 }
 
 /// Parses directive arguments into option items; an operand is an invalid directive.
@@ -937,6 +976,8 @@ pub struct CommandLine {
     pub wrap: Option<String>,
     pub quiet: bool,
     pub verbose: u32,
+    /// The options of the later components of a heterogeneous job (`... : ...`).
+    pub het_items: Vec<Vec<(&'static str, Option<String>)>>,
 }
 
 /// What the first pass decided.
@@ -948,31 +989,38 @@ pub enum FirstPass {
 }
 
 pub fn first_pass(prog: &str, args: &[String]) -> Result<FirstPass, Fail> {
-    // The options come first: the first operand (the script) ends them.
-    let split = getopt::parse_split(args, OPTIONS, Ordering::RequireOrder);
+    // The options come first: the first operand (the script) ends them. A lone `:` ends
+    // the options of one component of a heterogeneous job; the next component's follow.
     let mut cl = CommandLine::default();
-    for (id, arg) in &split.opts {
-        if let Some(text) = common::info_text(id, help_text, usage_text) {
-            return Ok(FirstPass::Print(text));
+    let mut groups = Vec::new();
+    let mut rest: Vec<String> = args.to_vec();
+    loop {
+        let split = getopt::parse_split(&rest, OPTIONS, Ordering::RequireOrder);
+        for (id, arg) in &split.opts {
+            if let Some(text) = common::info_text(id, help_text, usage_text) {
+                return Ok(FirstPass::Print(text));
+            }
+            match *id {
+                "wrap" => cl.wrap = arg.clone(),
+                "quiet" => cl.quiet = true,
+                "verbose" => cl.verbose += 1,
+                _ => {}
+            }
         }
-        match *id {
-            "wrap" => cl.wrap = arg.clone(),
-            "quiet" => cl.quiet = true,
-            "verbose" => cl.verbose += 1,
-            _ => {}
+        if let Some(e) = &split.err {
+            return Err(getopt_fail(prog, e));
+        }
+        groups.push(split.opts);
+        match split.operands.split_first() {
+            Some((colon, next)) if colon == ":" => rest = next.to_vec(),
+            _ => {
+                cl.operands = split.operands;
+                break;
+            }
         }
     }
-    if split.operands.iter().any(|o| o == ":") {
-        return Err(Fail::error(
-            prog,
-            "heterogeneous jobs (\":\" separated components) are not supported by gsched yet",
-        ));
-    }
-    if let Some(e) = &split.err {
-        return Err(getopt_fail(prog, e));
-    }
-    cl.items = split.opts;
-    cl.operands = split.operands;
+    cl.items = groups.remove(0);
+    cl.het_items = groups;
     Ok(FirstPass::Go(cl))
 }
 
@@ -992,17 +1040,37 @@ pub fn build(
     let mut warnings = Vec::new();
     let dirs = directive_args(script, &file_label, prog)?;
     warnings.extend(dirs.warnings.iter().cloned());
-    let script_items = parse_directives(prog, &dirs.args)?;
-    let mut opts = Opts::default();
-    for (id, arg) in &script_items {
-        opts.apply(prog, id, arg.as_deref(), Source::Script, &ctx.caller)?;
+    // One set of options per component of a heterogeneous job (one for an ordinary job):
+    // the component's `#SBATCH` lines, then the environment, then its command line, over
+    // what the previous component propagates.
+    let script_groups: Vec<&Vec<String>> =
+        std::iter::once(&dirs.args).chain(&dirs.het_args).collect();
+    let n_components = script_groups.len().max(1 + cl.het_items.len());
+    let mut components: Vec<Opts> = Vec::with_capacity(n_components);
+    for k in 0..n_components {
+        let mut opts = match components.last() {
+            Some(prev) => prev.propagated(),
+            None => Opts::default(),
+        };
+        if let Some(args) = script_groups.get(k) {
+            for (id, arg) in &parse_directives(prog, args)? {
+                opts.apply(prog, id, arg.as_deref(), Source::Script, &ctx.caller)?;
+            }
+        }
+        for (id, arg, var) in env_options(&ctx.env) {
+            opts.apply(prog, id, arg.as_deref(), Source::Env(var), &ctx.caller)?;
+        }
+        let items = if k == 0 {
+            Some(&cl.items)
+        } else {
+            cl.het_items.get(k - 1)
+        };
+        for (id, arg) in items.into_iter().flatten() {
+            opts.apply(prog, id, arg.as_deref(), Source::Cli, &ctx.caller)?;
+        }
+        components.push(opts);
     }
-    for (id, arg, var) in env_options(&ctx.env) {
-        opts.apply(prog, id, arg.as_deref(), Source::Env(var), &ctx.caller)?;
-    }
-    for (id, arg) in &cl.items {
-        opts.apply(prog, id, arg.as_deref(), Source::Cli, &ctx.caller)?;
-    }
+    let opts = components[0].clone();
     if dirs.foreign && !opts.ignore_pbs {
         return Err(Fail::error(
             prog,
@@ -1136,7 +1204,57 @@ pub fn build(
         mail_user: opts.mail_user.clone(),
         qos: opts.qos.clone(),
     };
+    // The later components of a heterogeneous job: their own resources; the script, its
+    // arguments and environment are the first component's (it runs the batch script).
+    let mut het = Vec::new();
+    for o in components.iter().skip(1) {
+        let (time_limit, time_unlimited) = match o.time {
+            None => (None, false),
+            Some(None) => (None, true),
+            Some(Some(m)) => (Some(m), false),
+        };
+        let mut nodes = o.nodes.map(|n| n.0);
+        if let (Some(n), Some(t)) = (nodes, o.ntasks) {
+            if t < n {
+                warnings.push(format!(
+                    "{prog}: Warning: can't run {t} processes on {n} nodes, setting nnodes to {t}"
+                ));
+                nodes = Some(t);
+            }
+        }
+        het.push(JobSpec {
+            array: o.array.clone(),
+            name: o.job_name.clone().unwrap_or_else(|| spec.name.clone()),
+            script: String::new(),
+            argv: Vec::new(),
+            environment: Vec::new(),
+            partitions: o.partitions.clone().unwrap_or_default(),
+            time_limit,
+            time_unlimited,
+            time_min: o.time_min,
+            nodes,
+            ntasks: o.ntasks,
+            cpus_per_task: o.cpus_per_task,
+            ntasks_per_node: o.ntasks_per_node,
+            mem: o.memory(prog)?,
+            hold: o.hold,
+            dependency: o.dependency.clone(),
+            kill_on_invalid_dep: o.kill_on_invalid_dep,
+            begin_time: o.begin,
+            requeue: o.requeue,
+            comment: o.comment.clone(),
+            warn_signal: o.warn_signal,
+            account: o.account.clone(),
+            nice: o.nice,
+            nodelist: o.nodelist.clone(),
+            exclude: o.exclude.clone(),
+            constraint: o.constraint.clone(),
+            exclusive: o.exclusive,
+            ..spec.clone()
+        });
+    }
     Ok(Built {
+        het,
         spec,
         wait: opts.wait,
         test_only: opts.test_only,
@@ -1150,6 +1268,8 @@ pub fn build(
 #[derive(Debug, Clone)]
 pub struct Built {
     pub spec: JobSpec,
+    /// The later components of a heterogeneous job (empty for an ordinary job).
+    pub het: Vec<JobSpec>,
     /// `-W/--wait`: wait for the job to end, exit with its exit code.
     pub wait: bool,
     /// `--test-only`: validate and estimate the start, submit nothing.
@@ -1286,6 +1406,7 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
         &SubmitRequest {
             spec: built.spec.clone(),
             test_only: built.test_only,
+            het: built.het.clone(),
         },
     );
     match resp {
@@ -1355,7 +1476,11 @@ pub fn usage_text() -> String {
 }
 
 pub fn help_text() -> String {
-    "Usage: sbatch [OPTIONS...] script [args...]\n\
+    "Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n\
+     \n\
+     A heterogeneous job: components separated by \":\" on the command line or by\n\
+     \"#SBATCH hetjob\" lines in the script, each with its own resources; they start\n\
+     together and the script runs in the first.\n\
      \n\
      Parallel run options:\n\
      \x20 -c, --cpus-per-task=ncpus   number of cpus required per task\n\
@@ -1529,6 +1654,46 @@ mod tests {
             FirstPass::Go(cl) => cl,
             FirstPass::Print(_) => panic!("print"),
         }
+    }
+
+    #[test]
+    fn het_components_from_script_and_command_line() {
+        let src = ScriptSource::File("job.sh".into());
+        let script = "#!/bin/sh\n#SBATCH -J pipe -p cpu -n 4 -A Lab -t 30 -C fast\n#SBATCH hetjob\n#SBATCH -p gpu -c 2\n#SBATCH packjob\n#SBATCH -p small --mem-per-cpu=10\necho\n";
+        let b = build(&ctx(&[]), &cli(&["job.sh"]), &src, script, None).unwrap();
+        assert_eq!(b.spec.partitions, vec!["cpu".to_string()]);
+        assert_eq!(b.spec.ntasks, Some(4));
+        assert_eq!(b.het.len(), 2);
+        let (g, s) = (&b.het[0], &b.het[1]);
+        assert_eq!(g.partitions, vec!["gpu".to_string()]);
+        assert_eq!(s.partitions, vec!["small".to_string()]);
+        // Propagated: name, account, time; reset: tasks, constraint, memory.
+        assert_eq!(
+            (g.name.as_str(), g.account.as_deref()),
+            ("pipe", Some("lab"))
+        );
+        assert_eq!((g.time_limit, s.time_limit), (Some(30), Some(30)));
+        assert_eq!(
+            (g.ntasks, g.cpus_per_task, g.constraint.as_deref()),
+            (None, Some(2), None)
+        );
+        assert_eq!(s.cpus_per_task, None);
+        assert_eq!(s.mem, Some(MemRequest::PerCpu(10)));
+        // Only the first component carries the script.
+        assert!(g.script.is_empty() && g.environment.is_empty());
+        // The command line: ':' separates components, and a component's options there
+        // override its #SBATCH lines.
+        let cl = cli(&["-p", "a", ":", "-p", "b", "-n", "3", "job.sh", "x"]);
+        assert_eq!(cl.het_items.len(), 1);
+        let b = build(&ctx(&[]), &cl, &src, script, None).unwrap();
+        assert_eq!(b.spec.partitions, vec!["a".to_string()]);
+        assert_eq!(b.het[0].partitions, vec!["b".to_string()]);
+        assert_eq!(b.het[0].ntasks, Some(3));
+        assert_eq!(b.het[1].partitions, vec!["small".to_string()]);
+        assert_eq!(b.spec.argv, vec!["x".to_string()]);
+        // An ordinary job has no components.
+        let b = build(&ctx(&[]), &cli(&["job.sh"]), &src, SCRIPT, None).unwrap();
+        assert!(b.het.is_empty());
     }
 
     const SCRIPT: &str = "#!/bin/sh\n#SBATCH -J from_script -p script_part -t 10 -o out.%j\n#SBATCH --mem=1G\necho\n";

@@ -110,9 +110,9 @@ fn parse_state(s: &str, from_env: bool) -> Result<Option<JobState>, Fail> {
     ))
 }
 
-/// Slurm's `_xlate_job_step_ids` restricted to what gsched has: job ids and array tasks
-/// (`N_K`), several of them comma-joined in one argument. Het-job (`N+K`) and step (`N.S`)
-/// ids name nothing in gsched and are refused.
+/// Slurm's `_xlate_job_step_ids` restricted to what gsched has: job ids, array tasks (`N_K`)
+/// and het job components (`N+K`, whose id is N + K), several of them comma-joined in one
+/// argument. Step (`N.S`) ids name nothing in gsched and are refused.
 pub fn parse_ids(prog: &str, args: &[String]) -> Result<Vec<JobId>, Fail> {
     let (ids, tasks) = parse_refs(prog, args)?;
     match tasks.first() {
@@ -140,7 +140,19 @@ pub fn parse_refs(prog: &str, args: &[String]) -> Result<JobRefs, Fail> {
                 return Err(Fail::error(prog, format!("Invalid job id {rest}")));
             }
             let mut tail = &rest[digits..];
-            if let Some(t) = tail.strip_prefix('_') {
+            if let Some(t) = tail.strip_prefix('+') {
+                // `N+K`: component K of het job N, whose own id is N + K.
+                let kd = t.bytes().take_while(u8::is_ascii_digit).count();
+                match t[..kd]
+                    .parse::<u32>()
+                    .ok()
+                    .and_then(|k| (n as JobId).checked_add(k))
+                {
+                    Some(id) if kd > 0 => out.push(id),
+                    _ => return Err(Fail::error(prog, format!("Invalid job id {rest}"))),
+                }
+                tail = &t[kd..];
+            } else if let Some(t) = tail.strip_prefix('_') {
                 let kd = t.bytes().take_while(u8::is_ascii_digit).count();
                 match t[..kd].parse::<u32>() {
                     Ok(k) => tasks.push((n as JobId, k)),
@@ -549,10 +561,15 @@ mod tests {
             parse_refs("scancel", &s(&["12_3,14", "15_0"])).unwrap(),
             (vec![14], vec![(12, 3), (15, 0)])
         );
-        for bad in ["12_x", "12_"] {
+        // `N+K` names het job component K, id N + K.
+        assert_eq!(
+            parse_refs("scancel", &s(&["12+1,20+0"])).unwrap(),
+            (vec![13, 20], vec![])
+        );
+        for bad in ["12_x", "12_", "12+", "12+x"] {
             assert!(parse_refs("scancel", &s(&[bad])).is_err(), "{bad}");
         }
-        for bad in ["INVALID", "0", "12_3", "12.0", "12+1", "12x", "-5"] {
+        for bad in ["INVALID", "0", "12_3", "12.0", "12x", "-5"] {
             let e = parse_ids("scancel", &s(&[bad])).unwrap_err();
             assert_eq!(
                 e.lines,

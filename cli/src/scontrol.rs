@@ -564,10 +564,12 @@ impl Session<'_> {
                 })
                 .is_ok_and(|r| !r.jobs.is_empty())
             });
-            if let (Some(t), true) = (task, found_task) {
+            if let Some(c) = gsched_proto::het::parse_component_ref(s) {
+                filter.het_components = vec![c];
+            } else if let (Some(t), true) = (task, found_task) {
                 filter.array_tasks = vec![t];
             } else if digits.len() != s.len() {
-                // Not an array task of job N (or a het-job component: gsched has none).
+                // Not an array task of job N.
                 match api.jobs(JobFilter {
                     ids: vec![n],
                     ..Default::default()
@@ -1127,12 +1129,16 @@ pub fn parse_node_state_update(val: &str) -> Result<(NodeStateUpdate, bool), Opt
 }
 
 /// Plain job ids, comma separated (`12`, `12,13`); `None` for anything else.
+/// Job ids, comma separated; `N+K` (het job component K) is its own id, N + K.
 fn job_id_list(s: &str) -> Option<Vec<u32>> {
     if s.is_empty() {
         return None;
     }
     s.split(',')
-        .map(|t| t.parse::<u32>().ok().filter(|n| *n > 0))
+        .map(|t| match gsched_proto::het::parse_component_ref(t) {
+            Some((n, k)) => n.checked_add(k),
+            None => t.parse::<u32>().ok().filter(|n| *n > 0),
+        })
         .collect()
 }
 
@@ -1199,8 +1205,13 @@ pub fn format_job_ranged(
             a.job_id,
             a.throttle.unwrap_or(0)
         ));
+    } else if let Some(h) = &j.het {
+        o.push_str(&format!("HetJobId={} HetJobOffset={} ", h.job_id, h.offset));
     }
     o.push_str(&format!("JobName={}{le}", j.name));
+    if let Some(h) = &j.het {
+        o.push_str(&format!("HetJobIdSet={}{le}", h.id_set()));
+    }
     let user = name_or_id(&j.user_name, j.user_id);
     let group = name_or_id(&j.group_name, j.group_id);
     o.push_str(&format!(

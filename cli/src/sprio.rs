@@ -454,6 +454,7 @@ mod tests {
             restarts: 0,
             array: None,
             priority_factors: Some(f),
+            het: None,
             spec: JobSpec::default(),
         }
     }

@@ -140,6 +140,10 @@ pub enum F {
     AllocSid,
     /// An unknown letter or name: prints only its suffix.
     Invalid,
+    // -O only: heterogeneous jobs.
+    HetJobId,
+    HetJobOffset,
+    HetJobIdSet,
 }
 
 /// Letter table for `-o`.
@@ -277,6 +281,9 @@ const NAMES: &[(&str, F)] = &[
     ("ntpernode", F::NtPerNode),
     ("allocnodes", F::AllocNodes),
     ("allocsid", F::AllocSid),
+    ("hetjobid", F::HetJobId),
+    ("hetjoboffset", F::HetJobOffset),
+    ("hetjobidset", F::HetJobIdSet),
 ];
 
 impl format::Kind for F {
@@ -423,6 +430,9 @@ fn header(kind: F) -> (&'static str, bool) {
         F::AllocNodes => "ALLOC_NODES",
         F::AllocSid => "ALLOC_SID",
         F::Invalid => "",
+        F::HetJobId => "HET_JOB_ID",
+        F::HetJobOffset => "HET_JOB_OFFSET",
+        F::HetJobIdSet => "HET_JOB_ID_SET",
     };
     (h, true)
 }
@@ -557,6 +567,14 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
         F::NodeList => return (nodes(), false),
         F::Command => or_null(&job.spec.command).to_string(),
         F::Contiguous | F::RestartCnt | F::Requeue | F::DerivedEc | F::AllocSid => "0".to_string(),
+        F::HetJobId | F::HetJobOffset | F::HetJobIdSet => match job.het {
+            None => "N/A".to_string(),
+            Some(h) => match kind {
+                F::HetJobId => h.job_id.to_string(),
+                F::HetJobOffset => h.offset.to_string(),
+                _ => h.id_set(),
+            },
+        },
         F::Priority => format!("{:16.14}", f64::from(job.priority) / f64::from(u32::MAX)),
         F::PriorityLong => job.priority.to_string(),
         F::Partition => job.partition.clone(),
@@ -765,6 +783,12 @@ pub fn parse_job_list(prog: &str, s: &str) -> Result<Vec<(u32, Option<u32>)>, Fa
         if n <= 0 || n > i64::from(u32::MAX) {
             return Err(Fail::error(prog, format!("Invalid job id: {tok}")));
         }
+        if let Some(r) = rest.strip_prefix('+') {
+            // `N+K`: component K of het job N, whose own id is N + K.
+            let k = strtol_prefix(r).0.max(0) as u32;
+            out.push(((n as u32).saturating_add(k), None));
+            continue;
+        }
         let task = rest
             .strip_prefix('_')
             .map(|r| strtol_prefix(r).0.max(0) as u32);
@@ -794,7 +818,11 @@ impl Filters {
     pub fn matches(&self, job: &JobInfo) -> bool {
         if let Some(ids) = &self.jobs {
             if !ids.iter().any(|&(id, task)| match task {
-                None => id == job.job_id || job.array.is_some_and(|a| a.job_id == id),
+                None => {
+                    id == job.job_id
+                        || job.array.is_some_and(|a| a.job_id == id)
+                        || job.het.is_some_and(|h| h.job_id == id)
+                }
                 Some(k) => job.array.is_some_and(|a| (a.job_id, a.task_id) == (id, k)),
             }) {
                 return false;
@@ -1287,6 +1315,7 @@ pub(crate) mod tests {
             restarts: 0,
             array: None,
             priority_factors: None,
+            het: None,
             spec: JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),

@@ -23,17 +23,26 @@ pub enum DepStatus {
 
 /// Evaluates `dep` at `now`. `target` returns the state of a job id, `None` when the
 /// controller no longer knows it (purged after MinJobAge: it ended long ago, and Slurm then
-/// treats the dependency as satisfied). `singleton_blocked` tells whether another job of the
-/// same name and user runs or waits ahead of this one.
+/// treats the dependency as satisfied). `corr` serves `aftercorr`: the state of the task of
+/// the array named by a job id that has the same index as the job being evaluated, `None`
+/// when there is no such task (the job is not an array task, the target is not an array or
+/// has no task of that index); Slurm then judges the target as a whole, like `afterok`.
+/// `singleton_blocked` tells whether another job of the same name and user runs or waits
+/// ahead of this one.
 pub fn evaluate(
     dep: &DependencySpec,
     target: impl Fn(JobId) -> Option<TargetState>,
+    corr: impl Fn(JobId) -> Option<TargetState>,
     singleton_blocked: bool,
     now: i64,
 ) -> DepStatus {
     let item_status = |kind: DepKind, id: JobId, delay_min: u32| -> DepStatus {
         let delay = i64::from(delay_min) * 60;
-        let Some(t) = target(id) else {
+        let found = match kind {
+            DepKind::AfterCorr => corr(id).or_else(|| target(id)),
+            _ => target(id),
+        };
+        let Some(t) = found else {
             return DepStatus::Satisfied;
         };
         let ended = t.state.is_terminal();
@@ -51,7 +60,8 @@ pub fn evaluate(
                 _ => after(t.start_time),
             },
             DepKind::AfterAny if ended => after(t.end_time),
-            DepKind::AfterOk if ended => {
+            // Task K after task K: satisfied when it completed, never when it failed.
+            DepKind::AfterOk | DepKind::AfterCorr if ended => {
                 if t.state == JobState::Completed {
                     after(t.end_time)
                 } else {
@@ -65,8 +75,6 @@ pub fn evaluate(
                     after(t.end_time)
                 }
             }
-            // Needs job arrays; refused at submission.
-            DepKind::AfterCorr => DepStatus::NeverSatisfied,
             _ => DepStatus::Pending,
         }
     };
@@ -132,7 +140,7 @@ mod tests {
     fn eval(dep: &str, jobs: &[(JobId, TargetState)], singleton: bool, now: i64) -> DepStatus {
         let map: HashMap<JobId, TargetState> = jobs.iter().copied().collect();
         let d = DependencySpec::parse(dep).unwrap();
-        evaluate(&d, |id| map.get(&id).copied(), singleton, now)
+        evaluate(&d, |id| map.get(&id).copied(), |_| None, singleton, now)
     }
 
     use DepStatus::*;
@@ -202,6 +210,32 @@ mod tests {
             eval("afterok:2?afternotok:1", &jobs, false, 10),
             NeverSatisfied
         );
+    }
+
+    #[test]
+    fn aftercorr_follows_the_same_index() {
+        let ok = st(Completed, Some(1), Some(2));
+        let failed = st(Failed, Some(1), Some(2));
+        let running = st(Running, Some(1), None);
+        let dep = DependencySpec::parse("aftercorr:10").unwrap();
+        // The whole array (job 10) failed, but the task of our index decides.
+        let whole = |_: JobId| Some(failed);
+        for (task, want) in [
+            (ok, Satisfied),
+            (failed, NeverSatisfied),
+            (running, Pending),
+        ] {
+            assert_eq!(evaluate(&dep, whole, |_| Some(task), false, 10), want);
+        }
+        // No task of our index: the target as a whole, like afterok.
+        assert_eq!(evaluate(&dep, whole, |_| None, false, 10), NeverSatisfied);
+        assert_eq!(evaluate(&dep, |_| Some(ok), |_| None, false, 10), Satisfied);
+        assert_eq!(
+            evaluate(&dep, |_| Some(running), |_| None, false, 10),
+            Pending
+        );
+        // Purged everywhere: satisfied.
+        assert_eq!(evaluate(&dep, |_| None, |_| None, false, 10), Satisfied);
     }
 
     #[test]

@@ -526,6 +526,7 @@ mod tests {
             restarts: 0,
             array: None,
             priority_factors: None,
+            het: None,
             spec: JobSpec {
                 mail_type: MailTypes::parse("ALL").unwrap(),
                 account: Some("ml".into()),

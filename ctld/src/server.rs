@@ -120,6 +120,9 @@ async fn submit(
     Extension(who): Who,
     Body(req): Body<SubmitRequest>,
 ) -> Result<Json<SubmitResponse>, ApiErr> {
+    if !req.het.is_empty() {
+        return submit_het(sh, who, req);
+    }
     if req.test_only {
         let (job_id, answer) = sh.lock().test_submit(req.spec, who, now())?;
         return Ok(Json(SubmitResponse {
@@ -131,6 +134,34 @@ async fn submit(
     let id = sh.lock().submit(req.spec, who, now())?;
     sh.metrics.submitted(1);
     // A held job cannot start anything; the periodic pass still sees it.
+    if !held {
+        sh.wake.notify_one();
+    }
+    Ok(Json(SubmitResponse {
+        job_id: id,
+        test_only: None,
+    }))
+}
+
+/// A heterogeneous job: every component in one transaction, one id (the leader's).
+fn submit_het(
+    sh: Arc<Shared>,
+    who: Identity,
+    req: SubmitRequest,
+) -> Result<Json<SubmitResponse>, ApiErr> {
+    if req.test_only {
+        return Err(ApiError::new(
+            ErrorCode::Disabled,
+            "--test-only is not supported for heterogeneous jobs by gsched; submit the components one at a time with --test-only to see where each would start",
+        )
+        .into());
+    }
+    let held = req.spec.hold || req.het.iter().any(|s| s.hold);
+    let n = 1 + req.het.len() as u64;
+    let mut specs = vec![req.spec];
+    specs.extend(req.het);
+    let id = sh.lock().submit_het(specs, who, now())?;
+    sh.metrics.submitted(n);
     if !held {
         sh.wake.notify_one();
     }
@@ -223,19 +254,27 @@ async fn update_job(
     Extension(who): Who,
     Body(req): Body<JobUpdateRequest>,
 ) -> Result<Json<Ack>, ApiErr> {
-    if let Some(limit) = req.time_limit {
-        sh.lock().update_time_limit(req.job_id, limit, who)?;
-    }
-    let others = req.dependency.is_some()
-        || req.begin_time.is_some()
-        || req.name.is_some()
-        || req.priority.is_some()
-        || req.partition.is_some()
-        || req.time_min.is_some()
-        || req.account.is_some()
-        || req.qos.is_some();
-    if others {
-        sh.lock().update_job(&req, who, now())?;
+    // A het job's id updates every component (Slurm); `N+K` names one (its own id).
+    let ids = sh.lock().het_ids(req.job_id);
+    for id in ids {
+        let req = JobUpdateRequest {
+            job_id: id,
+            ..req.clone()
+        };
+        if let Some(limit) = req.time_limit {
+            sh.lock().update_time_limit(req.job_id, limit, who)?;
+        }
+        let others = req.dependency.is_some()
+            || req.begin_time.is_some()
+            || req.name.is_some()
+            || req.priority.is_some()
+            || req.partition.is_some()
+            || req.time_min.is_some()
+            || req.account.is_some()
+            || req.qos.is_some();
+        if others {
+            sh.lock().update_job(&req, who, now())?;
+        }
     }
     sh.wake.notify_one();
     Ok(Json(Ack { ok: true }))

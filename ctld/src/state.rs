@@ -13,13 +13,13 @@ use gsched_proto::auth::Identity;
 use gsched_proto::config::{
     BackfillPolicy, Config, ConfiguredNodeState, PartitionState, SchedulerType,
 };
-use gsched_proto::depend::{DepKind, DependencySpec};
+use gsched_proto::depend::DependencySpec;
 use gsched_proto::hostlist;
 use gsched_proto::job::{JobId, JobInfo, JobSpec, JobState, MemRequest, Reason};
 use gsched_proto::node::{NodeBaseState, NodeInfo, PartitionInfo, PartitionStateInfo};
 use gsched_proto::users;
 use gsched_sched::{
-    ClusterView, FeatureExpr, NodeAlloc, NodeFilter, NodeView, PartitionView, Policy, QueuedJob,
+    ClusterView, NodeAlloc, NodeFilter, NodeView, PartitionView, Policy, QueuedJob,
     ResourceRequest, RunningAlloc, SchedConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 mod arrays;
 mod client_opts;
+mod het;
 pub use arrays::ArrayRt;
 mod limits;
 mod notices;
@@ -289,7 +290,9 @@ impl State {
                     what: format!("job {}", row.id),
                     detail: e.to_string(),
                 })?;
-            let active = matches!(rec.info.state, JobState::Running | JobState::Completing);
+            // Later components of a het job hold resources without a process on a node.
+            let active = matches!(rec.info.state, JobState::Running | JobState::Completing)
+                && rec.info.het.is_none_or(|h| h.offset == 0);
             jobs.insert(
                 row.id,
                 Job {
@@ -398,8 +401,10 @@ impl State {
         };
         if let Some(f) = filter {
             // Every `--nodelist` node is in the allocation with at least one task, as in
-            // Slurm (the node count and task count rise to the list's size).
-            let k = f.required.len() as u32;
+            // Slurm (the node count and task count rise to the list's size); so is every
+            // node a `--constraint` count asks for.
+            let counted: u32 = f.counts.iter().map(|c| c.1).fold(0, u32::saturating_add);
+            let k = (f.required.len() as u32).max(counted);
             if k > 0 {
                 if req.nodes.is_none() && req.tasks < k {
                     req.nodes = Some(k);
@@ -435,39 +440,20 @@ impl State {
         };
         let required = resolve(&spec.nodelist)?;
         let excluded = resolve(&spec.exclude)?;
-        let expr = match spec.constraint.as_deref() {
+        let constraint = match spec.constraint.as_deref() {
             None => None,
-            Some(c) => {
-                let c = gsched_proto::job::parse_constraint(c)
-                    .map_err(|_| ApiError::plain(ErrorCode::InvalidFeature))?;
-                Some(if c.any {
-                    FeatureExpr::Any(c.features)
-                } else {
-                    FeatureExpr::All(c.features)
-                })
-            }
+            Some(c) => Some(
+                gsched_proto::job::parse_constraint(c)
+                    .map_err(|e| ApiError::new(ErrorCode::InvalidFeature, e))?,
+            ),
         };
-        let mut required_sorted = required;
-        required_sorted.sort_unstable();
-        required_sorted.dedup();
-        let allowed = if excluded.is_empty() && expr.is_none() {
-            None
-        } else {
-            Some(
-                self.nodes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| {
-                        !excluded.contains(&i)
-                            && expr.as_ref().is_none_or(|e| e.matches(&n.features))
-                    })
-                    .collect(),
-            )
-        };
-        Ok(Some(NodeFilter {
-            allowed,
-            required: required_sorted,
-        }))
+        Ok(Some(NodeFilter::from_constraint(
+            self.nodes.len(),
+            |i| &self.nodes[i].features,
+            &required,
+            &excluded,
+            constraint.as_ref(),
+        )))
     }
 
     /// Accepts a job: validates it, stores it, and returns its id once committed.
@@ -479,12 +465,55 @@ impl State {
     /// answers where and when it would start instead.
     fn submit_or_test(
         &mut self,
-        mut spec: JobSpec,
+        spec: JobSpec,
         who: Identity,
         now: i64,
         test_only: bool,
     ) -> Result<(JobId, Option<TestOnlyAnswer>), ApiError> {
-        if !spec.script.starts_with("#!") {
+        let id = self.next_id;
+        let (info, array) = self.prepare(spec, &who, now, id, true)?;
+        if test_only {
+            let answer = self.test_only_answer(&info, now);
+            return Ok((id, Some(answer)));
+        }
+        if let Some(array) = array {
+            return self.insert_array(info, array).map(|id| (id, None));
+        }
+        let rec = StoredRecord {
+            info: info.clone(),
+            extra: JobExtra::default(),
+        };
+        let text = serde_json::to_string(&rec)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+        self.store
+            .insert_job(id, JobState::Pending, info.user_id, &text)
+            .map_err(internal)?;
+        self.next_id = id + 1;
+        self.jobs.insert(
+            id,
+            Job {
+                info,
+                extra: JobExtra::default(),
+                launch: None,
+                terminate_sent_at: None,
+                terminate_acked: false,
+            },
+        );
+        Ok((id, None))
+    }
+
+    /// Validates one job (or one component of a het job) and builds its record with id `id`;
+    /// stores nothing. `batch`: the job runs the batch script (not a later het component),
+    /// which must then look like one.
+    pub(super) fn prepare(
+        &self,
+        mut spec: JobSpec,
+        who: &Identity,
+        now: i64,
+        id: JobId,
+        batch: bool,
+    ) -> Result<(JobInfo, Option<gsched_proto::array::ArraySpec>), ApiError> {
+        if batch && !spec.script.starts_with("#!") {
             return Err(ApiError::new(
                 ErrorCode::BadRequest,
                 "This does not look like a batch script.  The first line must start with #! followed by the path to an interpreter.",
@@ -501,7 +530,7 @@ impl State {
         }
         let (uid, gid) = match spec.run_as_uid {
             Some(u) if u != who.uid => {
-                if !self.is_admin(&who) {
+                if !self.is_admin(who) {
                     return Err(ApiError::new(
                         ErrorCode::AccessDenied,
                         "Access/permission denied: only root or SlurmUser may submit with --uid",
@@ -515,7 +544,7 @@ impl State {
             _ => (
                 who.uid,
                 spec.run_as_gid
-                    .filter(|_| self.is_admin(&who))
+                    .filter(|_| self.is_admin(who))
                     .unwrap_or(who.gid),
             ),
         };
@@ -539,7 +568,7 @@ impl State {
                 }
             }
         }
-        if spec.nice.is_some_and(|n| n < 0) && !self.is_admin(&who) {
+        if spec.nice.is_some_and(|n| n < 0) && !self.is_admin(who) {
             return Err(ApiError::new(
                 ErrorCode::AccessDenied,
                 "Access/permission denied: only root or SlurmUser may set a negative --nice",
@@ -562,7 +591,11 @@ impl State {
         // nodes required must not be excluded or lack the features.
         if let Some(f) = self.node_filter(&spec)? {
             let n = self.nodes.len();
-            if spec.constraint.is_some() && spec.exclude.is_none() && !(0..n).any(|i| f.allows(i)) {
+            let no_node = |has: &Vec<bool>| !has.contains(&true);
+            if spec.constraint.is_some()
+                && spec.exclude.is_none()
+                && (!(0..n).any(|i| f.allows(i)) || f.counts.iter().any(|c| no_node(&c.0)))
+            {
                 return Err(ApiError::plain(ErrorCode::InvalidFeature));
             }
             if f.required.iter().any(|&i| !f.allows(i))
@@ -637,7 +670,6 @@ impl State {
             count,
         )?;
         check_time_min(spec.time_min, time_limit)?;
-        let id = self.next_id;
         let group_name = users::group_name(gid);
         spec.partitions = part_idx
             .iter()
@@ -687,35 +719,9 @@ impl State {
             array: None,
             priority_factors: None,
             spec,
+            het: None,
         };
-        if test_only {
-            let answer = self.test_only_answer(&info, now);
-            return Ok((id, Some(answer)));
-        }
-        if let Some(array) = array {
-            return self.insert_array(info, array).map(|id| (id, None));
-        }
-        let rec = StoredRecord {
-            info: info.clone(),
-            extra: JobExtra::default(),
-        };
-        let text = serde_json::to_string(&rec)
-            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
-        self.store
-            .insert_job(id, JobState::Pending, uid, &text)
-            .map_err(internal)?;
-        self.next_id = id + 1;
-        self.jobs.insert(
-            id,
-            Job {
-                info,
-                extra: JobExtra::default(),
-                launch: None,
-                terminate_sent_at: None,
-                terminate_acked: false,
-            },
-        );
-        Ok((id, None))
+        Ok((info, array))
     }
 
     /// Jobs matching a filter, in id order.
@@ -769,7 +775,11 @@ impl State {
         let mut results = Vec::new();
         let mut effects = Vec::new();
         let mut changed = Vec::new();
-        for id in ids {
+        for &id in &ids {
+            if let Err(e) = self.check_whole_het(id, &ids) {
+                results.push((id, Some(e)));
+                continue;
+            }
             let r = self.signal_one(id, filter, signal, batch_only, who, now, &mut effects);
             match r {
                 Ok(true) => {
@@ -934,12 +944,6 @@ impl State {
             )
         })?;
         for item in &dep.items {
-            if item.kind == DepKind::AfterCorr {
-                return Err(ApiError::new(
-                    ErrorCode::DependencyProblem,
-                    "Job dependency problem: aftercorr needs job arrays, which gsched does not support yet",
-                ));
-            }
             for t in &item.targets {
                 if !self.jobs.contains_key(&t.job_id) {
                     return Err(ApiError::new(
@@ -991,7 +995,8 @@ impl State {
                 .get(&(j.info.user_id, j.info.name.as_str()))
                 .is_some_and(|&o| o != j.info.job_id);
             let target = |id: JobId| array_or_job_state(jobs, id);
-            match depend::evaluate(&dep, target, blocked_singleton, now) {
+            let corr = |id: JobId| corresponding_task_state(jobs, &self.arrays, id, &j.info);
+            match depend::evaluate(&dep, target, corr, blocked_singleton, now) {
                 DepStatus::Satisfied => satisfied.push(j.info.job_id),
                 DepStatus::Pending => {
                     blocked.insert(j.info.job_id, Reason::Dependency);
@@ -1056,6 +1061,11 @@ impl State {
                 Some(j) => self.check_owner(&j.info, &who).and_then(|_| {
                     if !j.info.requeue {
                         Err(ApiError::plain(ErrorCode::Disabled))
+                    } else if j.info.het.is_some_and(|h| h.offset > 0) {
+                        Err(ApiError::new(
+                            ErrorCode::Disabled,
+                            "a component of a heterogeneous job cannot be requeued alone: requeue the whole job (its first component's id)",
+                        ))
                     } else if j.info.state == JobState::Pending {
                         Err(ApiError::new(
                             ErrorCode::JobNotPending,
@@ -1461,8 +1471,14 @@ impl State {
                 _ => {}
             }
         }
+        // Het job components follow their leader's end or requeue.
+        let followed = self.het_follow_leaders(now);
+        if let Err(e) = self.persist_many(&followed) {
+            tracing::error!("cannot record het job components: {e}");
+        }
         // Dependencies: jobs that wait for other jobs never reach the scheduler core.
         let (dep_blocked, _killed) = self.dependency_blocks(now);
+        let het_blocked = self.het_blocked(&dep_blocked);
         self.update_priorities(now, &dep_blocked);
         // The scheduler core.
         let mut view = self.cluster_view();
@@ -1477,6 +1493,11 @@ impl State {
                     && !dep_blocked.contains_key(&j.info.job_id)
             })
             .filter(|j| !throttled.contains(&j.info.job_id))
+            .filter(|j| {
+                j.info
+                    .het
+                    .is_none_or(|h| !het_blocked.contains_key(&h.job_id))
+            })
             .map(|j| j.info.job_id)
             .collect();
         let mut limits = self.limit_slots(&candidates);
@@ -1485,9 +1506,11 @@ impl State {
             .iter()
             .filter(|id| !limits.blocked.contains_key(id))
             .filter_map(|id| self.jobs.get(id))
-            .map(|j| QueuedJob {
+            .map(|j| (j, self.het_member(&j.info)))
+            .map(|(j, (het, priority))| QueuedJob {
+                het,
                 id: j.info.job_id,
-                priority: j.info.priority,
+                priority,
                 submit_time: j.info.submit_time,
                 partitions: j
                     .info
@@ -1533,11 +1556,23 @@ impl State {
                 j.info.reason = *reason;
             }
         }
+        for (&leader, &reason) in &het_blocked {
+            for id in self.het_ids(leader) {
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    if j.info.state == JobState::Pending && !j.info.held {
+                        j.info.reason = reason;
+                        j.info.expected_start = None;
+                        j.info.sched_nodes.clear();
+                    }
+                }
+            }
+        }
         for (id, reason) in decisions.waiting {
             if let Some(j) = self.jobs.get_mut(&id) {
                 j.info.reason = reason;
             }
         }
+        let mut het_leaders = Vec::new();
         for start in decisions.starts {
             let part = self.parts[start.partition].name.clone();
             let names: Vec<String> = start
@@ -1570,6 +1605,15 @@ impl State {
             job.terminate_sent_at = None;
             job.terminate_acked = false;
             changed.push(start.job_id);
+            if let Some(h) = job.info.het {
+                // Only the leader launches, once every component has its nodes.
+                if h.offset == 0 {
+                    het_leaders.push(start.job_id);
+                } else {
+                    job.launch = None;
+                }
+                continue;
+            }
             let a = start.placement.nodes[0];
             let info = job.info.clone();
             let full = self.launch_info(&info);
@@ -1584,6 +1628,28 @@ impl State {
             };
             effects.push(Effect::Launch {
                 node: job.info.nodes[0].clone(),
+                req: Box::new(req),
+            });
+        }
+        for id in het_leaders {
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
+            let info = &job.info;
+            let mut req = crate::env::launch_request(
+                &self.cfg,
+                info,
+                info.cpus_per_node[0],
+                job.extra.alloc_mem[0],
+            );
+            for (k, v) in self.het_environment(info) {
+                match req.environment.iter_mut().find(|(x, _)| *x == k) {
+                    Some(e) => e.1 = v,
+                    None => req.environment.push((k, v)),
+                }
+            }
+            effects.push(Effect::Launch {
+                node: info.nodes[0].clone(),
                 req: Box::new(req),
             });
         }
@@ -2072,6 +2138,29 @@ fn array_or_job_state(jobs: &BTreeMap<JobId, Job>, id: JobId) -> Option<TargetSt
             .flatten(),
         end_time: state.is_terminal().then(|| max(|t| t.end_time)).flatten(),
     })
+}
+
+/// What `aftercorr:id` sees for `job`: the task of array `id` with the same index as `job`,
+/// `None` when `job` is not an array task or that array has no such task (then the target
+/// is judged as a whole, as Slurm does).
+fn corresponding_task_state(
+    jobs: &BTreeMap<JobId, Job>,
+    arrays: &HashMap<JobId, ArrayRt>,
+    id: JobId,
+    job: &JobInfo,
+) -> Option<TargetState> {
+    let k = job.array?.task_id;
+    let a = arrays.get(&id)?;
+    let pos = a.indices.binary_search(&k).ok()?;
+    let t = jobs.get(&id.checked_add(pos as u32)?)?;
+    t.info
+        .array
+        .filter(|ta| ta.job_id == id && ta.task_id == k)
+        .map(|_| TargetState {
+            state: t.info.state,
+            start_time: t.info.start_time,
+            end_time: t.info.end_time,
+        })
 }
 
 /// The scheduler core's settings from `SchedulerType=` and `SchedulerParameters=`.

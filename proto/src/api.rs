@@ -209,6 +209,10 @@ pub struct SubmitRequest {
     /// `sbatch --test-only`: validate the job and estimate its start, store nothing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub test_only: bool,
+    /// A heterogeneous job: the components after the first (`spec`, which runs the batch
+    /// script). Empty for an ordinary job.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub het: Vec<JobSpec>,
 }
 
 /// Answer to a submission; sent only after the job is committed to the store.
@@ -250,15 +254,23 @@ pub struct JobFilter {
     /// either list names it; an id that is an array's job id names every task of the array.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub array_tasks: Vec<(JobId, u32)>,
+    /// Het job components named `N+K`: (het job id, offset). An id in `ids` that is a het
+    /// job's id names every component.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub het_components: Vec<(JobId, u32)>,
 }
 
 impl JobFilter {
-    /// Whether `ids`/`array_tasks` name this job (true when both are empty).
+    /// Whether `ids`/`array_tasks`/`het_components` name this job (true when all are empty).
     pub fn names(&self, job: &JobInfo) -> bool {
-        if self.ids.is_empty() && self.array_tasks.is_empty() {
+        if self.ids.is_empty() && self.array_tasks.is_empty() && self.het_components.is_empty() {
             return true;
         }
+        let het = job.het.is_some_and(|h| {
+            self.ids.contains(&h.job_id) || self.het_components.contains(&(h.job_id, h.offset))
+        });
         self.ids.contains(&job.job_id)
+            || het
             || job.array.is_some_and(|a| {
                 self.ids.contains(&a.job_id) || self.array_tasks.contains(&(a.job_id, a.task_id))
             })

@@ -16,7 +16,7 @@ pub enum DepKind {
     AfterOk,
     /// After the target failed (non-zero exit, signal, timeout, node failure, cancel).
     AfterNotOk,
-    /// Array task after the same task of another array (needs job arrays).
+    /// Array task K after task K of another array completed successfully.
     AfterCorr,
     /// After every earlier job of the same name and user ended.
     Singleton,
@@ -115,7 +115,7 @@ impl DependencySpec {
                         "afterburstbuffer" => {
                             return Err(err("afterburstbuffer needs burst buffers, which gsched does not have"))
                         }
-                        _ => return Err(err(&format!("unknown dependency type \"{first}\"; use after, afterany, afterok, afternotok or singleton"))),
+                        _ => return Err(err(&format!("unknown dependency type \"{first}\"; use after, afterany, afterok, afternotok, aftercorr or singleton"))),
                     };
                 (kind, fields.collect())
             };

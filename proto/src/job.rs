@@ -277,8 +277,8 @@ pub struct JobSpec {
     /// `-x/--exclude` as given (a hostlist): nodes the job must never use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude: Option<String>,
-    /// `-C/--constraint` as given: a feature, `a&b` (all) or `a|b` (any); see
-    /// [`parse_constraint`].
+    /// `-C/--constraint` as given: a feature expression, matching OR or node counts; see
+    /// [`crate::constraint`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub constraint: Option<String>,
     /// `--exclusive`: whole nodes (all their CPUs; memory only as requested).
@@ -296,46 +296,9 @@ pub struct JobSpec {
     pub qos: Option<String>,
 }
 
-/// A parsed `--constraint`: the features, and whether all (`&`) or any (`|`) are needed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Constraint {
-    pub features: Vec<String>,
-    /// `a|b`: any of them; otherwise all.
-    pub any: bool,
-}
-
-/// Parses `--constraint`: one feature name, `a&b&...` (all) or `a|b|...` (any). Anything
-/// else (brackets, counts `*N`, mixing `&` and `|`, `,`) is refused with a message saying
-/// gsched does not support it yet.
-pub fn parse_constraint(s: &str) -> Result<Constraint, String> {
-    let s = s.trim();
-    let unsupported = || {
-        format!("constraint expression \"{s}\" is not supported by gsched yet (only a feature name, a&b or a|b)")
-    };
-    if s.is_empty() {
-        return Err("Invalid feature specification".into());
-    }
-    let (parts, any): (Vec<&str>, bool) = match (s.contains('&'), s.contains('|')) {
-        (true, true) => return Err(unsupported()),
-        (true, false) => (s.split('&').collect(), false),
-        (false, true) => (s.split('|').collect(), true),
-        (false, false) => (vec![s], false),
-    };
-    let mut features = Vec::new();
-    for p in parts {
-        let p = p.trim();
-        if p.is_empty() {
-            return Err("Invalid feature specification".into());
-        }
-        if !p
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '+'))
-        {
-            return Err(unsupported());
-        }
-        features.push(p.to_string());
-    }
-    Ok(Constraint { features, any })
+/// Parses `--constraint` (see [`crate::constraint`] for the syntax and its meaning).
+pub fn parse_constraint(s: &str) -> Result<crate::constraint::ConstraintSpec, String> {
+    crate::constraint::parse(s)
 }
 
 /// `--signal=[B:]<sig>[@sec]`: the controller sends `signal` once, `before_secs` seconds
@@ -443,6 +406,9 @@ pub struct JobInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_factors: Option<PriorityFactors>,
     pub spec: JobSpec,
+    /// For a component of a heterogeneous job: its het job and offset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub het: Option<crate::het::HetComponent>,
 }
 
 /// The weighted parts of a multifactor priority (what Slurm's `sprio` shows).
@@ -479,11 +445,13 @@ fn yes() -> bool {
 }
 
 impl JobInfo {
-    /// How users name the job: `N_K` for an array task, else `N`.
+    /// How users name the job: `N_K` for an array task, `N+K` for a het job component,
+    /// else `N`.
     pub fn display_id(&self) -> String {
-        match &self.array {
-            Some(a) => a.name(),
-            None => self.job_id.to_string(),
+        match (&self.array, &self.het) {
+            (Some(a), _) => a.name(),
+            (None, Some(h)) => h.name(),
+            (None, None) => self.job_id.to_string(),
         }
     }
 

@@ -61,6 +61,8 @@ pub struct ClusterOpts {
     pub extra_config: Vec<String>,
     /// `Features=` of some nodes, by node name.
     pub node_features: Vec<(String, String)>,
+    /// The nodes' names, when not `n1`, `n2`, ... (see [`ClusterOpts::named_nodes`]).
+    pub custom_node_names: Vec<String>,
 }
 
 impl Default for ClusterOpts {
@@ -75,6 +77,7 @@ impl Default for ClusterOpts {
             min_job_age: 300,
             extra_config: Vec::new(),
             node_features: Vec::new(),
+            custom_node_names: Vec::new(),
         }
     }
 }
@@ -116,7 +119,17 @@ impl ClusterOpts {
         self.node_features.push((name.into(), features.into()));
         self
     }
+    /// Names the nodes (their number is the number of names), for clusters whose
+    /// partitions are told apart by node names (`cpu1`, `gpu1`, ...).
+    pub fn named_nodes(mut self, names: &[&str]) -> Self {
+        self.custom_node_names = names.iter().map(|n| n.to_string()).collect();
+        self.nodes = names.len();
+        self
+    }
     pub fn node_names(&self) -> Vec<String> {
+        if !self.custom_node_names.is_empty() {
+            return self.custom_node_names.clone();
+        }
         (1..=self.nodes).map(|i| format!("n{i}")).collect()
     }
 }

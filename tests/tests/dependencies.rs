@@ -1,5 +1,5 @@
 //! Dependencies (`-d`), `--begin` and requeue through the commands against real daemons:
-//! an afterok chain, afternotok never satisfied, afterany, `?` any-of, singleton, a
+//! an afterok chain, afternotok never satisfied, afterany, `?` any-of, aftercorr, singleton, a
 //! deferred start, `gscontrol requeue` of a running job and its refusal for `--no-requeue`.
 
 use gsched_tests::{secs, ClusterOpts, JobState, Reason, TestCluster};
@@ -127,16 +127,64 @@ fn afterany_and_any_of() {
 }
 
 #[test]
-fn unknown_target_and_aftercorr_are_refused() {
+fn unknown_target_is_refused() {
     let c = cluster("dep-bad");
     let out = c.cmd("gsbatch", ["--dependency=afterok:9999", "--wrap", "true"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("Job dependency problem"), "{err}");
-    let out = c.cmd("gsbatch", ["--dependency=aftercorr:1", "--wrap", "true"]);
+    let out = c.cmd("gsbatch", ["--dependency=aftercorr:9999", "--wrap", "true"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("aftercorr"), "{err}");
+}
+
+#[test]
+fn aftercorr_task_waits_for_the_same_task() {
+    let c = cluster("dep-corr");
+    // Task 1 fails, task 2 sleeps, task 3 succeeds at once; the array has no task 4.
+    let a = c.submit([
+        "--array=1-3",
+        "--wrap",
+        "case $SLURM_ARRAY_TASK_ID in 1) exit 5;; 2) sleep 3;; esac",
+    ]);
+    let b = c.submit([
+        "--array=1-4".to_string(),
+        format!("--dependency=aftercorr:{a}"),
+        "-o".into(),
+        "corr-%a.out".into(),
+        "--wrap".into(),
+        "echo task=$SLURM_ARRAY_TASK_ID".into(),
+    ]);
+    let task = |arr: u32, k: u32| {
+        c.jobs()
+            .into_iter()
+            .find(|j| j.array.is_some_and(|t| t.job_id == arr && t.task_id == k))
+            .unwrap_or_else(|| panic!("no task {arr}_{k}"))
+    };
+    // Task 3 runs once task 3 of the first array completed, while task 2 still waits.
+    let t3 = task(b, 3).job_id;
+    c.wait_state(t3, JobState::Completed, secs(30));
+    c.wait_file_contains("corr-3.out", "task=3", secs(10));
+    let t2 = task(b, 2);
+    let a2 = task(a, 2);
+    if a2.state == JobState::Running {
+        assert_eq!(
+            (t2.state, t2.reason),
+            (JobState::Pending, Reason::Dependency)
+        );
+    }
+    // Task 1 of the first array failed: task 1 never runs.
+    c.wait_job(task(b, 1).job_id, secs(30), "never satisfiable", |j| {
+        j.state == JobState::Pending && j.reason == Reason::DependencyNeverSatisfied
+    });
+    let a2 = c.wait_state(a2.job_id, JobState::Completed, secs(30));
+    let t2 = c.wait_state(t2.job_id, JobState::Completed, secs(30));
+    assert!(t2.start_time.unwrap() >= a2.end_time.unwrap());
+    // No task 4 in the first array: the array as a whole decides, as afterok (it had a
+    // failed task, so never).
+    c.wait_job(task(b, 4).job_id, secs(30), "never satisfiable", |j| {
+        j.state == JobState::Pending && j.reason == Reason::DependencyNeverSatisfied
+    });
+    c.cmd_ok("gscancel", [b.to_string()]);
 }
 
 #[test]

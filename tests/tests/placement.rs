@@ -80,3 +80,59 @@ fn impossible_placements_are_refused_at_submission() {
     // Nothing was stored: the next job gets the first id.
     assert_eq!(c.submit(["-H", "--wrap", "true"]), 1);
 }
+
+#[test]
+fn constraint_expressions_matching_or_and_counts() {
+    // Racks: n1, n2 in r1; n3, n4 in r2; n2 and n4 are big.
+    let c = TestCluster::start(
+        ClusterOpts::named("placement-expr")
+            .nodes(4)
+            .cpus(2)
+            .node_features("n1", "r1")
+            .node_features("n2", "r1,big")
+            .node_features("n3", "r2")
+            .node_features("n4", "r2,big"),
+    );
+    let nodes_of = |args: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        a.extend(["--wrap".into(), "true".into()]);
+        let id = c.submit(a);
+        let mut n = c.wait_state(id, JobState::Completed, secs(30)).nodes;
+        n.sort();
+        n
+    };
+    // Parentheses: (r2|big)&big is n2 or n4; the first by preference.
+    assert_eq!(nodes_of(&["-C", "(r2|big)&big"]), ["n2"]);
+    // Matching OR: two nodes of the same rack, never one of each.
+    assert_eq!(nodes_of(&["-N", "2", "-C", "[r1|r2]"]), ["n1", "n2"]);
+    // r1 busy: the next rack, whole.
+    let busy = c.submit(["-w", "n1", "--wrap", "sleep 1000"]);
+    c.wait_state(busy, JobState::Running, secs(30));
+    assert_eq!(
+        nodes_of(&["-N", "2", "-c", "2", "-C", "[r1|r2]"]),
+        ["n3", "n4"]
+    );
+    c.cmd_ok("gscancel", [busy.to_string()]);
+    // Counts: two big nodes, whatever their rack; the count sets the node count.
+    assert_eq!(nodes_of(&["-C", "big*2"]), ["n2", "n4"]);
+    // A count with a per-node term: all in r2, one of them big.
+    assert_eq!(nodes_of(&["-N", "2", "-C", "big*1&r2"]), ["n3", "n4"]);
+    // Shown as given.
+    let id = c.submit(["-H", "-C", "[r1|r2]", "--wrap", "true"]);
+    let show = c.cmd_ok("gscontrol", ["show", "job", &id.to_string()]);
+    assert!(show.contains("Features=[r1|r2]"), "{show}");
+    c.cmd_ok("gscancel", [id.to_string()]);
+    // Refused: counts joined by OR (gsbatch), more counted nodes than -N, unknown feature.
+    let out = c.cmd("gsbatch", ["-C", "big*2|r1", "--wrap", "true"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Invalid feature specification") && err.contains("only be combined with AND"),
+        "{err}"
+    );
+    let out = c.cmd("gsbatch", ["-N", "1", "-C", "big*2", "--wrap", "true"]);
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("Requested node configuration is not available"));
+    let out = c.cmd("gsbatch", ["-C", "gpu*1", "--wrap", "true"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Invalid feature specification"));
+}

@@ -194,6 +194,7 @@ fn queue(rng: &mut Rng, unique_limits: bool) -> Vec<QueuedJob> {
                 time_min: None,
                 req,
                 limits: Vec::new(),
+                het: None,
             }
         })
         .collect()

@@ -4,6 +4,7 @@
 
 use gsched_proto::job::Reason;
 
+use crate::het::{self, Gangs};
 use crate::plan::{Found, Planner};
 use crate::{
     ClusterView, Decisions, Estimate, EstimateKind, LimitsLeft, Policy, QueuedJob, SchedConfig,
@@ -65,9 +66,71 @@ pub(crate) fn decide_backfill(
     // Jobs left for pass 2, with their place in priority order; estimates by that place.
     let mut later: Vec<(usize, &QueuedJob)> = Vec::new();
     let order = priority_order(queue);
+    let gangs = Gangs::new(queue);
+    let mut gang_seen: std::collections::BTreeSet<u32> = Default::default();
     let mut estimates: Vec<Option<Estimate>> = vec![None; order.len()];
     let mut left = LimitsLeft::new(view);
+    // Het jobs' estimates (one per component), by the place of their first component.
+    let mut gang_estimates: std::collections::BTreeMap<usize, Vec<Estimate>> = Default::default();
     for (at, &job) in order.iter().enumerate() {
+        if let Some(h) = job.het {
+            // The whole het job, at its first component in priority order.
+            if !gang_seen.insert(h.leader) {
+                continue;
+            }
+            let members = gangs.members(h.leader);
+            let r = match het::start_now(&pl, view, members, now, config, &[]) {
+                Ok(starts) => {
+                    for (start, len) in starts {
+                        pl.commit(&start.placement, now, len);
+                        out.starts.push(start);
+                    }
+                    continue;
+                }
+                Err(r) => r,
+            };
+            let parts = || members.iter().flat_map(|m| m.partitions.iter().copied());
+            let r = match r {
+                Reason::Resources if parts().any(|p| blocked.get(p) == Some(&true)) => {
+                    Reason::Priority
+                }
+                r => r,
+            };
+            if r == Reason::Resources {
+                for p in parts() {
+                    if let Some(b) = blocked.get_mut(p) {
+                        *b = true;
+                    }
+                }
+            }
+            for m in members {
+                out.waiting.push((m.id, r));
+            }
+            if members.iter().any(|m| m.held.is_some()) {
+                continue;
+            }
+            let hold = match config.policy {
+                Policy::Conservative => true,
+                _ => r != Reason::BeginTime && reserved < reserve,
+            };
+            if !hold {
+                later.push((at, job));
+                continue;
+            }
+            if let Some(es) = het::earliest(
+                &mut pl,
+                view,
+                members,
+                now,
+                config,
+                &|_| now,
+                EstimateKind::Reserved,
+            ) {
+                reserved += 1;
+                gang_estimates.insert(at, es);
+            }
+            continue;
+        }
         if let Some(r) = job.held {
             out.waiting.push((job.id, r));
             continue;
@@ -171,10 +234,28 @@ pub(crate) fn decide_backfill(
         } else {
             EstimateKind::NotBefore
         };
-        estimates[at] = estimate(&mut pl, job, view, now, config, None, kind);
+        match job.het {
+            Some(h) => {
+                let members = gangs.members(h.leader);
+                if let Some(es) = het::earliest(&mut pl, view, members, now, config, &|_| now, kind)
+                {
+                    gang_estimates.insert(at, es);
+                }
+            }
+            None => estimates[at] = estimate(&mut pl, job, view, now, config, None, kind),
+        }
     }
     // In priority order, like the rest.
-    out.estimates = estimates.into_iter().flatten().collect();
+    if gang_estimates.is_empty() {
+        out.estimates = estimates.into_iter().flatten().collect();
+    } else {
+        for (at, e) in estimates.into_iter().enumerate() {
+            match gang_estimates.remove(&at) {
+                Some(es) => out.estimates.extend(es),
+                None => out.estimates.extend(e),
+            }
+        }
+    }
     out
 }
 
@@ -313,12 +394,14 @@ pub(crate) fn fifo_estimates(
     view: &ClusterView,
     order: &[&QueuedJob],
     reasons: &[Option<Reason>],
+    gangs: &Gangs,
     now: i64,
     config: &SchedConfig,
 ) -> Vec<Estimate> {
     let mut floor = vec![now; view.partitions.len()];
     let mut out = Vec::new();
     let mut considered = 0usize;
+    let mut gang_seen: std::collections::BTreeSet<u32> = Default::default();
     for (&job, &reason) in order.iter().zip(reasons) {
         let Some(reason) = reason else {
             continue;
@@ -332,6 +415,27 @@ pub(crate) fn fifo_estimates(
         } else {
             EstimateKind::NotBefore
         };
+        if let Some(h) = job.het {
+            // The whole het job once, at its first component.
+            if !gang_seen.insert(h.leader) {
+                continue;
+            }
+            let members = gangs.members(h.leader);
+            let es = het::earliest(pl, view, members, now, config, &|p| floor[p], kind);
+            if matches!(reason, Reason::Resources | Reason::Priority) {
+                let at = es
+                    .as_ref()
+                    .and_then(|e| e.first())
+                    .map_or(i64::MAX, |e| e.start);
+                for p in members.iter().flat_map(|m| m.partitions.iter()) {
+                    if let Some(f) = floor.get_mut(*p) {
+                        *f = (*f).max(at);
+                    }
+                }
+            }
+            out.extend(es.into_iter().flatten());
+            continue;
+        }
         let e = estimate(pl, job, view, now, config, Some(&floor), kind);
         if matches!(reason, Reason::Resources | Reason::Priority) {
             let at = e.as_ref().map_or(i64::MAX, |e| e.start);

@@ -39,11 +39,13 @@ use std::sync::Arc;
 use gsched_proto::job::{JobId, MemRequest, Reason};
 
 mod backfill;
+mod het;
 mod place;
 mod plan;
 pub mod priority;
 mod timeline;
 
+pub use het::HetMember;
 pub use place::{place, NodeAlloc, Placement};
 pub use priority::{
     classic_fairshare, decay, multifactor_priority, FairShare, FsNode, PriorityBreakdown,
@@ -227,11 +229,13 @@ impl ResourceRequest {
     }
 }
 
-/// A feature expression of `--constraint`: one feature, `a&b` (all) or `a|b` (any).
+/// A per-node feature expression of `--constraint`: one feature, `a&b` (all), `a|b` (any),
+/// or any expression with parentheses ([`gsched_proto::constraint::NodeExpr`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FeatureExpr {
     All(Vec<String>),
     Any(Vec<String>),
+    Tree(gsched_proto::constraint::NodeExpr),
 }
 
 impl FeatureExpr {
@@ -241,6 +245,7 @@ impl FeatureExpr {
         match self {
             FeatureExpr::All(v) => v.iter().all(has),
             FeatureExpr::Any(v) => v.iter().any(has),
+            FeatureExpr::Tree(e) => e.matches(features),
         }
     }
 }
@@ -252,6 +257,13 @@ pub struct NodeFilter {
     pub allowed: Option<Vec<bool>>,
     /// Node indices the job must be given (`--nodelist`), sorted, without duplicates.
     pub required: Vec<usize>,
+    /// Matching OR (`--constraint=[a|b]`): per alternative, which nodes satisfy it; all the
+    /// nodes of a placement satisfy the same alternative, the first in this order that has
+    /// a placement. Empty: no such constraint.
+    pub alternatives: Vec<Vec<bool>>,
+    /// Node counts (`--constraint=[a*2&b*1]`): per term, which nodes satisfy it and how many
+    /// of the placement's nodes (distinct per term) must. Empty: no counts.
+    pub counts: Vec<(Vec<bool>, u32)>,
 }
 
 impl NodeFilter {
@@ -283,6 +295,49 @@ impl NodeFilter {
         NodeFilter {
             allowed,
             required: req,
+            ..NodeFilter::default()
+        }
+    }
+
+    /// The filter for `required` nodes, `excluded` nodes and a `--constraint` over `n` nodes
+    /// whose features `features(i)` gives: the nodes the constraint lets the job use at all,
+    /// its matching-OR alternatives and its node counts, each as a per-node mask.
+    pub fn from_constraint<'a>(
+        n: usize,
+        features: impl Fn(usize) -> &'a [String],
+        required: &[usize],
+        excluded: &[usize],
+        constraint: Option<&gsched_proto::constraint::ConstraintSpec>,
+    ) -> NodeFilter {
+        use gsched_proto::constraint::{ConstraintSpec, NodeExpr};
+        let mask = |e: &NodeExpr| -> Vec<bool> { (0..n).map(|i| e.matches(features(i))).collect() };
+        let (ok, alternatives, counts): (Option<Vec<bool>>, Vec<Vec<bool>>, _) = match constraint {
+            None => (None, Vec::new(), Vec::new()),
+            Some(ConstraintSpec::Each(e)) => (Some(mask(e)), Vec::new(), Vec::new()),
+            Some(ConstraintSpec::MatchingOr(alts)) => {
+                let alts: Vec<Vec<bool>> = alts.iter().map(mask).collect();
+                let any = (0..n).map(|i| alts.iter().any(|a| a[i])).collect();
+                (Some(any), alts, Vec::new())
+            }
+            Some(ConstraintSpec::Counts { each, counts }) => (
+                each.as_ref().map(mask),
+                Vec::new(),
+                counts.iter().map(|(e, k)| (mask(e), *k)).collect(),
+            ),
+        };
+        let mut req: Vec<usize> = required.to_vec();
+        req.sort_unstable();
+        req.dedup();
+        let allowed = (!excluded.is_empty() || ok.is_some()).then(|| {
+            (0..n)
+                .map(|i| !excluded.contains(&i) && ok.as_ref().is_none_or(|m| m[i]))
+                .collect()
+        });
+        NodeFilter {
+            allowed,
+            required: req,
+            alternatives,
+            counts,
         }
     }
 
@@ -313,6 +368,9 @@ pub struct QueuedJob {
     pub req: ResourceRequest,
     /// Indices into [`ClusterView::limits`] of the counted limits this job is subject to.
     pub limits: Vec<usize>,
+    /// A component of a heterogeneous job: it starts with all the other components of its
+    /// het job or not at all (see `het.rs`). `None` for an ordinary job.
+    pub het: Option<HetMember>,
 }
 
 /// What happens to jobs that cannot start now.
@@ -452,10 +510,47 @@ fn decide_fifo(
     let mut blocked = vec![false; view.partitions.len()];
     let mut out = Decisions::default();
     let order = backfill::priority_order(queue);
+    let gangs = het::Gangs::new(queue);
+    // Het job components decided with their first component: why each waits (`None`: starts).
+    let mut gang_done: std::collections::BTreeMap<JobId, Option<Reason>> = Default::default();
     // Why each job (by its place in `order`) waits; `None` if it starts.
     let mut reasons: Vec<Option<Reason>> = Vec::with_capacity(order.len());
     let mut left = LimitsLeft::new(view);
     for &job in &order {
+        if let Some(h) = job.het {
+            if !gang_done.contains_key(&job.id) {
+                let members = gangs.members(h.leader);
+                match het::start_now(&pl, view, members, now, config, &blocked) {
+                    Ok(starts) => {
+                        for (start, len) in starts {
+                            for a in &start.placement.nodes {
+                                let n = &mut nodes[a.node];
+                                n.alloc_cpus += a.cpus;
+                                n.alloc_mem_mb += a.mem_mb;
+                            }
+                            pl.commit(&start.placement, now, len);
+                            gang_done.insert(start.job_id, None);
+                            out.starts.push(start);
+                        }
+                    }
+                    Err(r) => {
+                        for m in members {
+                            if r == Reason::Resources {
+                                for &p in &m.partitions {
+                                    if let Some(b) = blocked.get_mut(p) {
+                                        *b = true;
+                                    }
+                                }
+                            }
+                            out.waiting.push((m.id, r));
+                            gang_done.insert(m.id, Some(r));
+                        }
+                    }
+                }
+            }
+            reasons.push(gang_done.get(&job.id).copied().flatten());
+            continue;
+        }
         if let Some(r) = job.held {
             out.waiting.push((job.id, r));
             reasons.push(Some(r));
@@ -531,7 +626,8 @@ fn decide_fifo(
         }
     }
     if config.fifo_estimates {
-        out.estimates = backfill::fifo_estimates(&mut pl, view, &order, &reasons, now, config);
+        out.estimates =
+            backfill::fifo_estimates(&mut pl, view, &order, &reasons, &gangs, now, config);
     }
     out
 }

@@ -109,8 +109,75 @@ pub(crate) fn place_caps(
     req: &ResourceRequest,
     node_res: impl Fn(usize) -> (u32, u64),
 ) -> Option<Placement> {
+    let Some(f) = req.filter.as_deref() else {
+        return place_required(cands, req, &[], &node_res);
+    };
+    if !f.alternatives.is_empty() {
+        // Matching OR: the first alternative, in order, whose nodes hold the job.
+        return f.alternatives.iter().find_map(|alt| {
+            let sub: Vec<(usize, u32)> = cands
+                .iter()
+                .copied()
+                .filter(|&(i, _)| alt.get(i).copied().unwrap_or(false))
+                .collect();
+            place_with_counts(&sub, req, f, &node_res)
+        });
+    }
+    place_with_counts(cands, req, f, &node_res)
+}
+
+/// [`place_required`] after choosing, for every node count term of `f`, the first nodes in
+/// preference order that satisfy it (distinct nodes per term; `--nodelist` nodes count).
+fn place_with_counts(
+    cands: &[(usize, u32)],
+    req: &ResourceRequest,
+    f: &crate::NodeFilter,
+    node_res: &impl Fn(usize) -> (u32, u64),
+) -> Option<Placement> {
+    if f.counts.is_empty() {
+        return place_required(cands, req, &f.required, node_res);
+    }
+    let mut picked: Vec<usize> = f.required.clone();
+    let mut used = vec![false; picked.len()];
+    for (has, n) in &f.counts {
+        let sat = |i: usize| has.get(i).copied().unwrap_or(false);
+        // Required nodes count for the first term they satisfy.
+        let mut got = 0u32;
+        for (k, &i) in picked.iter().enumerate() {
+            if got < *n && k < used.len() && !used[k] && sat(i) {
+                used[k] = true;
+                got += 1;
+            }
+        }
+        for &(i, _) in cands {
+            if got >= *n {
+                break;
+            }
+            if sat(i) && !picked.contains(&i) {
+                picked.push(i);
+                got += 1;
+            }
+        }
+        if got < *n {
+            return None;
+        }
+    }
+    if req.nodes.is_some_and(|n| (picked.len() as u32) > n.max(1)) {
+        return None;
+    }
+    picked.sort_unstable();
+    picked.dedup();
+    place_required(cands, req, &picked, node_res)
+}
+
+/// The placement rules of [`place`] with `required` nodes (sorted) that must be chosen.
+fn place_required(
+    cands: &[(usize, u32)],
+    req: &ResourceRequest,
+    required: &[usize],
+    node_res: &impl Fn(usize) -> (u32, u64),
+) -> Option<Placement> {
     let total_tasks = total_tasks(req);
-    let required = req.required();
     let chosen: Vec<(usize, u32)> = if required.is_empty() {
         choose(cands, req, total_tasks)?
     } else {

@@ -918,6 +918,57 @@ impl<'a> Planner<'a> {
         None
     }
 
+    /// Where `req` fits over `[t, t + len)` in partition `part` given everything held and,
+    /// on top, `extra` (node, CPUs, memory) taken by the components of the same
+    /// heterogeneous job already placed at `t`: [`place_caps`] over the allowed nodes with
+    /// the tasks each takes over the whole window. Adding `extra` to the window's peak is
+    /// exact at `t` and never less than the truth later, so a placement found never
+    /// over-allocates.
+    pub(crate) fn fit_with(
+        &self,
+        part: usize,
+        req: &ResourceRequest,
+        len: i64,
+        t: i64,
+        extra: &[(usize, u32, u64)],
+    ) -> Option<Placement> {
+        let view = self.view;
+        let cands: Vec<(usize, u32)> = self.order[part]
+            .iter()
+            .copied()
+            .filter(|&i| req.allows(i))
+            .filter_map(|i| {
+                let n = &view.nodes[i];
+                let (mut c, mut m) = self.tl.lines[i].peak(t, t.saturating_add(len));
+                for &(node, ec, em) in extra {
+                    if node == i {
+                        c = c.saturating_add(ec);
+                        m = m.saturating_add(em);
+                    }
+                }
+                let cap = capacity_with(n.cpus, n.mem_mb, c, m, req);
+                (cap > 0).then_some((i, cap))
+            })
+            .collect();
+        place_caps(&cands, req, |i| (view.nodes[i].cpus, view.nodes[i].mem_mb))
+    }
+
+    /// The first time after `t` at which the use of any node of `parts` changes, if any
+    /// (the candidate start times of a heterogeneous job).
+    pub(crate) fn next_change_in(&self, parts: &[usize], t: i64) -> Option<i64> {
+        parts
+            .iter()
+            .filter_map(|&p| self.order.get(p))
+            .flatten()
+            .filter_map(|&i| self.tl.lines[i].next_change(t))
+            .min()
+    }
+
+    /// The planning horizon: nothing is planned to start later.
+    pub(crate) fn latest(&self) -> i64 {
+        self.latest
+    }
+
     /// Holds `placement`'s resources over `[start, start + len)`.
     pub(crate) fn commit(&mut self, placement: &Placement, start: i64, len: i64) {
         let end = start.saturating_add(len);

@@ -17,6 +17,8 @@
 //!       [tmin=30]              # --time-min, minutes
 //!       [lim=u1,u2]            # counted limits the job is subject to
 //! limit u1 jobs=2 reason=QOSMaxJobsPerUserLimit      # or cpus=N; before the jobs naming it
+//!       [het=10+1/3]           # component 1 of the 3 of het job 10
+//!       [C=[r1|r2]]            # --constraint (a&b, a|b, (a|b)&c, [a|b], [a*2&b*1])
 //! == decisions
 //! start 2 in all on n3:4c            # "limit 45" added when --time-min lowered it
 //! wait 1 Resources, reserved at +3600 on n1:4c,n2:4c,n3:4c,n4:4c
@@ -28,8 +30,9 @@ use std::path::Path;
 
 use gsched_proto::job::{MemRequest, Reason};
 use gsched_sched::{
-    decide, ClusterView, Decisions, EstimateKind, LimitSlot, LimitUnit, NodeAlloc, NodeView,
-    PartitionView, Policy, QueuedJob, ResourceRequest, RunningAlloc, SchedConfig, UNLIMITED_END,
+    decide, ClusterView, Decisions, EstimateKind, HetMember, LimitSlot, LimitUnit, NodeAlloc,
+    NodeView, PartitionView, Policy, QueuedJob, ResourceRequest, RunningAlloc, SchedConfig,
+    UNLIMITED_END,
 };
 
 struct Scenario {
@@ -193,6 +196,17 @@ fn parse(text: &str) -> Scenario {
                         cpus_per_task: kv("c").map_or(1, |c| c.parse().unwrap()),
                         ntasks_per_node: kv("tpn").map(|n| n.parse().unwrap()),
                         mem,
+                        filter: kv("C").map(|c| {
+                            let spec = gsched_proto::constraint::parse(c).expect("constraint");
+                            let nodes = &s.view.nodes;
+                            std::sync::Arc::new(gsched_sched::NodeFilter::from_constraint(
+                                nodes.len(),
+                                |i| &nodes[i].features,
+                                &[],
+                                &[],
+                                Some(&spec),
+                            ))
+                        }),
                         ..Default::default()
                     },
                     limits: kv("lim").map_or(Vec::new(), |l| {
@@ -204,6 +218,15 @@ fn parse(text: &str) -> Scenario {
                                     .unwrap_or_else(|| panic!("unknown limit {n}"))
                             })
                             .collect()
+                    }),
+                    het: kv("het").map(|h| {
+                        let (leader, rest) = h.split_once('+').expect("het=N+K/COUNT");
+                        let (offset, count) = rest.split_once('/').expect("het=N+K/COUNT");
+                        HetMember {
+                            leader: leader.parse().unwrap(),
+                            offset: offset.parse().unwrap(),
+                            count: count.parse().unwrap(),
+                        }
                     }),
                 });
             }

@@ -185,7 +185,7 @@ impl State {
                     let end = id + a.indices.len() as u32;
                     out.extend(self.jobs.range(id..end).map(|(&i, _)| i));
                 }
-                None => out.push(id),
+                None => out.extend(self.het_ids(id)),
             }
         }
         for &(n, k) in tasks {

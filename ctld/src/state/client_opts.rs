@@ -50,6 +50,7 @@ impl State {
             req: self.request_of(&j.spec),
             // Limits are not simulated: the estimate is where resources would allow it.
             limits: Vec::new(),
+            het: self.het_member(j).0,
         };
         let mut queue: Vec<QueuedJob> = self
             .jobs

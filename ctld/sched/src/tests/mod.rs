@@ -51,6 +51,7 @@ fn job(id: JobId, tasks: u32, cpt: u32) -> QueuedJob {
             ..Default::default()
         },
         limits: Vec::new(),
+        het: None,
     }
 }
 
@@ -802,4 +803,193 @@ fn node_filters_and_exclusive_placement() {
     let a = d.starts[0].placement.nodes[0];
     assert_ne!(a.node, 0);
     assert_eq!(a.cpus, 4);
+}
+
+/// Groups the queue of `case` into het jobs of the given sizes (the rest stay ordinary);
+/// with `drop_one`, the last component of the first het job of two or more is left out of
+/// the queue, so that het job is incomplete.
+fn with_het_jobs(
+    case: &Case,
+    sizes: &[usize],
+    drop_one: bool,
+) -> (Vec<QueuedJob>, Vec<Vec<JobId>>) {
+    let mut q = case.queue.clone();
+    let mut groups = Vec::new();
+    let mut i = 0;
+    for &n in sizes {
+        if i + n > q.len() {
+            break;
+        }
+        let leader = q[i].id;
+        for k in 0..n {
+            q[i + k].het = Some(HetMember {
+                leader,
+                offset: k as u32,
+                count: n as u32,
+            });
+        }
+        groups.push(q[i..i + n].iter().map(|j| j.id).collect::<Vec<_>>());
+        i += n;
+    }
+    if drop_one {
+        if let Some(g) = groups.iter().find(|g| g.len() >= 2) {
+            let gone = *g.last().unwrap();
+            q.retain(|j| j.id != gone);
+        }
+    }
+    (q, groups)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Heterogeneous jobs: under every policy all components of a het job start in the same
+    /// pass or none does (never one alone, and never an incomplete het job), components
+    /// sharing nodes never over-allocate them, the components of a het job are planned to
+    /// start at the same time, and the decisions do not depend on the queue's order.
+    #[test]
+    fn het_components_start_together(
+        case in arb_case(),
+        sizes in prop::collection::vec(1usize..4, 0..6),
+        drop_one in prop::bool::weighted(0.3),
+    ) {
+        let v = &case.view;
+        let (q, groups) = with_het_jobs(&case, &sizes, drop_one);
+        let mut reversed = q.clone();
+        reversed.reverse();
+        for policy in policies() {
+            let d = decide(v, &q, NOW, &config(policy));
+            // Deterministic whatever the order of the queue.
+            prop_assert_eq!(&d, &decide(v, &reversed, NOW, &config(policy)));
+            prop_assert_eq!(d.starts.len() + d.waiting.len(), q.len());
+            let started = |id: JobId| d.starts.iter().any(|s| s.job_id == id);
+            for g in &groups {
+                let queued: Vec<JobId> =
+                    g.iter().copied().filter(|id| q.iter().any(|j| j.id == *id)).collect();
+                let n = queued.iter().filter(|&&id| started(id)).count();
+                if queued.len() < g.len() {
+                    prop_assert_eq!(n, 0, "{:?}: incomplete het job {:?} started", policy, g);
+                } else {
+                    prop_assert!(n == 0 || n == g.len(), "{:?}: {} of {:?} started", policy, n, g);
+                }
+                let starts: Vec<i64> = d
+                    .estimates
+                    .iter()
+                    .filter(|e| g.contains(&e.job_id))
+                    .map(|e| e.start)
+                    .collect();
+                prop_assert!(starts.windows(2).all(|w| w[0] == w[1]), "{:?}: {:?}", policy, starts);
+                prop_assert!(starts.is_empty() || starts.len() == g.len());
+            }
+            let mut cpus: Vec<u32> = v.nodes.iter().map(|n| n.alloc_cpus).collect();
+            let mut mem: Vec<u64> = v.nodes.iter().map(|n| n.alloc_mem_mb).collect();
+            for s in &d.starts {
+                let j = q.iter().find(|j| j.id == s.job_id).unwrap();
+                prop_assert!(j.held.is_none() && j.begin_time.is_none_or(|b| b <= NOW));
+                for a in &s.placement.nodes {
+                    prop_assert!(v.nodes[a.node].available);
+                    prop_assert!(v.partitions[s.partition].nodes.contains(&a.node));
+                    cpus[a.node] += a.cpus;
+                    mem[a.node] += a.mem_mb;
+                }
+            }
+            for (i, n) in v.nodes.iter().enumerate() {
+                prop_assert!(cpus[i] <= n.cpus, "{:?}: node {} cpus", policy, i);
+                prop_assert!(mem[i] <= n.mem_mb, "{:?}: node {} mem", policy, i);
+            }
+        }
+    }
+}
+
+/// `--constraint=[r1|r2]` (matching OR) and `[a*2&b*1]` (node counts) in placement, under
+/// every policy and in the planner's searches for later starts.
+#[test]
+fn matching_or_and_node_counts() {
+    // n1 r1; n2 r2; n3 r2,big; n4 r1,big.
+    let mut v = cluster(4, 2, 1000);
+    for (i, f) in [&["r1"][..], &["r2"], &["r2", "big"], &["r1", "big"]]
+        .iter()
+        .enumerate()
+    {
+        v.nodes[i].features = f.iter().map(|s| s.to_string()).collect();
+    }
+    let has = |feat: &str| -> Vec<bool> {
+        v.nodes
+            .iter()
+            .map(|n| n.features.iter().any(|x| x == feat))
+            .collect()
+    };
+    // Three nodes of one rack: neither rack has three, so no placement; two nodes: rack r1
+    // (the first alternative) when both are free, rack r2 when n1 is busy.
+    let mut j = job(1, 2, 2);
+    j.req.nodes = Some(2);
+    j.req.filter = Some(std::sync::Arc::new(NodeFilter {
+        allowed: None,
+        alternatives: vec![has("r1"), has("r2")],
+        ..NodeFilter::default()
+    }));
+    for policy in policies() {
+        let d = decide(&v, &[j.clone()], NOW, &config(policy));
+        let nodes: Vec<usize> = d.starts[0].placement.nodes.iter().map(|a| a.node).collect();
+        assert_eq!(nodes, vec![0, 3], "{policy:?}");
+    }
+    let mut three = j.clone();
+    three.req.nodes = Some(3);
+    three.req.tasks = 3;
+    assert!(place(&v.nodes, &[0, 1, 2, 3], &three.req).is_none());
+    let mut busy = v.clone();
+    busy.nodes[0].alloc_cpus = 2;
+    busy.running.push(RunningAlloc {
+        job_id: 99,
+        end: NOW + 600,
+        nodes: vec![NodeAlloc {
+            node: 0,
+            cpus: 2,
+            mem_mb: 0,
+            tasks: 1,
+        }],
+    });
+    for policy in policies() {
+        let d = decide(&busy, &[j.clone()], NOW, &config(policy));
+        let nodes: Vec<usize> = d.starts[0].placement.nodes.iter().map(|a| a.node).collect();
+        assert_eq!(nodes, vec![1, 2], "{policy:?}");
+    }
+    // r2 taken too: the job waits, and is planned on rack r1 when n1 frees.
+    busy.nodes[1].alloc_cpus = 2;
+    busy.running.push(RunningAlloc {
+        job_id: 98,
+        end: NOW + 1200,
+        nodes: vec![NodeAlloc {
+            node: 1,
+            cpus: 2,
+            mem_mb: 0,
+            tasks: 1,
+        }],
+    });
+    let d = decide(&busy, &[j.clone()], NOW, &config(Policy::Conservative));
+    assert!(d.starts.is_empty());
+    let e = &d.estimates[0];
+    assert_eq!(e.start, NOW + 600);
+    let nodes: Vec<usize> = e.placement.nodes.iter().map(|a| a.node).collect();
+    assert_eq!(nodes, vec![0, 3]);
+
+    // Counts: two `big` nodes and one `r1` node, distinct: n3, n4 (big) and n1 (r1).
+    let mut c = job(2, 3, 1);
+    c.req.filter = Some(std::sync::Arc::new(NodeFilter {
+        counts: vec![(has("big"), 2), (has("r1"), 1)],
+        ..NodeFilter::default()
+    }));
+    let d = decide(&v, &[c.clone()], NOW, &SchedConfig::default());
+    let mut nodes: Vec<usize> = d.starts[0].placement.nodes.iter().map(|a| a.node).collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes, vec![0, 2, 3]);
+    // More counted nodes than -N allows, or than exist: no placement.
+    c.req.nodes = Some(2);
+    assert!(place(&v.nodes, &[0, 1, 2, 3], &c.req).is_none());
+    c.req.nodes = None;
+    c.req.filter = Some(std::sync::Arc::new(NodeFilter {
+        counts: vec![(has("big"), 3)],
+        ..NodeFilter::default()
+    }));
+    assert!(place(&v.nodes, &[0, 1, 2, 3], &c.req).is_none());
 }

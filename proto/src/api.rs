@@ -414,6 +414,13 @@ pub struct JobCompleteRequest {
     pub launch_error: Option<String>,
     /// Set when gsnoded ended the job because of a terminate request.
     pub terminated_for: Option<TerminateReason>,
+    /// How many processes of the job the kernel's OOM killer ended (from its cgroup's
+    /// `oom_kill` counter); non-zero makes the job OUT_OF_MEMORY.
+    #[serde(default)]
+    pub oom_kills: u64,
+    /// What the job used, read from its cgroup.
+    #[serde(default)]
+    pub usage: Option<crate::job::JobUsage>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -798,7 +798,7 @@ impl Config {
 }
 
 /// `io::Error` text without the ` (os error N)` tail.
-fn io_reason(e: &std::io::Error) -> String {
+pub(crate) fn io_reason(e: &std::io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),
@@ -843,7 +843,7 @@ fn canonical(table: &[&'static str], key: &str) -> Option<&'static str> {
 
 /// Joins physical lines into logical ones: strips `#` comments (`\#` is a literal
 /// `#`) and joins lines ending in `\`. Yields (first line number, text).
-fn logical_lines(text: &str) -> Vec<(usize, String)> {
+pub(crate) fn logical_lines(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut current: Option<(usize, String)> = None;
     for (idx, raw) in text.split('\n').enumerate() {
@@ -878,14 +878,14 @@ fn logical_lines(text: &str) -> Vec<(usize, String)> {
 }
 
 /// One logical line, tokenized.
-enum Line {
+pub(crate) enum Line {
     Include(String),
     Pairs(Vec<(String, String)>),
 }
 
 /// Splits a logical line into `Key=Value` pairs (values may be double-quoted; spaces
 /// around `=` are allowed when there is one before it), or an `Include path` line.
-fn tokenize(text: &str) -> Result<Line, String> {
+pub(crate) fn tokenize(text: &str) -> Result<Line, String> {
     let trimmed = text.trim();
     if trimmed.eq_ignore_ascii_case("include") {
         return Ok(Line::Include(String::new()));
@@ -966,7 +966,7 @@ fn parse_u32(v: &str) -> Result<u32, String> {
     }
 }
 
-fn parse_u64(v: &str) -> Result<u64, String> {
+pub(crate) fn parse_u64(v: &str) -> Result<u64, String> {
     if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
         v.parse::<u64>()
             .map_err(|_| format!("invalid value \"{v}\" ({WHOLE} up to {})", u64::MAX))
@@ -989,7 +989,7 @@ fn parse_port(v: &str) -> Result<u16, String> {
     }
 }
 
-fn parse_bool(v: &str) -> Result<bool, String> {
+pub(crate) fn parse_bool(v: &str) -> Result<bool, String> {
     match v.to_ascii_uppercase().as_str() {
         "YES" | "TRUE" | "1" => Ok(true),
         "NO" | "FALSE" | "0" => Ok(false),

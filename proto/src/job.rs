@@ -416,6 +416,34 @@ pub struct JobInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_factors: Option<PriorityFactors>,
     pub spec: JobSpec,
+    /// What the finished job used, measured by its cgroup (`MaxRSS`, `TotalCPU`); `None`
+    /// when the node does not use cgroups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<JobUsage>,
+}
+
+/// A job's resource use, read from its cgroup when it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct JobUsage {
+    /// Peak memory of the job's cgroup in bytes (`memory.max_usage_in_bytes` on v1,
+    /// `memory.peak` on v2); `None` without a memory controller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rss_bytes: Option<u64>,
+    /// CPU time in user and system mode, microseconds; `None` without CPU accounting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_cpu_usec: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_cpu_usec: Option<u64>,
+}
+
+impl JobUsage {
+    /// User plus system CPU time (`TotalCPU`), microseconds.
+    pub fn total_cpu_usec(&self) -> Option<u64> {
+        match (self.user_cpu_usec, self.system_cpu_usec) {
+            (None, None) => None,
+            (u, s) => Some(u.unwrap_or(0) + s.unwrap_or(0)),
+        }
+    }
 }
 
 /// The weighted parts of a multifactor priority (what Slurm's `sprio` shows).

@@ -1256,6 +1256,7 @@ pub(crate) mod tests {
             restarts: 0,
             array: None,
             priority_factors: None,
+            usage: None,
             spec: JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),

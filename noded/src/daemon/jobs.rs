@@ -8,6 +8,7 @@
 //! one that was never launched.
 
 use super::{now, Node};
+use crate::cgroup::JobCgroup;
 use crate::env;
 use crate::jobdir::{self, JobDir, LaunchFile, StatusFile, TerminateFile, STEPD_LOG};
 use crate::procfs;
@@ -60,6 +61,8 @@ pub(crate) struct Job {
     pub dir: JobDir,
     pub phase: Phase,
     pub terminate: Option<TerminateReason>,
+    /// The job's cgroup, when the node uses cgroups.
+    pub cgroup: Option<JobCgroup>,
 }
 
 fn internal(msg: impl Into<String>) -> ApiError {
@@ -91,6 +94,8 @@ fn report_from(
         end_time: status.end_time,
         launch_error: status.launch_error.clone(),
         terminated_for,
+        oom_kills: status.oom_kills,
+        usage: status.usage,
     }
 }
 
@@ -130,6 +135,8 @@ fn final_status(dir: &JobDir, start_time: i64, missing: Missing) -> StatusFile {
         start_time,
         end_time: now(),
         launch_error: Some(launch_error),
+        oom_kills: 0,
+        usage: None,
     };
     if let Err(e) = dir.write_status(&status) {
         tracing::error!("{e}");
@@ -137,12 +144,32 @@ fn final_status(dir: &JobDir, start_time: i64, missing: Missing) -> StatusFile {
     status
 }
 
-/// Every process of a job: the descendants of its gsstepd, gsstepd excluded.
-fn job_processes(stepd: Stepd) -> Vec<i32> {
-    if !stepd.is_alive() {
-        return Vec::new();
+/// Every process of a job: the descendants of its gsstepd (gsstepd excluded) and, with
+/// cgroups, every process in the job's cgroup (which nothing escapes).
+fn job_processes(id: JobId, stepd: Stepd, cgroup: Option<&JobCgroup>) -> Vec<i32> {
+    let mut procs = if stepd.is_alive() {
+        procfs::descendants(stepd.pid)
+    } else {
+        Vec::new()
+    };
+    if let Some(cg) = cgroup {
+        procs.extend(cg.handle.open().pids(id));
+        procs.retain(|&p| p != stepd.pid);
+        procs.sort_unstable();
+        procs.dedup();
     }
-    procfs::descendants(stepd.pid)
+    procs
+}
+
+/// Kills what is left in a job's cgroup and removes it (blocking); logs failures.
+fn remove_cgroup(id: JobId, cg: &JobCgroup) {
+    let cgroups = cg.handle.open();
+    if let Err(e) = cgroups.kill(id, Duration::from_secs(10)) {
+        tracing::error!("job {id}: {e}");
+    }
+    if let Err(e) = cgroups.remove_job(id) {
+        tracing::error!("job {id}: cannot remove its cgroup: {e}");
+    }
 }
 
 /// The batch shell, if it runs (still gsstepd's child: pid reuse cannot fool this).
@@ -166,12 +193,14 @@ enum Found {
         dir: JobDir,
         stepd: Stepd,
         terminate: Option<TerminateFile>,
+        cgroup: Option<JobCgroup>,
     },
     Ended {
         id: JobId,
         start_time: i64,
         dir: JobDir,
         report: JobCompleteRequest,
+        cgroup: Option<JobCgroup>,
     },
 }
 
@@ -236,11 +265,13 @@ fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
         None
     });
     let terminated_for = terminate.map(|t| t.reason);
+    let cgroup = launch.cgroup.clone();
     let ended = |status: StatusFile| Found::Ended {
         id,
         start_time,
         report: report_from(node, id, start_time, &status, terminated_for),
         dir: dir.clone(),
+        cgroup: cgroup.clone(),
     };
     if let Ok(Some(status)) = dir.read_status() {
         return Some(ended(status));
@@ -266,6 +297,7 @@ fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
                 dir,
                 stepd,
                 terminate,
+                cgroup,
             });
         }
     }
@@ -276,6 +308,15 @@ fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
             procs.push(shell);
             let n = signal_all(&procs, libc::SIGKILL);
             tracing::warn!("job {id}: its gsstepd is gone; killed {n} process(es) it left");
+        }
+    }
+    if let Some(cg) = &cgroup {
+        match cg.handle.open().kill(id, Duration::from_secs(10)) {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                "job {id}: its gsstepd is gone; killed {n} process(es) left in its cgroup"
+            ),
+            Err(e) => tracing::error!("job {id}: {e}"),
         }
     }
     let status = final_status(&dir, start_time, Missing::Disappeared);
@@ -352,12 +393,14 @@ impl Node {
                 dir: dir.clone(),
                 phase: Phase::Launching,
                 terminate: None,
+                cgroup: None,
             },
         );
         match self.start_stepd(req, &dir).await {
-            Ok((stepd, child)) => {
+            Ok((stepd, child, cgroup)) => {
                 if let Some(j) = self.jobs().get_mut(&id) {
                     j.phase = Phase::Running(stepd);
+                    j.cgroup = cgroup;
                 }
                 tracing::info!(
                     "job {id}: launched (start time {start_time}), gsstepd pid {}",
@@ -368,6 +411,7 @@ impl Node {
             }
             Err(msg) => {
                 self.jobs().remove(&id);
+                self.cores().release(id);
                 let path = dir.path().to_path_buf();
                 let _ = blocking(move || std::fs::remove_dir_all(path)).await;
                 tracing::error!("job {id}: launch failed: {msg}");
@@ -384,10 +428,37 @@ impl Node {
         &self,
         req: LaunchRequest,
         dir: &JobDir,
-    ) -> Result<(Stepd, tokio::process::Child), String> {
+    ) -> Result<(Stepd, tokio::process::Child, Option<JobCgroup>), String> {
         let node = self.settings.node.clone();
         let stdio = env::stdio_paths(&req, &node);
+        let cgroup = match &self.settings.cgroups {
+            Some(setup) => {
+                let id = req.job_id;
+                let cores = self.cores().allocate(id, req.cpus)?;
+                let limits = setup.limits(&req, &cores);
+                let handle = setup.handle.clone();
+                let made = blocking(move || {
+                    let cg = handle.open();
+                    let r = cg
+                        .create_job(id, &limits)
+                        .and_then(|()| cg.create_step(id, gsched_cgroup::BATCH_STEP));
+                    if r.is_err() {
+                        let _ = cg.remove_job(id);
+                    }
+                    r.map(|procs| JobCgroup {
+                        handle,
+                        procs,
+                        cores,
+                    })
+                })
+                .await
+                .map_err(|e| e.message)?;
+                Some(made.map_err(|e| format!("cannot create the job's cgroup: {e}"))?)
+            }
+            None => None,
+        };
         let launch = LaunchFile {
+            cgroup: cgroup.clone(),
             environment: env::job_environment(&req, &node, &self.settings.config_path),
             stdout: stdio.stdout,
             stderr: stdio.stderr,
@@ -438,7 +509,7 @@ impl Node {
         // Our unreaped child: /proc/<pid>/stat exists even if it already exited.
         let start_ticks = procfs::start_ticks(pid)
             .ok_or_else(|| format!("cannot read /proc/{pid}/stat of gsstepd"))?;
-        Ok((Stepd { pid, start_ticks }, child))
+        Ok((Stepd { pid, start_ticks }, child, cgroup))
     }
 
     /// Watches a gsstepd until it exits, then reports the job. `child` is given for a
@@ -557,12 +628,17 @@ impl Node {
             let jobs = self.jobs();
             match jobs.get(&id) {
                 Some(j) if j.start_time == start_time && j.phase == Phase::Ended => {
-                    Some(j.dir.clone())
+                    Some((j.dir.clone(), j.cgroup.clone()))
                 }
                 _ => None,
             }
         };
-        if let Some(dir) = dir {
+        if let Some((dir, cgroup)) = dir {
+            if let Some(cg) = cgroup {
+                // gsstepd removed it unless it could not; either way the cores are free now.
+                let _ = blocking(move || remove_cgroup(id, &cg)).await;
+                self.cores().release(id);
+            }
             let path = dir.path().to_path_buf();
             let removed =
                 blocking(move || std::fs::remove_dir_all(&path).map_err(|e| (path, e))).await;
@@ -630,7 +706,7 @@ impl Node {
             let targets = if batch_only {
                 batch_shell(&job.dir, stepd).into_iter().collect()
             } else {
-                job_processes(stepd)
+                job_processes(id, stepd, job.cgroup.as_ref())
             };
             signal_all(&targets, sig)
         })
@@ -664,8 +740,9 @@ impl Node {
                 j.terminate = Some(record.reason);
             }
         }
+        let cgroup = job.cgroup.clone();
         let n = blocking(move || {
-            let procs = job_processes(stepd);
+            let procs = job_processes(id, stepd, cgroup.as_ref());
             signal_all(&procs, libc::SIGCONT);
             signal_all(&procs, libc::SIGTERM)
         })
@@ -689,8 +766,11 @@ impl Node {
         tokio::spawn(async move {
             tokio::time::sleep(after).await;
             while let Some(stepd) = node.stepd_of(id, start_time) {
-                let n = tokio::task::spawn_blocking(move || {
-                    signal_all(&job_processes(stepd), libc::SIGKILL)
+                let cgroup = node.jobs().get(&id).and_then(|j| j.cgroup.clone());
+                let n = tokio::task::spawn_blocking(move || match cgroup {
+                    // Race-free: a frozen (v1) or cgroup.kill'ed (v2) job cannot fork away.
+                    Some(cg) => cg.handle.open().kill(id, KILL_REPEAT).unwrap_or(0),
+                    None => signal_all(&job_processes(id, stepd, None), libc::SIGKILL),
                 })
                 .await
                 .unwrap_or(0);
@@ -741,8 +821,12 @@ impl Node {
                     dir,
                     stepd,
                     terminate,
+                    cgroup,
                 } => {
                     tracing::info!("job {id}: re-adopted (gsstepd pid {})", stepd.pid);
+                    if let Some(cg) = &cgroup {
+                        self.cores().restore(id, cg.cores.clone());
+                    }
                     self.jobs().insert(
                         id,
                         Job {
@@ -750,6 +834,7 @@ impl Node {
                             dir,
                             phase: Phase::Running(stepd),
                             terminate: terminate.map(|t| t.reason),
+                            cgroup,
                         },
                     );
                     self.watch(id, start_time, stepd, None);
@@ -764,7 +849,11 @@ impl Node {
                     start_time,
                     dir,
                     report,
+                    cgroup,
                 } => {
+                    if let Some(cg) = &cgroup {
+                        self.cores().restore(id, cg.cores.clone());
+                    }
                     tracing::info!(
                         "job {id}: ended while gsnoded was away; reporting it{}",
                         report
@@ -780,11 +869,40 @@ impl Node {
                             dir,
                             phase: Phase::Ended,
                             terminate: report.terminated_for,
+                            cgroup,
                         },
                     );
                     tokio::spawn(self.clone().report(report));
                 }
             }
+        }
+        self.remove_stale_cgroups().await;
+    }
+
+    /// Removes the cgroups of jobs this node no longer holds (left by a crash or a reboot
+    /// of gsnoded between a job's end and its clean-up), killing what is still in them.
+    async fn remove_stale_cgroups(&self) {
+        let Some(setup) = &self.settings.cgroups else {
+            return;
+        };
+        let held: BTreeSet<JobId> = self.jobs().keys().copied().collect();
+        let handle = setup.handle.clone();
+        let removed = blocking(move || {
+            let cg = handle.open();
+            let mut removed = Vec::new();
+            for id in cg.jobs().into_iter().filter(|id| !held.contains(id)) {
+                let _ = cg.kill(id, Duration::from_secs(10));
+                match cg.remove_job(id) {
+                    Ok(()) => removed.push(id),
+                    Err(e) => tracing::error!("job {id}: cannot remove its stale cgroup: {e}"),
+                }
+            }
+            removed
+        })
+        .await
+        .unwrap_or_default();
+        if !removed.is_empty() {
+            tracing::info!("removed the stale cgroups of jobs {removed:?}");
         }
     }
 }

@@ -1295,6 +1295,17 @@ pub fn format_job_ranged(
     o.push_str(&format!("{le}StdErr={stderr}"));
     o.push_str(&format!("{le}StdIn={stdin}"));
     o.push_str(&format!("{le}StdOut={stdout}"));
+    if let Some(u) = j.usage {
+        // Not in Slurm's scontrol (its numbers live in sacct): what the job's cgroup
+        // measured, once it ended, in sacct's formats.
+        let rss = u.max_rss_bytes.map(|b| crate::sacct::bytes_str(b, None));
+        let cpu = u.total_cpu_usec().map(crate::sacct::cpu_time_str);
+        o.push_str(&format!(
+            "{le}MaxRSS={} TotalCPU={}",
+            rss.as_deref().unwrap_or("(null)"),
+            cpu.as_deref().unwrap_or("(null)")
+        ));
+    }
     o.push_str(&format!("{le}Power="));
     o.push_str(le);
     o.push_str(if one_liner { "\n" } else { "\n\n" });

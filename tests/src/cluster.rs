@@ -61,6 +61,8 @@ pub struct ClusterOpts {
     pub extra_config: Vec<String>,
     /// `Features=` of some nodes, by node name.
     pub node_features: Vec<(String, String)>,
+    /// The text of a `cgroup.conf` written beside gsched.conf (none by default: no cgroups).
+    pub cgroup_conf: Option<String>,
 }
 
 impl Default for ClusterOpts {
@@ -75,6 +77,7 @@ impl Default for ClusterOpts {
             min_job_age: 300,
             extra_config: Vec::new(),
             node_features: Vec::new(),
+            cgroup_conf: None,
         }
     }
 }
@@ -114,6 +117,11 @@ impl ClusterOpts {
     /// Gives node `name` the features `features` (`Features=` on its NodeName line).
     pub fn node_features(mut self, name: &str, features: &str) -> Self {
         self.node_features.push((name.into(), features.into()));
+        self
+    }
+    /// Writes `text` as the cluster's `cgroup.conf` (jobs get cgroups).
+    pub fn cgroup_conf(mut self, text: &str) -> Self {
+        self.cgroup_conf = Some(text.into());
         self
     }
     pub fn node_names(&self) -> Vec<String> {
@@ -379,6 +387,9 @@ impl TestCluster {
             &self.user,
         );
         fs::write(&self.conf, text).expect("cannot write gsched.conf");
+        if let Some(cg) = &self.opts.cgroup_conf {
+            fs::write(self.root.join("cgroup.conf"), cg).expect("cannot write cgroup.conf");
+        }
     }
 
     fn reset_for_retry(&mut self) {

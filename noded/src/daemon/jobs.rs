@@ -311,12 +311,11 @@ fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
         }
     }
     if let Some(cg) = &cgroup {
-        match cg.handle.open().kill(id, Duration::from_secs(10)) {
-            Ok(0) => {}
-            Ok(n) => tracing::warn!(
-                "job {id}: its gsstepd is gone; killed {n} process(es) left in its cgroup"
-            ),
-            Err(e) => tracing::error!("job {id}: {e}"),
+        let left = cg.handle.open().pids(id).len();
+        if left > 0 {
+            tracing::warn!(
+                "job {id}: its gsstepd is gone; killing {left} process(es) left in its cgroup"
+            );
         }
     }
     let status = final_status(&dir, start_time, Missing::Disappeared);
@@ -552,23 +551,29 @@ impl Node {
 
     /// gsstepd is gone: read the status and report it.
     async fn stepd_ended(self: Arc<Self>, id: JobId, start_time: i64) {
-        let (dir, terminate) = {
+        let (dir, terminate, cgroup) = {
             let mut jobs = self.jobs();
             let Some(j) = jobs.get_mut(&id) else { return };
             if j.start_time != start_time || j.phase == Phase::Ended {
                 return;
             }
             j.phase = Phase::Ended;
-            (j.dir.clone(), j.terminate)
+            (j.dir.clone(), j.terminate, j.cgroup.clone())
         };
         let node = self.settings.node.clone();
         let report = blocking(move || {
             let status = final_status(&dir, start_time, Missing::Exited);
             let terminated_for =
                 terminate.or_else(|| dir.read_terminate().ok().flatten().map(|t| t.reason));
+            // gsstepd removed the cgroup unless it crashed; make sure nothing is left before
+            // the cores go back (the controller may place a job on them once it has the report).
+            if let Some(cg) = &cgroup {
+                remove_cgroup(id, cg);
+            }
             report_from(&node, id, start_time, &status, terminated_for)
         })
         .await;
+        self.cores().release(id);
         match report {
             Ok(report) => {
                 tracing::info!(
@@ -628,17 +633,12 @@ impl Node {
             let jobs = self.jobs();
             match jobs.get(&id) {
                 Some(j) if j.start_time == start_time && j.phase == Phase::Ended => {
-                    Some((j.dir.clone(), j.cgroup.clone()))
+                    Some(j.dir.clone())
                 }
                 _ => None,
             }
         };
-        if let Some((dir, cgroup)) = dir {
-            if let Some(cg) = cgroup {
-                // gsstepd removed it unless it could not; either way the cores are free now.
-                let _ = blocking(move || remove_cgroup(id, &cg)).await;
-                self.cores().release(id);
-            }
+        if let Some(dir) = dir {
             let path = dir.path().to_path_buf();
             let removed =
                 blocking(move || std::fs::remove_dir_all(&path).map_err(|e| (path, e))).await;
@@ -851,8 +851,10 @@ impl Node {
                     report,
                     cgroup,
                 } => {
-                    if let Some(cg) = &cgroup {
-                        self.cores().restore(id, cg.cores.clone());
+                    // Nothing of the job may be left before the report lets the controller
+                    // reuse its cores (gsstepd normally removed the cgroup already).
+                    if let Some(cg) = cgroup.clone() {
+                        let _ = blocking(move || remove_cgroup(id, &cg)).await;
                     }
                     tracing::info!(
                         "job {id}: ended while gsnoded was away; reporting it{}",

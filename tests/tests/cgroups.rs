@@ -396,3 +396,40 @@ fn a_bad_cgroup_conf_stops_gsnoded_with_a_clear_message() {
         "{err}"
     );
 }
+
+/// `-t 1` is the smallest limit, so this test takes a bit over a minute. The daemon ignores
+/// SIGTERM and double-forks: only the cgroup kill after KillWait ends it.
+#[test]
+fn a_double_forked_daemon_ignoring_sigterm_dies_at_the_time_limit() {
+    if let Some(why) = v1_missing(&["freezer"]) {
+        eprintln!("{why}");
+        return;
+    }
+    let sub = Subdir::new("timeout", v1_roots());
+    let c = TestCluster::start(
+        ClusterOpts::named("cg-timeout")
+            .nodes(1)
+            .cgroup_conf(&format!(
+                "CgroupPlugin=cgroup/v1\nCgroupSubdir={}_%n\n",
+                sub.name
+            )),
+    );
+    let id = c.submit([
+        "-t",
+        "1",
+        "-o",
+        "t.out",
+        "--wrap",
+        "(setsid sh -c 'trap \"\" TERM; echo $$ > stubborn.pid; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 &) ; sleep 1000",
+    ]);
+    let text = c.wait_file_contains("stubborn.pid", "\n", secs(30));
+    let pid: i32 = text.trim().parse().expect("pid");
+    let j = c.wait_terminal(id, secs(150));
+    assert_eq!(j.state, JobState::Timeout, "{j:?}");
+    assert!(
+        wait_dead(pid, secs(10)),
+        "the daemon {pid} survived the time limit"
+    );
+    let d = sub.job(Path::new(V1_ROOT).join("freezer").as_path(), id);
+    c.wait_until(secs(10), "the job's cgroup to be removed", || !d.exists());
+}

@@ -518,7 +518,8 @@ fn elapsed(j: &JobInfo, now: i64, window: (Option<i64>, Option<i64>), truncate: 
                 let e = window.1.map_or(e, |w| e.min(w));
                 (e - s).max(0)
             } else {
-                (e - s).max(0)
+                // Time suspended is not elapsed time (Slurm).
+                (e - s - j.suspended_total(e)).max(0)
             }
         }
     }
@@ -610,6 +611,9 @@ fn date(t: Option<i64>) -> String {
 /// The state a batch step ends in: the script's own outcome; a job cancelled or timed out
 /// shows its step `CANCELLED` (the script was killed), as sacct does.
 fn step_state(j: &JobInfo) -> String {
+    if j.is_suspended() {
+        return "SUSPENDED".into();
+    }
     match j.state {
         JobState::Timeout | JobState::Cancelled => "CANCELLED".into(),
         JobState::Completing => "RUNNING".into(),
@@ -753,13 +757,13 @@ impl Params {
                 } else {
                     match (j.state, j.cancelled_by) {
                         (JobState::Cancelled, Some(uid)) => format!("CANCELLED by {uid}"),
-                        (s, _) => s.long().to_string(),
+                        _ => j.state_long().to_string(),
                     }
                 }
             }
             "Submit" => date(Some(j.submit_time)),
             "SubmitLine" if !row.batch => j.spec.submit_line.clone(),
-            "Suspended" => "00:00:00".into(),
+            "Suspended" => units::format_secs_scontrol(j.suspended_total(now) as u64),
             // Measured by the job's cgroup (nodes with cgroup.conf): memory on the step
             // line, CPU times on both, as sacct shows them.
             "MaxRSS" if row.batch => j

@@ -87,6 +87,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::NODES_HEARTBEAT, post(heartbeat))
         .route(paths::PARTITIONS, get(partitions))
         .route(paths::CONFIG, get(config))
+        .route(paths::JOBS_SUSPEND, post(suspend))
         .fallback(|| async {
             ApiErr(ApiError::new(
                 ErrorCode::NotFound,
@@ -201,6 +202,16 @@ async fn signal(
             .signal_jobs(&req.filter, req.signal, req.batch_only, who, now())?;
     dispatch::send(sh.clone(), effects);
     sh.wake.notify_one();
+    Ok(results(r))
+}
+
+async fn suspend(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<gsched_proto::api::SuspendRequest>,
+) -> Result<Json<JobActionResponse>, ApiErr> {
+    let (r, effects) = sh.lock().suspend(&req.ids, req.resume, who, now())?;
+    dispatch::send(sh.clone(), effects);
     Ok(results(r))
 }
 

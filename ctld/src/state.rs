@@ -31,6 +31,7 @@ mod client_opts;
 pub use arrays::ArrayRt;
 mod priority;
 pub use priority::{Assoc, Usage};
+mod suspend;
 
 /// How long a job may be missing from its node's job list after its launch was acknowledged
 /// before the controller concludes the node never got it (heartbeats can cross a launch).
@@ -64,6 +65,12 @@ pub enum Effect {
         job_id: JobId,
         signal: i32,
         batch_only: bool,
+    },
+    /// Freeze (`suspend`) or thaw a job's processes (`scontrol suspend|resume`).
+    Suspend {
+        node: String,
+        job_id: JobId,
+        suspend: bool,
     },
 }
 
@@ -656,6 +663,8 @@ impl State {
             priority_factors: None,
             spec,
             usage: None,
+            suspended_since: None,
+            suspended_secs: 0,
         };
         if test_only {
             let answer = self.test_only_answer(&info, now);
@@ -1366,6 +1375,12 @@ impl State {
                     else {
                         continue;
                     };
+                    // Time suspended does not count against the limit (Slurm): the clock
+                    // stops while suspended and starts that much later.
+                    if job.info.suspended_since.is_some() {
+                        continue;
+                    }
+                    let start = start + job.info.suspended_secs;
                     if let Some(e) = client_opts::warn_signal_due(job, start, limit, now) {
                         changed.push(job.info.job_id);
                         effects.push(e);
@@ -1609,6 +1624,9 @@ impl State {
             return Ok(());
         }
         job.info.end_time = Some(req.end_time.max(req.start_time));
+        if let Some(t) = job.info.suspended_since.take() {
+            job.info.suspended_secs += (req.end_time - t).max(0);
+        }
         job.info.exit_code = req.exit_code;
         job.info.exit_signal = req.signal;
         job.info.usage = req.usage;
@@ -1957,6 +1975,8 @@ fn requeue_run(job: &mut Job, now: i64) {
     job.info.exit_code = 0;
     job.info.exit_signal = 0;
     job.info.usage = None;
+    job.info.suspended_since = None;
+    job.info.suspended_secs = 0;
     job.info.cancelled_by = None;
     job.info.eligible_time = Some(now + REQUEUE_DELAY_SECS);
     job.info.reason = Reason::BeginTime;

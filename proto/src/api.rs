@@ -53,6 +53,8 @@ pub mod paths {
     pub const NODE_LAUNCH: &str = "/v1/node/launch";
     pub const NODE_SIGNAL: &str = "/v1/node/signal";
     pub const NODE_TERMINATE: &str = "/v1/node/terminate";
+    pub const JOBS_SUSPEND: &str = "/v1/jobs/suspend";
+    pub const NODE_SUSPEND: &str = "/v1/node/suspend";
 }
 
 /// Error classes; each has Slurm's wording so that commands can print what Slurm prints.
@@ -81,6 +83,9 @@ pub enum ErrorCode {
     Disabled,
     InvalidFeature,
     TimeMinInvalid,
+    JobPending,
+    JobSuspended,
+    JobNotSuspended,
 }
 
 impl ErrorCode {
@@ -113,6 +118,9 @@ impl ErrorCode {
             ErrorCode::DependencyProblem => "Job dependency problem",
             ErrorCode::Disabled => "Requested operation is presently disabled",
             ErrorCode::InvalidFeature => "Invalid feature specification",
+            ErrorCode::JobPending => "Job is pending execution",
+            ErrorCode::JobSuspended => "Job is already suspended",
+            ErrorCode::JobNotSuspended => "Job is not suspended",
         }
     }
 
@@ -136,6 +144,7 @@ impl ErrorCode {
             ErrorCode::AccessDenied => 403,
             ErrorCode::InvalidJobId | ErrorCode::InvalidNodeName | ErrorCode::NotFound => 404,
             ErrorCode::JobAlreadyDone | ErrorCode::JobNotPending => 409,
+            ErrorCode::JobPending | ErrorCode::JobSuspended | ErrorCode::JobNotSuspended => 409,
             ErrorCode::Unavailable => 503,
             ErrorCode::Internal => 500,
         }
@@ -353,6 +362,21 @@ pub struct JobActionResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JobActionResponse {
     pub results: Vec<JobActionResult>,
+}
+
+/// `POST /v1/jobs/suspend`: `scontrol suspend|resume` (root and SlurmUser only).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SuspendRequest {
+    pub ids: Vec<JobId>,
+    /// `false`: suspend; `true`: resume.
+    pub resume: bool,
+}
+
+/// `POST /v1/node/suspend`: freeze (or thaw) every process of a job.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeSuspendRequest {
+    pub job_id: JobId,
+    pub suspend: bool,
 }
 
 /// `POST /v1/jobs/hold`: hold (`release = false`) or release jobs.

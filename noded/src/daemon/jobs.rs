@@ -15,7 +15,7 @@ use crate::procfs;
 use crate::sys;
 use gsched_proto::api::{
     paths, Ack, ApiError, ErrorCode, JobCompleteRequest, LaunchRequest, NodeSignalRequest,
-    RunningJob, TerminateReason, TerminateRequest,
+    NodeSuspendRequest, RunningJob, TerminateReason, TerminateRequest,
 };
 use gsched_proto::job::JobId;
 use std::collections::BTreeSet;
@@ -718,6 +718,51 @@ impl Node {
         Ok(())
     }
 
+    /// `POST /v1/node/suspend`: freeze or thaw the job's cgroup, or without cgroups SIGSTOP
+    /// or SIGCONT every process of the job (Slurm's proctrack without a freezer).
+    pub(crate) async fn suspend(&self, req: NodeSuspendRequest) -> Result<(), ApiError> {
+        let id = req.job_id;
+        let _guard = self.launch_lock.lock().await;
+        let Some((stepd, job)) = self.running_job(id)? else {
+            return Err(ApiError::new(
+                ErrorCode::JobAlreadyDone,
+                format!(
+                    "Job/step already completing or completed: job {id} has ended on node {}",
+                    self.settings.node
+                ),
+            ));
+        };
+        let suspend = req.suspend;
+        let done = blocking(move || match &job.cgroup {
+            Some(cg) => cg
+                .handle
+                .open()
+                .freeze(id, suspend)
+                .map(|()| "its cgroup".to_string())
+                .map_err(|e| e.to_string()),
+            None => {
+                let procs = job_processes(id, stepd, None);
+                let sig = if suspend {
+                    libc::SIGSTOP
+                } else {
+                    libc::SIGCONT
+                };
+                Ok(format!("{} process(es)", signal_all(&procs, sig)))
+            }
+        })
+        .await?
+        .map_err(internal)?;
+        tracing::info!(
+            "job {id}: {} {done}",
+            if suspend {
+                "suspended (froze)"
+            } else {
+                "resumed (thawed)"
+            }
+        );
+        Ok(())
+    }
+
     /// `POST /v1/node/terminate`, and the controller's kill lists.
     pub(crate) async fn terminate(self: &Arc<Self>, req: TerminateRequest) -> Result<(), ApiError> {
         let id = req.job_id;
@@ -742,6 +787,10 @@ impl Node {
         }
         let cgroup = job.cgroup.clone();
         let n = blocking(move || {
+            // A suspended (frozen) job must be thawed to act on SIGTERM.
+            if let Some(cg) = &cgroup {
+                let _ = cg.handle.open().freeze(id, false);
+            }
             let procs = job_processes(id, stepd, cgroup.as_ref());
             signal_all(&procs, libc::SIGCONT);
             signal_all(&procs, libc::SIGTERM)

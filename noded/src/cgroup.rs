@@ -7,7 +7,7 @@
 //! allocator from the folders it re-adopts, so no two running jobs ever share a core (the
 //! partitions do not oversubscribe; `OverSubscribe=` is not implemented).
 
-use gsched_cgroup::{CgroupHandle, JobLimits};
+use gsched_cgroup::{CgroupHandle, Cgroups, JobLimits};
 use gsched_proto::api::LaunchRequest;
 use gsched_proto::cgroup_conf::CgroupConf;
 use gsched_proto::job::JobId;
@@ -63,6 +63,48 @@ impl CgroupSetup {
             // isolation fills this list with the devices of GPUs the job was not given.
             denied_devices: c.constrain_devices.then(Vec::new),
         }
+    }
+}
+
+/// Creates a job's cgroup with its limits and its batch step; on failure removes what was
+/// made, so a refused launch leaves nothing behind. Returns the step's `cgroup.procs` files.
+pub fn create_for_job(
+    cg: &dyn Cgroups,
+    id: JobId,
+    limits: &JobLimits,
+) -> Result<Vec<PathBuf>, gsched_cgroup::CgroupError> {
+    let r = cg
+        .create_job(id, limits)
+        .and_then(|()| cg.create_step(id, gsched_cgroup::BATCH_STEP));
+    if r.is_err() {
+        let _ = cg.remove_job(id);
+    }
+    r
+}
+
+/// What ending a job's cgroup found.
+#[derive(Debug)]
+pub struct Ended {
+    pub killed: Result<usize, gsched_cgroup::CgroupError>,
+    pub oom_kills: u64,
+    pub usage: gsched_proto::job::JobUsage,
+}
+
+/// Kills everything left in a job's cgroup, then reads its OOM counter and usage (the
+/// numbers outlive the processes). `reap` runs between the kill and the read (gsstepd
+/// reaps its children there); the caller removes the cgroup afterwards.
+pub fn end_job(
+    cg: &dyn Cgroups,
+    id: JobId,
+    limit: std::time::Duration,
+    reap: impl FnOnce(),
+) -> Ended {
+    let killed = cg.kill(id, limit);
+    reap();
+    Ended {
+        killed,
+        oom_kills: cg.oom_kills(id),
+        usage: cg.usage(id),
     }
 }
 
@@ -174,6 +216,38 @@ mod tests {
         b.restore(7, vec![1, 3]);
         assert_eq!(b.allocate(8, 2).unwrap(), vec![0, 2]);
         assert_eq!(b.held(7), Some(&[1, 3][..]));
+    }
+
+    #[test]
+    fn creation_cleans_up_after_a_failure_and_the_end_reads_after_the_kill() {
+        use gsched_cgroup::fake::Fake;
+        let fake = Fake::default();
+        let procs = create_for_job(&fake, 5, &JobLimits::default()).unwrap();
+        assert_eq!(
+            procs,
+            vec![PathBuf::from("/fake/job_5/step_batch/cgroup.procs")]
+        );
+        assert_eq!(fake.job(5).unwrap().steps, vec!["batch".to_string()]);
+
+        *fake.fail_create.lock().unwrap() = Some("no memory controller".into());
+        let e = create_for_job(&fake, 6, &JobLimits::default()).unwrap_err();
+        assert!(e.to_string().contains("no memory controller"), "{e}");
+        assert_eq!(fake.job(6), None);
+
+        fake.jobs.lock().unwrap().get_mut(&5).unwrap().oom_kills = 2;
+        let mut reaped = false;
+        let end = end_job(&fake, 5, std::time::Duration::from_secs(1), || {
+            // The kill came first.
+            assert_eq!(fake.job(5).unwrap().killed, 1);
+            reaped = true;
+        });
+        assert!(reaped);
+        assert_eq!(end.oom_kills, 2);
+        assert!(end.killed.is_ok());
+        // A job without a cgroup: the kill fails, nothing else breaks.
+        let end = end_job(&fake, 77, std::time::Duration::from_secs(1), || {});
+        assert!(end.killed.is_err());
+        assert_eq!(end.oom_kills, 0);
     }
 
     #[test]

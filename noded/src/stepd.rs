@@ -243,15 +243,16 @@ fn end_cgroup(
 ) -> (u64, Option<gsched_proto::job::JobUsage>) {
     let id = launch.request.job_id;
     let cgroups = cg.handle.open();
-    match cgroups.kill(id, CLEANUP_LIMIT) {
+    // Reap what the kill ended (so the folders empty) before reading and removing.
+    let end = crate::cgroup::end_job(&*cgroups, id, CLEANUP_LIMIT, kill_leftovers);
+    match end.killed {
         Ok(0) => {}
         Ok(n) => log(&format!(
             "killed {n} leftover process(es) in the job's cgroup"
         )),
         Err(e) => log(&format!("error: {e}")),
     }
-    let oom = cgroups.oom_kills(id);
-    let usage = cgroups.usage(id);
+    let (oom, usage) = (end.oom_kills, end.usage);
     if oom > 0 {
         let line = gsched_cgroup::oom_message(id, gsched_cgroup::BATCH_STEP, oom);
         log(&line);
@@ -266,8 +267,6 @@ fn end_cgroup(
             ));
         }
     }
-    // Reap what the kill ended before removing: a folder with tasks cannot go.
-    kill_leftovers();
     if let Err(e) = cgroups.remove_job(id) {
         log(&format!("warning: {e} (gsnoded removes it later)"));
     }

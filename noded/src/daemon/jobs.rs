@@ -438,13 +438,7 @@ impl Node {
                 let handle = setup.handle.clone();
                 let made = blocking(move || {
                     let cg = handle.open();
-                    let r = cg
-                        .create_job(id, &limits)
-                        .and_then(|()| cg.create_step(id, gsched_cgroup::BATCH_STEP));
-                    if r.is_err() {
-                        let _ = cg.remove_job(id);
-                    }
-                    r.map(|procs| JobCgroup {
+                    crate::cgroup::create_for_job(&*cg, id, &limits).map(|procs| JobCgroup {
                         handle,
                         procs,
                         cores,

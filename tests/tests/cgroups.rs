@@ -433,3 +433,45 @@ fn a_double_forked_daemon_ignoring_sigterm_dies_at_the_time_limit() {
     let d = sub.job(Path::new(V1_ROOT).join("freezer").as_path(), id);
     c.wait_until(secs(10), "the job's cgroup to be removed", || !d.exists());
 }
+
+/// The job joins its cgroup before it drops root: a job of another user is in it too.
+#[test]
+fn a_job_of_another_user_is_in_its_cgroup() {
+    if let Some(why) = v1_missing(&["memory", "freezer"]) {
+        eprintln!("{why}");
+        return;
+    }
+    if gsched_tests::user_ids("gstest").is_none() {
+        eprintln!("skipping: needs user gstest (created by .ci/run)");
+        return;
+    }
+    let sub = Subdir::new("user", v1_roots());
+    let c = TestCluster::start(ClusterOpts::named("cg-user").nodes(1).cgroup_conf(&format!(
+        "CgroupPlugin=cgroup/v1\nConstrainRAMSpace=yes\nCgroupSubdir={}_%n\n",
+        sub.name
+    )));
+    let id = c.submit([
+        "--uid=gstest",
+        "--mem=64M",
+        "-o",
+        "user.out",
+        "--wrap",
+        "id -un; grep ':memory:' /proc/self/cgroup; cat /sys/fs/cgroup/memory$(grep ':memory:' /proc/self/cgroup | cut -d: -f3)/../memory.limit_in_bytes",
+    ]);
+    let j = c.wait_terminal(id, secs(30));
+    assert_eq!(j.state, JobState::Completed, "{j:?}");
+    let out = c.read_work_file("user.out");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.first(), Some(&"gstest"), "{out}");
+    assert!(
+        lines
+            .get(1)
+            .is_some_and(|l| l.ends_with(&format!("/{}_n1/job_{id}/step_batch", sub.name))),
+        "{out}"
+    );
+    assert_eq!(
+        lines.get(2),
+        Some(&(64u64 << 20).to_string().as_str()),
+        "{out}"
+    );
+}

@@ -4,8 +4,11 @@
 //! Why a core allocator here and not in the controller: the controller counts CPUs per node;
 //! which physical cores a job gets only matters on the node. Assignments are written into
 //! each job's `launch.json` (the [`JobCgroup`] record), and a restarted gsnoded rebuilds the
-//! allocator from the folders it re-adopts, so no two running jobs ever share a core (the
-//! partitions do not oversubscribe; `OverSubscribe=` is not implemented).
+//! allocator from the folders it re-adopts, so no two running jobs share a core (the
+//! partitions do not oversubscribe; `OverSubscribe=` is not implemented). The one exception
+//! is a launch that arrives while a job the controller already counts as ended is still
+//! being cleaned up: it shares the least-used cores for that moment, with a warning, rather
+//! than failing.
 
 use gsched_cgroup::{CgroupHandle, Cgroups, JobLimits};
 use gsched_proto::api::LaunchRequest;
@@ -147,24 +150,44 @@ impl CoreAllocator {
     }
 
     /// Gives job `id` the `n` lowest free cores (again the same ones if it has some).
-    pub fn allocate(&mut self, id: JobId, n: u32) -> Result<Vec<u32>, String> {
+    ///
+    /// The controller never places more CPUs on a node than it has, so a shortage means the
+    /// node still holds a job the controller already counts as ended (its clean-up is in
+    /// flight). Failing the new job for that would be worse than a moment of sharing: the
+    /// least-used cores are added, and `Err` carries the warning with the cores.
+    pub fn allocate(&mut self, id: JobId, n: u32) -> Result<Vec<u32>, (Vec<u32>, String)> {
         if let Some(c) = self.held.get(&id) {
             return Ok(c.clone());
         }
-        let busy: std::collections::BTreeSet<u32> = self.held.values().flatten().copied().collect();
-        let free: Vec<u32> = (0..self.cores).filter(|c| !busy.contains(c)).collect();
-        let n = n.max(1);
-        if (free.len() as u32) < n {
-            return Err(format!(
-                "job {id} needs {n} core(s) but only {} of the node's {} are free (held by jobs {:?})",
-                free.len(),
-                self.cores,
-                self.held.keys().collect::<Vec<_>>()
-            ));
+        let mut load = vec![0u32; self.cores as usize];
+        for c in self.held.values().flatten() {
+            if let Some(l) = load.get_mut(*c as usize) {
+                *l += 1;
+            }
         }
-        let mine: Vec<u32> = free.into_iter().take(n as usize).collect();
+        let n = (n.max(1) as usize).min(self.cores.max(1) as usize);
+        let mut order: Vec<u32> = (0..self.cores).collect();
+        // Stable: free cores first, lowest number first.
+        order.sort_by_key(|&c| load[c as usize]);
+        let mut mine: Vec<u32> = order.into_iter().take(n).collect();
+        mine.sort_unstable();
+        let shared: Vec<u32> = mine
+            .iter()
+            .copied()
+            .filter(|&c| load[c as usize] > 0)
+            .collect();
         self.held.insert(id, mine.clone());
-        Ok(mine)
+        if shared.is_empty() {
+            Ok(mine)
+        } else {
+            let msg = format!(
+                "job {id} needs {n} core(s) but only {} of the node's {} are free (held by jobs {:?}); it shares cores {shared:?}",
+                n - shared.len(),
+                self.cores,
+                self.held.keys().filter(|&&k| k != id).collect::<Vec<_>>()
+            );
+            Err((mine, msg))
+        }
     }
 
     /// Records the cores a re-adopted job holds.
@@ -204,11 +227,15 @@ mod tests {
         assert_eq!(a.allocate(2, 1).unwrap(), vec![2]);
         // Asking again (a repeated launch) gives the same cores.
         assert_eq!(a.allocate(1, 2).unwrap(), vec![0, 1]);
-        let e = a.allocate(3, 2).unwrap_err();
+        // A shortage (a job still cleaning up): the free core plus the least-used one.
+        let (cores, e) = a.allocate(3, 2).unwrap_err();
+        assert_eq!(cores, vec![0, 3]);
         assert!(
             e.contains("needs 2 core(s) but only 1 of the node's 4 are free"),
             "{e}"
         );
+        assert!(e.contains("it shares cores [0]"), "{e}");
+        a.release(3);
         a.release(1);
         assert_eq!(a.allocate(3, 2).unwrap(), vec![0, 1]);
         // After a restart: restored assignments are respected.

@@ -433,7 +433,13 @@ impl Node {
         let cgroup = match &self.settings.cgroups {
             Some(setup) => {
                 let id = req.job_id;
-                let cores = self.cores().allocate(id, req.cpus)?;
+                let cores = match self.cores().allocate(id, req.cpus) {
+                    Ok(c) => c,
+                    Err((c, warning)) => {
+                        tracing::warn!("{warning}");
+                        c
+                    }
+                };
                 let limits = setup.limits(&req, &cores);
                 let handle = setup.handle.clone();
                 let made = blocking(move || {

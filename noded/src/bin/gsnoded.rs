@@ -17,6 +17,9 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 
 /// The gsched node daemon: runs the jobs the controller assigns to this node.
+///
+/// A cgroup.conf beside the configuration file puts every job in its own cgroup (memory,
+/// cores, process tracking; see cgroup.conf(5)).
 #[derive(Parser, Debug)]
 #[command(name = "gsnoded", disable_version_flag = true)]
 struct Args {

@@ -185,6 +185,12 @@ fn cgroup_setup(
     let Some(handle) = handle else {
         return Ok(None);
     };
+    if handle.version == gsched_cgroup::Version::V2 && conf.memory_swappiness.is_some() {
+        eprintln!(
+            "gsnoded: warning: {}: MemorySwappiness has no effect with cgroup/v2 (it has no per-cgroup swappiness); ignored",
+            conf.path.display()
+        );
+    }
     let online = gsched_noded::cgroup::online_cpus();
     if conf.constrain_cores && settings.cpus as usize > online.len() {
         tracing::warn!(

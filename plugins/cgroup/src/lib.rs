@@ -189,6 +189,8 @@ pub trait Cgroups: Send + Sync + fmt::Debug {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Wanted {
     pub memory: bool,
+    /// RAM + swap limits (v1 needs swap accounting: `memory.memsw.*`).
+    pub swap: bool,
     pub cpuset: bool,
     pub devices: bool,
     pub pids: bool,
@@ -198,6 +200,7 @@ impl Wanted {
     pub fn from_conf(conf: &CgroupConf) -> Wanted {
         Wanted {
             memory: conf.constrain_ram_space || conf.constrain_swap_space,
+            swap: conf.constrain_swap_space,
             cpuset: conf.constrain_cores,
             devices: conf.constrain_devices,
             pids: conf.pids_limit.is_some(),

@@ -128,6 +128,17 @@ impl Cgroups for V1 {
                 )));
             }
         }
+        if wanted.swap {
+            if let Some(m) = self.hierarchy("memory") {
+                let f = m.join("memory.memsw.limit_in_bytes");
+                if !f.exists() && is_real(&m) {
+                    return Err(CgroupError::Unsupported(format!(
+                        "ConstrainSwapSpace=yes needs swap accounting ({} is missing: boot with swapaccount=1, or turn ConstrainSwapSpace off)",
+                        f.display()
+                    )));
+                }
+            }
+        }
         let hs = self.hierarchies();
         if hs.is_empty() {
             return Err(CgroupError::NoMount {
@@ -382,6 +393,7 @@ mod tests {
         let (t, v1) = fake_tree();
         v1.prepare(&Wanted {
             memory: true,
+            swap: true,
             cpuset: true,
             devices: true,
             pids: true,

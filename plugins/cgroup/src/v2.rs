@@ -276,6 +276,7 @@ mod tests {
         let (t, v2) = fake_tree("cpuset cpu io memory hugetlb pids\n");
         v2.prepare(&Wanted {
             memory: true,
+            swap: true,
             cpuset: true,
             devices: false,
             pids: true,

@@ -254,16 +254,25 @@ fn a_one_core_job_sees_only_its_core_and_usage_is_recorded() {
 
 #[test]
 fn a_double_forked_daemon_dies_with_its_cancelled_job_even_across_a_gsnoded_restart() {
-    if let Some(why) = v1_missing(&["freezer"]) {
+    if let Some(why) = v1_missing(&["freezer", "cpuset"]) {
         eprintln!("{why}");
         return;
     }
     let sub = Subdir::new("kill", v1_roots());
-    let c = TestCluster::start(ClusterOpts::named("cg-kill").nodes(1).cgroup_conf(&format!(
-        "CgroupPlugin=cgroup/v1\nCgroupSubdir={}_%n\n",
-        sub.name
-    )));
-    let id = c.submit(["-o", "d.out", "--wrap", &daemonizing_script("daemon.pid")]);
+    let c = TestCluster::start(ClusterOpts::named("cg-kill").nodes(1).cpus(2).cgroup_conf(
+        &format!(
+            "CgroupPlugin=cgroup/v1\nConstrainCores=yes\nCgroupSubdir={}_%n\n",
+            sub.name
+        ),
+    ));
+    let cpus = "grep Cpus_allowed_list /proc/self/status | cut -f2";
+    let id = c.submit([
+        "-c1",
+        "-o",
+        "d.out",
+        "--wrap",
+        &format!("{cpus} > first.cpus; {}", daemonizing_script("daemon.pid")),
+    ]);
     c.wait_state(id, JobState::Running, secs(20));
     let text = c.wait_file_contains("daemon.pid", "\n", secs(20));
     let pid: i32 = text.trim().parse().expect("pid");
@@ -284,6 +293,21 @@ fn a_double_forked_daemon_dies_with_its_cancelled_job_even_across_a_gsnoded_rest
     c.wait_until(secs(20), "the stale cgroup to be removed", || {
         !stale.exists()
     });
+    // The restarted gsnoded knows the running job's core: a new job gets the other one.
+    let other = c.submit([
+        "-c1",
+        "-o",
+        "o.out",
+        "--wrap",
+        &format!("{cpus} > second.cpus"),
+    ]);
+    let o = c.wait_terminal(other, secs(30));
+    assert_eq!(o.state, JobState::Completed, "{o:?}");
+    let (first, second) = (
+        c.read_work_file("first.cpus"),
+        c.read_work_file("second.cpus"),
+    );
+    assert_ne!(first.trim(), second.trim(), "both jobs got core {first}");
 
     c.cmd_ok("gscancel", [id.to_string()]);
     let j = c.wait_terminal(id, secs(30));

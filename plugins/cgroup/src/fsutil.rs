@@ -100,8 +100,8 @@ pub(crate) fn remove_tree(dir: &Path) -> Result<(), CgroupError> {
                         }
                     }
                 }
-                Err(e) if Instant::now() < deadline => {
-                    let _ = e;
+                // Busy: a task that was just killed is not released yet.
+                Err(_) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 Err(e) => return Err(CgroupError::io("remove", &d, e)),

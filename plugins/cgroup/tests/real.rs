@@ -175,3 +175,61 @@ fn v1_devices_deny_rule_applies() {
     }
     assert!(text.contains("null-denied"), "{text}");
 }
+
+#[test]
+fn v1_pids_limit_stops_forks() {
+    if !is_root() || !std::path::Path::new("/sys/fs/cgroup/pids/cgroup.procs").is_file() {
+        eprintln!("skipping: needs root and the v1 pids controller");
+        return;
+    }
+    let h = CgroupHandle {
+        version: Version::V1,
+        mount: "/sys/fs/cgroup".into(),
+        subdir: subdir("pids"),
+    };
+    let cg = h.open();
+    cg.prepare(&Wanted {
+        pids: true,
+        ..Wanted::default()
+    })
+    .unwrap();
+    let limits = JobLimits {
+        pids_max: Some(3),
+        ..JobLimits::default()
+    };
+    cg.create_job(14, &limits).unwrap();
+    let procs = cg.create_step(14, "batch").unwrap();
+    // The shell plus two sleeps fill the limit; the third fork fails.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("read go; sleep 30 >/dev/null & sleep 30 >/dev/null & if sleep 0; then echo forked; else echo refused; fi")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    join_and_go(&mut child, &procs);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The kernel counted the refused fork (the shell may die of it: dash treats a failed
+    // fork as fatal).
+    let events: String = ["job_14", "job_14/step_batch"]
+        .iter()
+        .map(|d| {
+            std::fs::read_to_string(format!("/sys/fs/cgroup/pids/{}/{d}/pids.events", h.subdir))
+                .unwrap_or_default()
+        })
+        .collect();
+    cg.kill(14, Duration::from_secs(5)).unwrap();
+    cg.remove_job(14).unwrap();
+    for c in gsched_cgroup::v1::CONTROLLERS {
+        let _ = std::fs::remove_dir(format!("/sys/fs/cgroup/{c}/{}", h.subdir));
+    }
+    assert!(!text.contains("forked"), "{text}");
+    let refused: u64 = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("max "))
+        .filter_map(|v| v.trim().parse::<u64>().ok())
+        .sum();
+    assert!(refused >= 1, "pids.events: {events:?}");
+}

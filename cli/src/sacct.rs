@@ -5,8 +5,9 @@
 //! `N.batch` step lines follow Slurm 22.05's sacct.
 //!
 //! Every job that started has one step, its batch script (`N.batch`); gsched has no other
-//! steps yet. Fields gsched does not measure (disk I/O, energy, per-task usage) print empty,
-//! as sacct prints a value its accounting did not gather.
+//! steps yet. `MaxRSS`, `TotalCPU`, `UserCPU` and `SystemCPU` come from the job's cgroup
+//! (nodes with a `cgroup.conf`). Fields gsched does not measure (disk I/O, energy, per-task
+//! usage) print empty, as sacct prints a value its accounting did not gather.
 
 use crate::arrays;
 use crate::common::{self, split_list, Fail};
@@ -528,7 +529,8 @@ fn elapsed(j: &JobInfo, now: i64, window: (Option<i64>, Option<i64>), truncate: 
                 let e = window.1.map_or(e, |w| e.min(w));
                 (e - s).max(0)
             } else {
-                (e - s).max(0)
+                // Time suspended is not elapsed time (Slurm).
+                (e - s - j.suspended_total(e)).max(0)
             }
         }
     }
@@ -556,6 +558,53 @@ fn mem_str(mb: u64, units: Option<char>) -> String {
     }
 }
 
+/// A byte count as sacct prints `MaxRSS`: divided by 1024 while it divides exactly
+/// (`4530176` → `4424K`), or in the `--units` unit.
+pub(crate) fn bytes_str(bytes: u64, units: Option<char>) -> String {
+    match units {
+        None => {
+            let mut v = bytes;
+            let mut i = 0;
+            let suffixes = ["", "K", "M", "G", "T", "P"];
+            while v >= 1024 && v % 1024 == 0 && i + 1 < suffixes.len() {
+                v /= 1024;
+                i += 1;
+            }
+            format!("{v}{}", suffixes[i])
+        }
+        Some(u) => {
+            let kb = bytes as f64 / 1024.0;
+            let div = match u {
+                'K' => 1.0,
+                'M' => 1024.0,
+                'G' => 1024.0 * 1024.0,
+                'T' => 1024.0 * 1024.0 * 1024.0,
+                _ => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+            };
+            let v = kb / div;
+            if v.fract() == 0.0 {
+                format!("{}{u}", v as u64)
+            } else {
+                format!("{v:.2}{u}")
+            }
+        }
+    }
+}
+
+/// CPU time as sacct prints `TotalCPU`/`UserCPU`/`SystemCPU`: `MM:SS.mmm` under an hour,
+/// `HH:MM:SS` under a day, else `D-HH:MM:SS`.
+pub(crate) fn cpu_time_str(usec: u64) -> String {
+    let secs = usec / 1_000_000;
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else if h > 0 {
+        format!("{h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{m:02}:{s:02}.{:03}", usec % 1_000_000 / 1000)
+    }
+}
+
 /// Slurm's TRES string: `billing=N,cpu=N,mem=M,node=K`.
 fn tres(cpus: u32, mem_mb: u64, nodes: u32, units: Option<char>) -> String {
     let mut s = format!("billing={cpus},cpu={cpus}");
@@ -573,6 +622,9 @@ fn date(t: Option<i64>) -> String {
 /// The state a batch step ends in: the script's own outcome; a job cancelled or timed out
 /// shows its step `CANCELLED` (the script was killed), as sacct does.
 fn step_state(j: &JobInfo) -> String {
+    if j.is_suspended() {
+        return "SUSPENDED".into();
+    }
     match j.state {
         JobState::Timeout | JobState::Cancelled => "CANCELLED".into(),
         JobState::Completing => "RUNNING".into(),
@@ -720,13 +772,41 @@ impl Params {
                 } else {
                     match (j.state, j.cancelled_by) {
                         (JobState::Cancelled, Some(uid)) => format!("CANCELLED by {uid}"),
-                        (s, _) => s.long().to_string(),
+                        _ => j.state_long().to_string(),
                     }
                 }
             }
             "Submit" => date(Some(j.submit_time)),
             "SubmitLine" if !row.batch => j.spec.submit_line.clone(),
-            "Suspended" => "00:00:00".into(),
+            "Suspended" => units::format_secs_scontrol(j.suspended_total(now) as u64),
+            // Measured by the job's cgroup (nodes with cgroup.conf): memory on the step
+            // line, CPU times on both, as sacct shows them.
+            "MaxRSS" if row.batch => j
+                .usage
+                .and_then(|u| u.max_rss_bytes)
+                .map(|b| bytes_str(b, self.units))
+                .unwrap_or_default(),
+            "MaxRSSNode" if row.batch && j.usage.is_some_and(|u| u.max_rss_bytes.is_some()) => {
+                j.nodes.first().cloned().unwrap_or_default()
+            }
+            "MaxRSSTask" if row.batch && j.usage.is_some_and(|u| u.max_rss_bytes.is_some()) => {
+                "0".into()
+            }
+            "TotalCPU" => j
+                .usage
+                .and_then(|u| u.total_cpu_usec())
+                .map(cpu_time_str)
+                .unwrap_or_default(),
+            "UserCPU" => j
+                .usage
+                .and_then(|u| u.user_cpu_usec)
+                .map(cpu_time_str)
+                .unwrap_or_default(),
+            "SystemCPU" => j
+                .usage
+                .and_then(|u| u.system_cpu_usec)
+                .map(cpu_time_str)
+                .unwrap_or_default(),
             "Timelimit" if !row.batch => units::format_time_limit_scontrol(j.time_limit),
             "TimelimitRaw" if !row.batch => j
                 .time_limit
@@ -1022,5 +1102,19 @@ mod tests {
         assert_eq!(p.cell(&c, "CANCELLED by 0", true), "CANCELLED by 0");
         p.layout = Layout::Parsable;
         assert_eq!(p.cell(&c, "X", true), "X|");
+    }
+
+    #[test]
+    fn usage_formats_are_saccts() {
+        assert_eq!(bytes_str(4_530_176, None), "4424K");
+        assert_eq!(bytes_str(100 << 20, None), "100M");
+        assert_eq!(bytes_str(1000, None), "1000");
+        assert_eq!(bytes_str(0, None), "0");
+        assert_eq!(bytes_str(100 << 20, Some('G')), "0.10G");
+        assert_eq!(bytes_str(100 << 20, Some('K')), "102400K");
+        assert_eq!(cpu_time_str(1_500_000), "00:01.500");
+        assert_eq!(cpu_time_str(61_002_000), "01:01.002");
+        assert_eq!(cpu_time_str(3_723_000_000), "01:02:03");
+        assert_eq!(cpu_time_str(90_061_000_000), "1-01:01:01");
     }
 }

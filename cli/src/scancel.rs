@@ -54,8 +54,11 @@ pub struct Params {
     pub batch: bool,
     pub name: Option<String>,
     pub partition: Option<String>,
-    /// `Some(None)`: a Slurm state gsched never uses (`SUSPENDED`): matches nothing.
+    /// `Some(None)`: a Slurm state gsched never uses (`PREEMPTED`, ...), or `SUSPENDED`
+    /// (then `state_suspended`): matches only suspended jobs.
     pub state: Option<Option<JobState>>,
+    /// `-t SUSPENDED`.
+    pub state_suspended: bool,
     /// As given (name or uid), for messages.
     pub user_name: Option<String>,
     pub user_id: Option<u32>,
@@ -77,6 +80,10 @@ impl Params {
 }
 
 pub type Parsed = common::Parsed<Box<Params>>;
+
+fn is_suspended_name(s: &str) -> bool {
+    s.trim().eq_ignore_ascii_case("SUSPENDED") || s.trim().eq_ignore_ascii_case("S")
+}
 
 /// Job state names for `-t` (Slurm accepts any job state name).
 fn parse_state(s: &str, from_env: bool) -> Result<Option<JobState>, Fail> {
@@ -210,6 +217,7 @@ pub fn parse_args(
     }
     if let Some(v) = env("SCANCEL_STATE") {
         p.state = Some(parse_state(&v, true)?);
+        p.state_suspended = is_suspended_name(&v);
     }
     if let Some(v) = env("SCANCEL_USER") {
         p.user_name = Some(v);
@@ -249,7 +257,10 @@ pub fn parse_args(
                     return Err(Fail::raw(1, vec![format!("Unknown job signal: {arg}")]));
                 }
             },
-            "state" => p.state = Some(parse_state(&arg, false)?),
+            "state" => {
+                p.state = Some(parse_state(&arg, false)?);
+                p.state_suspended = is_suspended_name(&arg);
+            }
             "user" => p.user_name = Some(arg),
             "verbose" => p.verbose += 1,
             _ => {}
@@ -289,14 +300,19 @@ pub fn job_matches(p: &Params, job: &JobInfo) -> bool {
         return false;
     }
     if let Some(st) = p.state {
-        let Some(st) = st else { return false };
-        // Slurm compares the base state: a completing job is still RUNNING there.
+        // Slurm compares the base state: a completing job is still RUNNING there, and a
+        // suspended one is SUSPENDED, not RUNNING.
         let base = if job.state == JobState::Completing {
             JobState::Running
         } else {
             job.state
         };
-        if base != st {
+        let ok = if job.is_suspended() {
+            p.state_suspended
+        } else {
+            st == Some(base)
+        };
+        if !ok {
             return false;
         }
     }

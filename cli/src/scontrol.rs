@@ -111,6 +111,12 @@ fn import_slurm_conf(out: &mut Out, args: &[String]) {
             for d in &imp.dropped {
                 out.stderr.push(format!("not carried over: {d}"));
             }
+            if let Some(cg) = &imp.cgroup_conf {
+                out.stderr.push(format!(
+                    "import-slurm-conf: {} is read by gsched as it is: copy it beside the new gsched.conf",
+                    cg.display()
+                ));
+            }
             out.stderr.push(format!(
                 "import-slurm-conf: {} setting(s) not carried over{}",
                 imp.dropped.len(),
@@ -144,6 +150,12 @@ pub trait Api {
     fn hold(&self, req: &HoldRequest) -> Result<JobActionResponse, String>;
     fn requeue(&self, _req: &RequeueRequest) -> Result<JobActionResponse, String> {
         Err("requeue is not available".into())
+    }
+    fn suspend(
+        &self,
+        _req: &gsched_proto::api::SuspendRequest,
+    ) -> Result<JobActionResponse, String> {
+        Err("suspend is not available".into())
     }
     fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)>;
     fn update_nodes(&self, req: &NodeUpdateRequest) -> Result<(), String>;
@@ -180,6 +192,12 @@ impl Api for Remote {
     }
     fn requeue(&self, req: &RequeueRequest) -> Result<JobActionResponse, String> {
         err_text(self.client.post(paths::JOBS_REQUEUE, req))
+    }
+    fn suspend(
+        &self,
+        req: &gsched_proto::api::SuspendRequest,
+    ) -> Result<JobActionResponse, String> {
+        err_text(self.client.post(paths::JOBS_SUSPEND, req))
     }
     fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)> {
         self.client
@@ -327,7 +345,13 @@ impl Session<'_> {
                 self.hold(&mut out, &argv[1..], release);
             }
         } else if kw(tag, "suspend", 2) || kw(tag, "resume", 3) {
-            self.unsupported(&mut out, "suspend/resume");
+            if n < 2 {
+                self.complain(&mut out, format!("too few arguments for keyword:{tag}"));
+            } else if n > 2 {
+                self.complain(&mut out, format!("too many arguments for keyword:{tag}"));
+            } else {
+                self.suspend(&mut out, &argv[1], kw(tag, "resume", 3));
+            }
         } else if kw(tag, "top", 3) {
             self.unsupported(&mut out, "top");
         } else if kw(tag, "token", 3) {
@@ -766,6 +790,27 @@ impl Session<'_> {
                 }
             }
             Err(e) => self.perror(out, "slurm_requeue error", &e),
+        }
+    }
+
+    /// `suspend|resume <job_list>` (root and SlurmUser): the job's processes are frozen
+    /// and thawed on its node; it keeps its resources meanwhile.
+    fn suspend(&self, out: &mut Out, list: &str, resume: bool) {
+        let Some(ids) = job_id_list(list) else {
+            self.complain(out, format!("Invalid job id specified for job {list}"));
+            return;
+        };
+        let Some(api) = self.connect(out) else { return };
+        let what = if resume { "resume" } else { "suspend" };
+        match api.suspend(&gsched_proto::api::SuspendRequest { ids, resume }) {
+            Ok(r) => {
+                for res in &r.results {
+                    if let Some(e) = &res.error {
+                        self.complain(out, format!("{} for job {}", e.message, res.job_id));
+                    }
+                }
+            }
+            Err(e) => self.perror(out, &format!("slurm_{what} error"), &e),
         }
     }
 
@@ -1234,7 +1279,7 @@ pub fn format_job_ranged(
     }
     o.push_str(&format!(
         "JobState={} Reason={} Dependency={}{le}",
-        j.state.long(),
+        j.state_long(),
         j.reason.as_str().replace(char::is_whitespace, "_"),
         j.dependency.as_deref().unwrap_or("(null)")
     ));
@@ -1250,7 +1295,8 @@ pub fn format_job_ranged(
     let run = if j.state == JobState::Pending {
         0
     } else {
-        j.run_time(now).max(0) as u64
+        // Time suspended is not run time (Slurm).
+        (j.run_time(now) - j.suspended_total(now)).max(0) as u64
     };
     o.push_str(&format!(
         "RunTime={} TimeLimit={} TimeMin={}{le}",
@@ -1275,7 +1321,8 @@ pub fn format_job_ranged(
         (JobState::Pending, _, _) => "Unknown".to_string(),
         (JobState::Running | JobState::Completing, None, _) => "Unknown".to_string(),
         (JobState::Running | JobState::Completing, Some(m), Some(s)) => {
-            make_time_str(s + i64::from(m) * 60)
+            // Time suspended does not count against the limit.
+            make_time_str(s + i64::from(m) * 60 + j.suspended_secs)
         }
         _ => opt_time_str(j.end_time),
     };
@@ -1283,8 +1330,14 @@ pub fn format_job_ranged(
         "StartTime={} EndTime={end} Deadline=N/A{le}",
         opt_time_str(j.start_time.or(j.expected_start))
     ));
+    let (suspend_time, pre_suspend) = match (j.suspended_since, j.start_time) {
+        (Some(t), Some(s)) if j.is_suspended() => {
+            (make_time_str(t), (t - s - j.suspended_secs).max(0))
+        }
+        _ => ("None".to_string(), 0),
+    };
     o.push_str(&format!(
-        "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main{le}",
+        "SuspendTime={suspend_time} SecsPreSuspend={pre_suspend} LastSchedEval={} Scheduler=Main{le}",
         opt_time_str(j.start_time.or(j.eligible_time))
     ));
     o.push_str(&format!(
@@ -1370,6 +1423,17 @@ pub fn format_job_ranged(
     o.push_str(&format!("{le}StdErr={stderr}"));
     o.push_str(&format!("{le}StdIn={stdin}"));
     o.push_str(&format!("{le}StdOut={stdout}"));
+    if let Some(u) = j.usage {
+        // Not in Slurm's scontrol (its numbers live in sacct): what the job's cgroup
+        // measured, once it ended, in sacct's formats.
+        let rss = u.max_rss_bytes.map(|b| crate::sacct::bytes_str(b, None));
+        let cpu = u.total_cpu_usec().map(crate::sacct::cpu_time_str);
+        o.push_str(&format!(
+            "{le}MaxRSS={} TotalCPU={}",
+            rss.as_deref().unwrap_or("(null)"),
+            cpu.as_deref().unwrap_or("(null)")
+        ));
+    }
     o.push_str(&format!("{le}Power="));
     o.push_str(le);
     o.push_str(if one_liner { "\n" } else { "\n\n" });

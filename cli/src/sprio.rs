@@ -455,6 +455,9 @@ mod tests {
             array: None,
             priority_factors: Some(f),
             het: None,
+            usage: None,
+            suspended_since: None,
+            suspended_secs: 0,
             spec: JobSpec::default(),
         }
     }

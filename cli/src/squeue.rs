@@ -596,8 +596,8 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
         }
         F::SelectJobInfo => String::new(),
         F::StartTime => date(job.start_time.or(job.expected_start)),
-        F::StateCompact => job.state.compact().to_string(),
-        F::State => job.state.long().to_string(),
+        F::StateCompact => job.state_compact().to_string(),
+        F::State => job.state_long().to_string(),
         F::UserName => name_or_id(&job.user_name, job.user_id),
         F::UserId => job.user_id.to_string(),
         F::SubmitTime => date(Some(job.submit_time)),
@@ -677,7 +677,7 @@ pub fn sort_jobs(jobs: &mut [JobInfo], spec: &str, now: i64) -> Result<(), Strin
         let rev = before == Some('-');
         match c {
             'P' => sort_by(jobs, rev, |j| j.partition.clone()),
-            't' => sort_by(jobs, rev, |j| j.state.compact()),
+            't' => sort_by(jobs, rev, |j| j.state_compact()),
             'T' => sort_by(jobs, rev, |j| state_rank(j.state)),
             'p' | 'Q' => sort_by(jobs, rev, |j| j.priority),
             'i' | 'A' | 'F' => sort_by(jobs, rev, |j| j.job_id),
@@ -711,7 +711,8 @@ pub fn sort_jobs(jobs: &mut [JobInfo], spec: &str, now: i64) -> Result<(), Strin
     Ok(())
 }
 
-/// Slurm job state names accepted by `-t` that gsched never uses (they match nothing).
+/// Slurm job state names accepted by `-t` that are no [`JobState`]: SUSPENDED (a flag of a
+/// running job, see `Filters::suspended`) and states gsched never uses (they match nothing).
 const OTHER_STATES: &[&str] = &[
     "SUSPENDED",
     "S",
@@ -746,6 +747,13 @@ const OTHER_STATES: &[&str] = &[
 ];
 
 const VALID_STATES: &str = "PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED";
+
+/// Whether a `-t` list names SUSPENDED.
+fn names_suspended(s: &str) -> bool {
+    split_list(s)
+        .iter()
+        .any(|t| t.trim().eq_ignore_ascii_case("SUSPENDED") || t.trim().eq_ignore_ascii_case("S"))
+}
 
 /// The state filter of `-t`: `None` = all states.
 pub fn parse_states(prog: &str, s: &str) -> Result<Option<Vec<JobState>>, Fail> {
@@ -804,6 +812,8 @@ pub struct Filters {
     pub jobs: Option<Vec<(u32, Option<u32>)>>,
     /// `None` = default (non-finished); `Some(None)` = all; `Some(Some(list))`.
     pub states: Option<Option<Vec<JobState>>>,
+    /// `SUSPENDED` (or `S`) is in the `-t` list.
+    pub suspended: bool,
     pub users: Option<Vec<u32>>,
     pub partitions: Option<Vec<String>>,
     pub names: Option<Vec<String>>,
@@ -836,7 +846,12 @@ impl Filters {
             }
             Some(None) => {}
             Some(Some(list)) => {
-                if !list.contains(&job.state) {
+                let ok = if job.is_suspended() {
+                    self.suspended
+                } else {
+                    list.contains(&job.state)
+                };
+                if !ok {
                     return false;
                 }
             }
@@ -985,7 +1000,10 @@ pub fn parse_args(
                 start = true;
                 override_env = true;
             }
-            "states" => p.filters.states = Some(parse_states(prog, &val)?),
+            "states" => {
+                p.filters.states = Some(parse_states(prog, &val)?);
+                p.filters.suspended = names_suspended(&val);
+            }
             "user" => p.filters.users = Some(parse_users(prog, &val, &mut p.warnings)),
             "verbose" => p.verbose += 1,
             "json" => p.json = true,
@@ -1058,6 +1076,7 @@ pub fn parse_args(
     if p.filters.states.is_none() {
         if let Some(v) = env("SQUEUE_STATES") {
             p.filters.states = Some(parse_states(prog, &v)?);
+            p.filters.suspended = names_suspended(&v);
         }
     }
     if p.filters.users.is_none() {
@@ -1316,6 +1335,9 @@ pub(crate) mod tests {
             array: None,
             priority_factors: None,
             het: None,
+            usage: None,
+            suspended_since: None,
+            suspended_secs: 0,
             spec: JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),

@@ -90,5 +90,19 @@ fn run(sh: &Arc<Shared>, e: Effect) {
                 tracing::warn!("job {job_id}: signal {signal} on {node} failed: {e}");
             }
         }
+        Effect::Suspend {
+            node,
+            job_id,
+            suspend,
+        } => {
+            let Some(c) = client(sh, &node) else { return };
+            let req = gsched_proto::api::NodeSuspendRequest { job_id, suspend };
+            if let Err(e) = c.post::<_, Ack>(paths::NODE_SUSPEND, &req) {
+                tracing::warn!(
+                    "job {job_id}: {} on {node} failed: {e}",
+                    if suspend { "suspend" } else { "resume" }
+                );
+            }
+        }
     }
 }

@@ -527,6 +527,9 @@ mod tests {
             array: None,
             priority_factors: None,
             het: None,
+            usage: None,
+            suspended_since: None,
+            suspended_secs: 0,
             spec: JobSpec {
                 mail_type: MailTypes::parse("ALL").unwrap(),
                 account: Some("ml".into()),

@@ -89,6 +89,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::CONFIG, get(config))
         .route(paths::ACCT, get(acct))
         .route(paths::ACCT_UPDATE, post(acct_update))
+        .route(paths::JOBS_SUSPEND, post(suspend))
         .fallback(|| async {
             ApiErr(ApiError::new(
                 ErrorCode::NotFound,
@@ -234,6 +235,16 @@ async fn signal(
             .signal_jobs(&req.filter, req.signal, req.batch_only, who, now())?;
     dispatch::send(sh.clone(), effects);
     sh.wake.notify_one();
+    Ok(results(r))
+}
+
+async fn suspend(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<gsched_proto::api::SuspendRequest>,
+) -> Result<Json<JobActionResponse>, ApiErr> {
+    let (r, effects) = sh.lock().suspend(&req.ids, req.resume, who, now())?;
+    dispatch::send(sh.clone(), effects);
     Ok(results(r))
 }
 

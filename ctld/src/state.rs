@@ -34,6 +34,7 @@ mod limits;
 mod notices;
 mod priority;
 pub use priority::{assoc_of, Assoc, Usage};
+mod suspend;
 
 /// How long a job may be missing from its node's job list after its launch was acknowledged
 /// before the controller concludes the node never got it (heartbeats can cross a launch).
@@ -42,6 +43,8 @@ pub const LOST_JOB_GRACE_SECS: i64 = 20;
 pub const HEARTBEAT_SECS: u32 = 5;
 /// How often an unacknowledged terminate request is re-sent.
 const TERMINATE_RETRY_SECS: i64 = 5;
+/// The "signal" of an OOM-killed job's `ExitCode=0:125` (Slurm's).
+pub const OOM_EXIT_SIGNAL: i32 = 125;
 /// A requeued job becomes eligible this long after its previous run ended (Slurm shows
 /// reason `BeginTime` meanwhile); also the retry delay when a node still holds the
 /// previous run.
@@ -65,6 +68,12 @@ pub enum Effect {
         job_id: JobId,
         signal: i32,
         batch_only: bool,
+    },
+    /// Freeze (`suspend`) or thaw a job's processes (`scontrol suspend|resume`).
+    Suspend {
+        node: String,
+        job_id: JobId,
+        suspend: bool,
     },
 }
 
@@ -720,6 +729,9 @@ impl State {
             priority_factors: None,
             spec,
             het: None,
+            usage: None,
+            suspended_since: None,
+            suspended_secs: 0,
         };
         Ok((info, array))
     }
@@ -1431,6 +1443,12 @@ impl State {
                     else {
                         continue;
                     };
+                    // Time suspended does not count against the limit (Slurm): the clock
+                    // stops while suspended and starts that much later.
+                    if job.info.suspended_since.is_some() {
+                        continue;
+                    }
+                    let start = start + job.info.suspended_secs;
                     if let Some(e) = client_opts::warn_signal_due(job, start, limit, now) {
                         changed.push(job.info.job_id);
                         effects.push(e);
@@ -1729,6 +1747,9 @@ impl State {
     }
 
     /// gsnoded reports how a job ended.
+    ///
+    /// A job with OOM kills ends OUT_OF_MEMORY even when its script exited 0 (a child was
+    /// killed), unless it was cancelled or timed out first, as in Slurm.
     pub fn complete(&mut self, req: &JobCompleteRequest, now: i64) -> Result<(), ApiError> {
         let job = self
             .jobs
@@ -1742,8 +1763,12 @@ impl State {
             return Ok(());
         }
         job.info.end_time = Some(req.end_time.max(req.start_time));
+        if let Some(t) = job.info.suspended_since.take() {
+            job.info.suspended_secs += (req.end_time - t).max(0);
+        }
         job.info.exit_code = req.exit_code;
         job.info.exit_signal = req.signal;
+        job.info.usage = req.usage;
         job.launch = None;
         let terminate = job.extra.terminate.or(req.terminated_for);
         let (state, reason) = if let Some(err) = &req.launch_error {
@@ -1757,6 +1782,13 @@ impl State {
                 Some(TerminateReason::Cancelled) => (JobState::Cancelled, Reason::None),
                 Some(TerminateReason::TimeLimit) => (JobState::Timeout, Reason::TimeLimit),
                 Some(TerminateReason::NotAssigned) => (JobState::NodeFail, Reason::NodeDown),
+                // The kernel's OOM killer ended a process of the job (its cgroup's counter):
+                // OUT_OF_MEMORY with ExitCode 0:125, as Slurm reports it.
+                None if req.oom_kills > 0 => {
+                    job.info.exit_code = 0;
+                    job.info.exit_signal = OOM_EXIT_SIGNAL;
+                    (JobState::OutOfMemory, Reason::OutOfMemory)
+                }
                 None if req.signal != 0 => (JobState::Failed, Reason::RaisedSignal),
                 None if req.exit_code != 0 => (JobState::Failed, Reason::NonZeroExitCode),
                 None => (JobState::Completed, Reason::None),
@@ -2092,6 +2124,9 @@ fn requeue_run(job: &mut Job, now: i64) {
     job.info.restarts += 1;
     job.info.exit_code = 0;
     job.info.exit_signal = 0;
+    job.info.usage = None;
+    job.info.suspended_since = None;
+    job.info.suspended_secs = 0;
     job.info.cancelled_by = None;
     job.info.eligible_time = Some(now + REQUEUE_DELAY_SECS);
     job.info.reason = Reason::BeginTime;
@@ -2258,12 +2293,52 @@ pub(crate) mod tests {
             end_time: 1010,
             launch_error: None,
             terminated_for: None,
+            oom_kills: 0,
+            usage: None,
         };
         st.complete(&done, 1010).unwrap();
         assert_eq!(st.jobs[&a].info.state, JobState::Failed);
         assert_eq!(st.jobs[&a].info.exit_code_string(), "3:0");
         st.schedule(1011);
         assert_eq!(st.jobs[&c].info.state, JobState::Running);
+    }
+
+    #[test]
+    fn oom_killed_job_ends_out_of_memory_with_its_usage() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        let a = st.submit(spec(1), ROOT, 1000).unwrap();
+        register_all(&mut st, 1001);
+        st.schedule(1002);
+        st.launch_result(a, 1002, Ok(()), 1002);
+        let usage = gsched_proto::job::JobUsage {
+            max_rss_bytes: Some(100 << 20),
+            user_cpu_usec: Some(1_500_000),
+            system_cpu_usec: Some(20_000),
+        };
+        let done = JobCompleteRequest {
+            job_id: a,
+            node: "n1".into(),
+            start_time: 1002,
+            exit_code: 0,
+            signal: 9,
+            end_time: 1010,
+            launch_error: None,
+            terminated_for: None,
+            oom_kills: 1,
+            usage: Some(usage),
+        };
+        st.complete(&done, 1010).unwrap();
+        let info = &st.jobs[&a].info;
+        assert_eq!(info.state, JobState::OutOfMemory);
+        assert_eq!(info.reason, Reason::OutOfMemory);
+        assert_eq!((info.exit_code, info.exit_signal), (0, 125));
+        assert_eq!(info.usage, Some(usage));
+        // Stored: a restarted controller still knows.
+        drop(st);
+        let st = state(dir.path());
+        assert_eq!(st.jobs[&a].info.state, JobState::OutOfMemory);
+        assert_eq!(st.jobs[&a].info.usage, Some(usage));
     }
 
     #[test]

@@ -89,6 +89,9 @@ pub struct LaunchFile {
     pub open_mode: OpenMode,
     /// `KillWait`, seconds between SIGTERM and SIGKILL.
     pub kill_wait: u32,
+    /// The job's cgroup and cores, when the node uses cgroups (`cgroup.conf`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<crate::cgroup::JobCgroup>,
 }
 
 /// `pids.json`: who runs the job, so that a restarted gsnoded can find it again.
@@ -115,6 +118,12 @@ pub struct StatusFile {
     pub end_time: i64,
     /// The job could not be started (bad output file, unknown user, ...).
     pub launch_error: Option<String>,
+    /// Processes of the job the OOM killer ended (its cgroup's `oom_kill` counter).
+    #[serde(default)]
+    pub oom_kills: u64,
+    /// What the job used, read from its cgroup at the end.
+    #[serde(default)]
+    pub usage: Option<gsched_proto::job::JobUsage>,
 }
 
 /// `terminate.json`: the controller asked to end the job.
@@ -300,6 +309,12 @@ mod tests {
             start_time: 10,
             end_time: 20,
             launch_error: Some("x".into()),
+            oom_kills: 1,
+            usage: Some(gsched_proto::job::JobUsage {
+                max_rss_bytes: Some(1 << 20),
+                user_cpu_usec: Some(5),
+                system_cpu_usec: None,
+            }),
         };
         d.write_status(&status).unwrap();
         assert_eq!(d.read_status().unwrap(), Some(status));
@@ -321,6 +336,7 @@ mod tests {
             stdin: "/dev/null".into(),
             open_mode: OpenMode::Append,
             kill_wait: 30,
+            cgroup: None,
         };
         d.write_launch(&launch).unwrap();
         let back = d.read_launch().unwrap().unwrap();

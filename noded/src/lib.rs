@@ -11,8 +11,10 @@
 //! * [`env`](mod@env) — the job environment and stdio paths gsnoded computes for gsstepd.
 //! * [`jobdir`] — the files of a job folder.
 //! * [`procfs`] — process parents and start times from `/proc`.
+//! * [`cgroup`] — the core allocator and the limits of a job's cgroup (`cgroup.conf`).
 //! * [`sys`] — the only module with `unsafe` code (raw system calls).
 
+pub mod cgroup;
 pub mod daemon;
 pub mod env;
 pub mod jobdir;

@@ -10,10 +10,12 @@
 //! 2. record its pid and start time in `pids.json` (gsnoded re-adopts it by these);
 //! 3. resolve the user (passwd, supplementary groups) *before* forking, write the script as
 //!    the user's file (mode 0500);
-//! 4. fork and, in the child, `setgroups`/`setgid`/`setuid`, umask, `chdir` and open the
+//! 4. fork and, in the child, join the job's cgroup (while root), `setgroups`/`setgid`/`setuid`, umask, `chdir` and open the
 //!    stdio files as the user (see [`crate::sys::install_child_setup`]), then exec the
 //!    script with exactly the environment gsnoded computed;
-//! 5. wait for the batch shell, then SIGKILL whatever the job left behind and reap it;
+//! 5. wait for the batch shell, then SIGKILL whatever the job left behind and reap it (with
+//!    cgroups: everything in the job's cgroup, whose OOM counter and usage are then read
+//!    and which is removed; an OOM kill is announced in the job's stderr as Slurm does);
 //! 6. write `status.json` atomically and exit 0.
 //!
 //! Any failure to start the job becomes `launch_error` in `status.json`: gsnoded reports it
@@ -71,6 +73,8 @@ fn launch_failure(start_time: i64, message: String) -> StatusFile {
         start_time,
         end_time: now(),
         launch_error: Some(message),
+        oom_kills: 0,
+        usage: None,
     }
 }
 
@@ -163,6 +167,8 @@ fn run_job(dir: &JobDir, launch: &LaunchFile, pids: &mut PidsFile, start_time: i
                 start_time,
                 end_time: now(),
                 launch_error: None,
+                oom_kills: 0,
+                usage: None,
             };
         }
         Ok(None) => {}
@@ -212,6 +218,10 @@ fn run_job(dir: &JobDir, launch: &LaunchFile, pids: &mut PidsFile, start_time: i
     }
     let (exit_code, signal) = wait_for_shell(shell);
     let end_time = now();
+    let (oom_kills, usage) = match &launch.cgroup {
+        Some(cg) => end_cgroup(launch, cg),
+        None => (0, None),
+    };
     kill_leftovers();
     StatusFile {
         exit_code,
@@ -219,7 +229,48 @@ fn run_job(dir: &JobDir, launch: &LaunchFile, pids: &mut PidsFile, start_time: i
         start_time,
         end_time,
         launch_error: None,
+        oom_kills,
+        usage,
     }
+}
+
+/// The job's shell is gone: kill everything left in its cgroup (double-forked daemons
+/// included), then read the OOM counter and the usage, tell the user about OOM kills as
+/// Slurm does (in the job's stderr), and remove the cgroup.
+fn end_cgroup(
+    launch: &LaunchFile,
+    cg: &crate::cgroup::JobCgroup,
+) -> (u64, Option<gsched_proto::job::JobUsage>) {
+    let id = launch.request.job_id;
+    let cgroups = cg.handle.open();
+    // Reap what the kill ended (so the folders empty) before reading and removing.
+    let end = crate::cgroup::end_job(&*cgroups, id, CLEANUP_LIMIT, kill_leftovers);
+    match end.killed {
+        Ok(0) => {}
+        Ok(n) => log(&format!(
+            "killed {n} leftover process(es) in the job's cgroup"
+        )),
+        Err(e) => log(&format!("error: {e}")),
+    }
+    let (oom, usage) = (end.oom_kills, end.usage);
+    if oom > 0 {
+        let line = gsched_cgroup::oom_message(id, gsched_cgroup::BATCH_STEP, oom);
+        log(&line);
+        let written = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&launch.stderr)
+            .and_then(|mut f| writeln!(f, "{line}"));
+        if let Err(e) = written {
+            log(&format!(
+                "warning: cannot write to {}: {e}",
+                launch.stderr.display()
+            ));
+        }
+    }
+    if let Err(e) = cgroups.remove_job(id) {
+        log(&format!("warning: {e} (gsnoded removes it later)"));
+    }
+    (oom, Some(usage))
 }
 
 struct Prepared {
@@ -294,7 +345,16 @@ fn prepare(dir: &JobDir, launch: &LaunchFile) -> Result<Prepared, String> {
             launch.stderr.as_os_str().as_bytes(),
         )?)
     };
+    let cgroup_procs = match &launch.cgroup {
+        Some(cg) => cg
+            .procs
+            .iter()
+            .map(|p| cstring("a cgroup path", p.as_os_str().as_bytes()))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => Vec::new(),
+    };
     let setup = ChildSetup {
+        cgroup_procs,
         identity,
         umask,
         work_dir: cstring("the working directory", req.work_dir.as_bytes())?,
@@ -375,6 +435,19 @@ fn describe_spawn_failure(
                     )
                 }
                 ChildStage::Redirect => format!("cannot redirect the job's stdio: {e}"),
+                ChildStage::Cgroup => format!(
+                    "cannot join the job's cgroup ({}): {e}",
+                    launch
+                        .cgroup
+                        .as_ref()
+                        .map(|c| c
+                            .procs
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "))
+                        .unwrap_or_default()
+                ),
             }
         }
         None => {

@@ -105,6 +105,7 @@ pub enum ChildStage {
     Stdout = 5,
     Stderr = 6,
     Redirect = 7,
+    Cgroup = 8,
 }
 
 impl ChildStage {
@@ -117,6 +118,7 @@ impl ChildStage {
             5 => ChildStage::Stdout,
             6 => ChildStage::Stderr,
             7 => ChildStage::Redirect,
+            8 => ChildStage::Cgroup,
             _ => return None,
         })
     }
@@ -159,13 +161,16 @@ pub struct ChildSetup {
     pub chdir_error_prefix: Vec<u8>,
     /// Written after the error text (`: going to /tmp instead\n`).
     pub chdir_error_suffix: Vec<u8>,
+    /// The `cgroup.procs` files of the job's step: the child writes `0` into each (moving
+    /// itself) while still root, before anything else, so everything it runs is tracked.
+    pub cgroup_procs: Vec<CString>,
     /// Write end of a close-on-exec pipe to the parent; a failing stage writes
     /// `[stage, errno as i32 little-endian]` into it.
     pub report: OwnedFd,
 }
 
 /// Installs the child set-up into `cmd`, in the order that works (docs/crates.md §6):
-/// `setgroups`, `setgid`, `setuid`, umask, then `chdir` and the output files as the user, so
+/// join the job's cgroups (as root), `setgroups`, `setgid`, `setuid`, umask, then `chdir` and the output files as the user, so
 /// that files are created by the user and permissions are checked as the user. A failing
 /// stage is reported through `setup.report` and aborts the spawn (std then makes `spawn`
 /// return the errno).
@@ -195,6 +200,15 @@ fn fail(report: &OwnedFd, stage: ChildStage, errno: Errno) -> io::Error {
 }
 
 fn child_setup(s: &mut ChildSetup) -> io::Result<()> {
+    for f in &s.cgroup_procs {
+        let fd = nix::fcntl::open(
+            f.as_c_str(),
+            OFlag::O_WRONLY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| fail(&s.report, ChildStage::Cgroup, e))?;
+        nix::unistd::write(&fd, b"0").map_err(|e| fail(&s.report, ChildStage::Cgroup, e))?;
+    }
     if let Some(id) = &s.identity {
         nix::unistd::setgroups(&id.groups)
             .map_err(|e| fail(&s.report, ChildStage::Setgroups, e))?;

@@ -89,6 +89,7 @@ impl Fixture {
             stdin: stdio.stdin,
             open_mode: req.open_mode.unwrap_or_default(),
             kill_wait: 30,
+            cgroup: None,
             node: "n1".into(),
             request: req,
         };

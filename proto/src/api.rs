@@ -56,6 +56,8 @@ pub mod paths {
     pub const NODE_LAUNCH: &str = "/v1/node/launch";
     pub const NODE_SIGNAL: &str = "/v1/node/signal";
     pub const NODE_TERMINATE: &str = "/v1/node/terminate";
+    pub const JOBS_SUSPEND: &str = "/v1/jobs/suspend";
+    pub const NODE_SUSPEND: &str = "/v1/node/suspend";
 }
 
 /// Error classes; each has Slurm's wording so that commands can print what Slurm prints.
@@ -87,6 +89,9 @@ pub enum ErrorCode {
     InvalidAccount,
     InvalidQos,
     AccountingPolicy,
+    JobPending,
+    JobSuspended,
+    JobNotSuspended,
 }
 
 impl ErrorCode {
@@ -126,6 +131,9 @@ impl ErrorCode {
             ErrorCode::AccountingPolicy => {
                 "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
             }
+            ErrorCode::JobPending => "Job is pending execution",
+            ErrorCode::JobSuspended => "Job is already suspended",
+            ErrorCode::JobNotSuspended => "Job is not suspended",
         }
     }
 
@@ -152,6 +160,7 @@ impl ErrorCode {
             ErrorCode::AccessDenied => 403,
             ErrorCode::InvalidJobId | ErrorCode::InvalidNodeName | ErrorCode::NotFound => 404,
             ErrorCode::JobAlreadyDone | ErrorCode::JobNotPending => 409,
+            ErrorCode::JobPending | ErrorCode::JobSuspended | ErrorCode::JobNotSuspended => 409,
             ErrorCode::Unavailable => 503,
             ErrorCode::Internal => 500,
         }
@@ -387,6 +396,21 @@ pub struct JobActionResponse {
     pub results: Vec<JobActionResult>,
 }
 
+/// `POST /v1/jobs/suspend`: `scontrol suspend|resume` (root and SlurmUser only).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SuspendRequest {
+    pub ids: Vec<JobId>,
+    /// `false`: suspend; `true`: resume.
+    pub resume: bool,
+}
+
+/// `POST /v1/node/suspend`: freeze (or thaw) every process of a job.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeSuspendRequest {
+    pub job_id: JobId,
+    pub suspend: bool,
+}
+
 /// `POST /v1/jobs/hold`: hold (`release = false`) or release jobs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HoldRequest {
@@ -452,6 +476,13 @@ pub struct JobCompleteRequest {
     pub launch_error: Option<String>,
     /// Set when gsnoded ended the job because of a terminate request.
     pub terminated_for: Option<TerminateReason>,
+    /// How many processes of the job the kernel's OOM killer ended (from its cgroup's
+    /// `oom_kill` counter); non-zero makes the job OUT_OF_MEMORY.
+    #[serde(default)]
+    pub oom_kills: u64,
+    /// What the job used, read from its cgroup.
+    #[serde(default)]
+    pub usage: Option<crate::job::JobUsage>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -931,7 +931,7 @@ impl Config {
 }
 
 /// `io::Error` text without the ` (os error N)` tail.
-fn io_reason(e: &std::io::Error) -> String {
+pub(crate) fn io_reason(e: &std::io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),
@@ -1099,7 +1099,7 @@ fn parse_u32(v: &str) -> Result<u32, String> {
     }
 }
 
-fn parse_u64(v: &str) -> Result<u64, String> {
+pub(crate) fn parse_u64(v: &str) -> Result<u64, String> {
     if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
         v.parse::<u64>()
             .map_err(|_| format!("invalid value \"{v}\" ({WHOLE} up to {})", u64::MAX))
@@ -1122,7 +1122,7 @@ fn parse_port(v: &str) -> Result<u16, String> {
     }
 }
 
-fn parse_bool(v: &str) -> Result<bool, String> {
+pub(crate) fn parse_bool(v: &str) -> Result<bool, String> {
     match v.to_ascii_uppercase().as_str() {
         "YES" | "TRUE" | "1" => Ok(true),
         "NO" | "FALSE" | "0" => Ok(false),

@@ -409,6 +409,46 @@ pub struct JobInfo {
     /// For a component of a heterogeneous job: its het job and offset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub het: Option<crate::het::HetComponent>,
+    /// What the finished job used, measured by its cgroup (`MaxRSS`, `TotalCPU`); `None`
+    /// when the node does not use cgroups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<JobUsage>,
+    /// A running job suspended by `scontrol suspend`: since when. Its state stays RUNNING
+    /// for the scheduler (it keeps its resources, as in Slurm); commands show SUSPENDED.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_since: Option<i64>,
+    /// Seconds spent suspended in earlier suspensions of this run (they do not count
+    /// against the time limit; sacct `Suspended`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub suspended_secs: i64,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
+}
+
+/// A job's resource use, read from its cgroup when it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct JobUsage {
+    /// Peak memory of the job's cgroup in bytes (`memory.max_usage_in_bytes` on v1,
+    /// `memory.peak` on v2); `None` without a memory controller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rss_bytes: Option<u64>,
+    /// CPU time in user and system mode, microseconds; `None` without CPU accounting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_cpu_usec: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_cpu_usec: Option<u64>,
+}
+
+impl JobUsage {
+    /// User plus system CPU time (`TotalCPU`), microseconds.
+    pub fn total_cpu_usec(&self) -> Option<u64> {
+        match (self.user_cpu_usec, self.system_cpu_usec) {
+            (None, None) => None,
+            (u, s) => Some(u.unwrap_or(0) + s.unwrap_or(0)),
+        }
+    }
 }
 
 /// The weighted parts of a multifactor priority (what Slurm's `sprio` shows).
@@ -424,6 +464,34 @@ pub struct PriorityFactors {
 }
 
 impl JobInfo {
+    /// Suspended by `scontrol suspend` (and not yet resumed or ended).
+    pub fn is_suspended(&self) -> bool {
+        self.state == JobState::Running && self.suspended_since.is_some()
+    }
+
+    /// The state as Slurm's commands print it: `SUSPENDED` for a suspended job.
+    pub fn state_long(&self) -> &'static str {
+        if self.is_suspended() {
+            "SUSPENDED"
+        } else {
+            self.state.long()
+        }
+    }
+
+    /// The compact state (`squeue %t`): `S` for a suspended job.
+    pub fn state_compact(&self) -> &'static str {
+        if self.is_suspended() {
+            "S"
+        } else {
+            self.state.compact()
+        }
+    }
+
+    /// Seconds suspended in this run, up to `now`.
+    pub fn suspended_total(&self, now: i64) -> i64 {
+        self.suspended_secs + self.suspended_since.map_or(0, |t| (now - t).max(0))
+    }
+
     /// `-A`, or `(null)` as Slurm prints a job without account.
     pub fn account(&self) -> &str {
         self.spec.account.as_deref().unwrap_or("(null)")

@@ -7,6 +7,7 @@ pub mod api;
 pub mod array;
 pub mod auth;
 pub mod begin;
+pub mod cgroup_conf;
 pub mod client;
 pub mod config;
 pub mod constraint;

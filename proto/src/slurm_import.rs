@@ -26,6 +26,8 @@ pub struct Import {
     pub conf: String,
     /// One line per setting not carried over: `file:line: what: why`.
     pub dropped: Vec<String>,
+    /// A cgroup.conf that gsched reads as it is: copy it beside the new gsched.conf.
+    pub cgroup_conf: Option<PathBuf>,
 }
 
 /// What happens to one `Key=Value` of a line.
@@ -54,38 +56,39 @@ pub fn import(
             slurm_conf.display()
         ),
         dropped: Vec::new(),
+        cgroup_conf: None,
     };
     convert(&text, slurm_conf, 0, &mut out)?;
     let dir = slurm_conf.parent().unwrap_or(Path::new("."));
-    for (given, name, why) in [
-        (
-            gres_conf,
-            "gres.conf",
-            "generic resources (GPUs) are not scheduled by gsched yet",
-        ),
-        (
-            cgroup_conf,
-            "cgroup.conf",
-            "cgroup enforcement settings are not read by gsched yet",
-        ),
-    ] {
-        let path = match given {
-            Some(p) => p.to_path_buf(),
-            None => dir.join(name),
-        };
-        if given.is_none() && !path.exists() {
-            continue;
-        }
+    let find = |given: Option<&Path>, name: &str| match given {
+        Some(p) => Some(p.to_path_buf()),
+        None => Some(dir.join(name)).filter(|p| p.exists()),
+    };
+    if let Some(path) = find(gres_conf, "gres.conf") {
         let text = read(&path, None)?;
         for (line, content) in logical_lines(&text) {
             if !content.trim().is_empty() {
                 out.dropped.push(format!(
-                    "{}:{line}: {}: {why}",
+                    "{}:{line}: {}: generic resources (GPUs) are not scheduled by gsched yet",
                     path.display(),
                     content.trim()
                 ));
             }
         }
+    }
+    if let Some(path) = find(cgroup_conf, "cgroup.conf") {
+        // gsched reads cgroup.conf itself (beside gsched.conf), in Slurm's syntax: it is
+        // checked here, and its settings gsched does not use are listed.
+        let text = read(&path, None)?;
+        let cg = crate::cgroup_conf::CgroupConf::parse(&text, &path).map_err(|e| {
+            ConfigError::Syntax {
+                file: path.clone(),
+                line: 0,
+                message: e.to_string(),
+            }
+        })?;
+        out.dropped.extend(cg.warnings.iter().cloned());
+        out.cgroup_conf = Some(path);
     }
     // Never hand out a config gsched cannot load.
     Config::parse(&out.conf, Path::new("imported gsched.conf"))?;

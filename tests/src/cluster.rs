@@ -63,6 +63,8 @@ pub struct ClusterOpts {
     pub node_features: Vec<(String, String)>,
     /// The nodes' names, when not `n1`, `n2`, ... (see [`ClusterOpts::named_nodes`]).
     pub custom_node_names: Vec<String>,
+    /// The text of a `cgroup.conf` written beside gsched.conf (none by default: no cgroups).
+    pub cgroup_conf: Option<String>,
 }
 
 impl Default for ClusterOpts {
@@ -78,6 +80,7 @@ impl Default for ClusterOpts {
             extra_config: Vec::new(),
             node_features: Vec::new(),
             custom_node_names: Vec::new(),
+            cgroup_conf: None,
         }
     }
 }
@@ -124,6 +127,12 @@ impl ClusterOpts {
     pub fn named_nodes(mut self, names: &[&str]) -> Self {
         self.custom_node_names = names.iter().map(|n| n.to_string()).collect();
         self.nodes = names.len();
+        self
+    }
+
+    /// Writes `text` as the cluster's `cgroup.conf` (jobs get cgroups).
+    pub fn cgroup_conf(mut self, text: &str) -> Self {
+        self.cgroup_conf = Some(text.into());
         self
     }
     pub fn node_names(&self) -> Vec<String> {
@@ -392,6 +401,9 @@ impl TestCluster {
             &self.user,
         );
         fs::write(&self.conf, text).expect("cannot write gsched.conf");
+        if let Some(cg) = &self.opts.cgroup_conf {
+            fs::write(self.root.join("cgroup.conf"), cg).expect("cannot write cgroup.conf");
+        }
     }
 
     fn reset_for_retry(&mut self) {

@@ -363,6 +363,8 @@ mod tests {
             end_time: 1002,
             launch_error: None,
             terminated_for: None,
+            oom_kills: 0,
+            usage: None,
         };
         st.complete(&done, 1002).unwrap();
         assert_eq!(st.jobs[&n].info.state, JobState::Cancelled);

@@ -340,6 +340,8 @@ mod tests {
             end_time: 1200,
             launch_error: None,
             terminated_for: None,
+            oom_kills: 0,
+            usage: None,
         };
         st.complete(&done, 1200).unwrap();
         st.schedule(1201);

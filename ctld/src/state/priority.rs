@@ -383,6 +383,8 @@ mod tests {
             end_time: end,
             launch_error: None,
             terminated_for: None,
+            oom_kills: 0,
+            usage: None,
         };
         st.launch_result(id, start, Ok(()), start);
         st.complete(&done, end).unwrap();

@@ -6,7 +6,9 @@
 
 use anyhow::{bail, Context};
 use clap::Parser;
+use gsched_noded::cgroup::CgroupSetup;
 use gsched_noded::daemon::{self, Node, NodeSettings};
+use gsched_proto::cgroup_conf::CgroupConf;
 use gsched_proto::config::{AuthType, Config};
 use std::io::IsTerminal;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -15,6 +17,9 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 
 /// The gsched node daemon: runs the jobs the controller assigns to this node.
+///
+/// A cgroup.conf beside the configuration file puts every job in its own cgroup (memory,
+/// cores, process tracking; see cgroup.conf(5)).
 #[derive(Parser, Debug)]
 #[command(name = "gsnoded", disable_version_flag = true)]
 struct Args {
@@ -95,7 +100,8 @@ fn run(args: Args) -> anyhow::Result<()> {
             stepd.display()
         );
     }
-    let settings = NodeSettings::from_config(&cfg, &node_name, &path, stepd)?;
+    let mut settings = NodeSettings::from_config(&cfg, &node_name, &path, stepd)?;
+    settings.cgroups = cgroup_setup(&path, &settings)?;
     let auth = gsched_auth::by_name(&cfg.auth_type.to_string())?;
 
     let host = cfg
@@ -151,6 +157,61 @@ fn run(args: Args) -> anyhow::Result<()> {
     // Blocking calls to an unreachable controller may be in flight; do not wait for them.
     rt.shutdown_timeout(Duration::from_secs(1));
     result
+}
+
+/// Reads `cgroup.conf` beside the config and checks the cgroup tree it names: `None` when
+/// there is no such file (or `CgroupPlugin=disabled`).
+fn cgroup_setup(
+    config: &std::path::Path,
+    settings: &NodeSettings,
+) -> anyhow::Result<Option<CgroupSetup>> {
+    let Some(conf) = CgroupConf::load_beside(config)? else {
+        return Ok(None);
+    };
+    for w in &conf.warnings {
+        eprintln!("gsnoded: warning: {w}");
+    }
+    let handle = gsched_cgroup::detect(&conf, &settings.node).with_context(|| {
+        format!(
+            "cannot use the cgroups {} asks for{}",
+            conf.path.display(),
+            if nix::unistd::geteuid().is_root() {
+                ""
+            } else {
+                " (gsnoded runs without root: remove cgroup.conf or delegate the cgroup tree to this user)"
+            }
+        )
+    })?;
+    let Some(handle) = handle else {
+        return Ok(None);
+    };
+    if handle.version == gsched_cgroup::Version::V2 && conf.memory_swappiness.is_some() {
+        eprintln!(
+            "gsnoded: warning: {}: MemorySwappiness has no effect with cgroup/v2 (it has no per-cgroup swappiness); ignored",
+            conf.path.display()
+        );
+    }
+    let online = gsched_noded::cgroup::online_cpus();
+    if conf.constrain_cores && settings.cpus as usize > online.len() {
+        tracing::warn!(
+            "node {} has CPUs={} but this host has {} online CPU(s); cores are shared round-robin",
+            settings.node,
+            settings.cpus,
+            online.len()
+        );
+    }
+    tracing::info!(
+        "jobs are confined by {} under {}/{}",
+        handle.version.plugin_name(),
+        handle.mount.display(),
+        handle.subdir
+    );
+    Ok(Some(CgroupSetup {
+        cpu_map: CgroupSetup::map_cpus(settings.cpus, &online),
+        real_memory_mb: settings.real_memory_mb,
+        handle,
+        conf,
+    }))
 }
 
 async fn bind(addrs: &[SocketAddr]) -> std::io::Result<tokio::net::TcpListener> {

@@ -8,13 +8,14 @@
 //! one that was never launched.
 
 use super::{now, Node};
+use crate::cgroup::JobCgroup;
 use crate::env;
 use crate::jobdir::{self, JobDir, LaunchFile, StatusFile, TerminateFile, STEPD_LOG};
 use crate::procfs;
 use crate::sys;
 use gsched_proto::api::{
     paths, Ack, ApiError, ErrorCode, JobCompleteRequest, LaunchRequest, NodeSignalRequest,
-    RunningJob, TerminateReason, TerminateRequest,
+    NodeSuspendRequest, RunningJob, TerminateReason, TerminateRequest,
 };
 use gsched_proto::job::JobId;
 use std::collections::BTreeSet;
@@ -60,6 +61,8 @@ pub(crate) struct Job {
     pub dir: JobDir,
     pub phase: Phase,
     pub terminate: Option<TerminateReason>,
+    /// The job's cgroup, when the node uses cgroups.
+    pub cgroup: Option<JobCgroup>,
 }
 
 fn internal(msg: impl Into<String>) -> ApiError {
@@ -91,6 +94,8 @@ fn report_from(
         end_time: status.end_time,
         launch_error: status.launch_error.clone(),
         terminated_for,
+        oom_kills: status.oom_kills,
+        usage: status.usage,
     }
 }
 
@@ -130,6 +135,8 @@ fn final_status(dir: &JobDir, start_time: i64, missing: Missing) -> StatusFile {
         start_time,
         end_time: now(),
         launch_error: Some(launch_error),
+        oom_kills: 0,
+        usage: None,
     };
     if let Err(e) = dir.write_status(&status) {
         tracing::error!("{e}");
@@ -137,12 +144,32 @@ fn final_status(dir: &JobDir, start_time: i64, missing: Missing) -> StatusFile {
     status
 }
 
-/// Every process of a job: the descendants of its gsstepd, gsstepd excluded.
-fn job_processes(stepd: Stepd) -> Vec<i32> {
-    if !stepd.is_alive() {
-        return Vec::new();
+/// Every process of a job: the descendants of its gsstepd (gsstepd excluded) and, with
+/// cgroups, every process in the job's cgroup (which nothing escapes).
+fn job_processes(id: JobId, stepd: Stepd, cgroup: Option<&JobCgroup>) -> Vec<i32> {
+    let mut procs = if stepd.is_alive() {
+        procfs::descendants(stepd.pid)
+    } else {
+        Vec::new()
+    };
+    if let Some(cg) = cgroup {
+        procs.extend(cg.handle.open().pids(id));
+        procs.retain(|&p| p != stepd.pid);
+        procs.sort_unstable();
+        procs.dedup();
     }
-    procfs::descendants(stepd.pid)
+    procs
+}
+
+/// Kills what is left in a job's cgroup and removes it (blocking); logs failures.
+fn remove_cgroup(id: JobId, cg: &JobCgroup) {
+    let cgroups = cg.handle.open();
+    if let Err(e) = cgroups.kill(id, Duration::from_secs(10)) {
+        tracing::error!("job {id}: {e}");
+    }
+    if let Err(e) = cgroups.remove_job(id) {
+        tracing::error!("job {id}: cannot remove its cgroup: {e}");
+    }
 }
 
 /// The batch shell, if it runs (still gsstepd's child: pid reuse cannot fool this).
@@ -166,12 +193,14 @@ enum Found {
         dir: JobDir,
         stepd: Stepd,
         terminate: Option<TerminateFile>,
+        cgroup: Option<JobCgroup>,
     },
     Ended {
         id: JobId,
         start_time: i64,
         dir: JobDir,
         report: JobCompleteRequest,
+        cgroup: Option<JobCgroup>,
     },
 }
 
@@ -236,11 +265,13 @@ fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
         None
     });
     let terminated_for = terminate.map(|t| t.reason);
+    let cgroup = launch.cgroup.clone();
     let ended = |status: StatusFile| Found::Ended {
         id,
         start_time,
         report: report_from(node, id, start_time, &status, terminated_for),
         dir: dir.clone(),
+        cgroup: cgroup.clone(),
     };
     if let Ok(Some(status)) = dir.read_status() {
         return Some(ended(status));
@@ -266,6 +297,7 @@ fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
                 dir,
                 stepd,
                 terminate,
+                cgroup,
             });
         }
     }
@@ -276,6 +308,14 @@ fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
             procs.push(shell);
             let n = signal_all(&procs, libc::SIGKILL);
             tracing::warn!("job {id}: its gsstepd is gone; killed {n} process(es) it left");
+        }
+    }
+    if let Some(cg) = &cgroup {
+        let left = cg.handle.open().pids(id).len();
+        if left > 0 {
+            tracing::warn!(
+                "job {id}: its gsstepd is gone; killing {left} process(es) left in its cgroup"
+            );
         }
     }
     let status = final_status(&dir, start_time, Missing::Disappeared);
@@ -352,12 +392,14 @@ impl Node {
                 dir: dir.clone(),
                 phase: Phase::Launching,
                 terminate: None,
+                cgroup: None,
             },
         );
         match self.start_stepd(req, &dir).await {
-            Ok((stepd, child)) => {
+            Ok((stepd, child, cgroup)) => {
                 if let Some(j) = self.jobs().get_mut(&id) {
                     j.phase = Phase::Running(stepd);
+                    j.cgroup = cgroup;
                 }
                 tracing::info!(
                     "job {id}: launched (start time {start_time}), gsstepd pid {}",
@@ -368,6 +410,7 @@ impl Node {
             }
             Err(msg) => {
                 self.jobs().remove(&id);
+                self.cores().release(id);
                 let path = dir.path().to_path_buf();
                 let _ = blocking(move || std::fs::remove_dir_all(path)).await;
                 tracing::error!("job {id}: launch failed: {msg}");
@@ -384,10 +427,37 @@ impl Node {
         &self,
         req: LaunchRequest,
         dir: &JobDir,
-    ) -> Result<(Stepd, tokio::process::Child), String> {
+    ) -> Result<(Stepd, tokio::process::Child, Option<JobCgroup>), String> {
         let node = self.settings.node.clone();
         let stdio = env::stdio_paths(&req, &node);
+        let cgroup = match &self.settings.cgroups {
+            Some(setup) => {
+                let id = req.job_id;
+                let cores = match self.cores().allocate(id, req.cpus) {
+                    Ok(c) => c,
+                    Err((c, warning)) => {
+                        tracing::warn!("{warning}");
+                        c
+                    }
+                };
+                let limits = setup.limits(&req, &cores);
+                let handle = setup.handle.clone();
+                let made = blocking(move || {
+                    let cg = handle.open();
+                    crate::cgroup::create_for_job(&*cg, id, &limits).map(|procs| JobCgroup {
+                        handle,
+                        procs,
+                        cores,
+                    })
+                })
+                .await
+                .map_err(|e| e.message)?;
+                Some(made.map_err(|e| format!("cannot create the job's cgroup: {e}"))?)
+            }
+            None => None,
+        };
         let launch = LaunchFile {
+            cgroup: cgroup.clone(),
             environment: env::job_environment(&req, &node, &self.settings.config_path),
             stdout: stdio.stdout,
             stderr: stdio.stderr,
@@ -438,7 +508,7 @@ impl Node {
         // Our unreaped child: /proc/<pid>/stat exists even if it already exited.
         let start_ticks = procfs::start_ticks(pid)
             .ok_or_else(|| format!("cannot read /proc/{pid}/stat of gsstepd"))?;
-        Ok((Stepd { pid, start_ticks }, child))
+        Ok((Stepd { pid, start_ticks }, child, cgroup))
     }
 
     /// Watches a gsstepd until it exits, then reports the job. `child` is given for a
@@ -481,23 +551,29 @@ impl Node {
 
     /// gsstepd is gone: read the status and report it.
     async fn stepd_ended(self: Arc<Self>, id: JobId, start_time: i64) {
-        let (dir, terminate) = {
+        let (dir, terminate, cgroup) = {
             let mut jobs = self.jobs();
             let Some(j) = jobs.get_mut(&id) else { return };
             if j.start_time != start_time || j.phase == Phase::Ended {
                 return;
             }
             j.phase = Phase::Ended;
-            (j.dir.clone(), j.terminate)
+            (j.dir.clone(), j.terminate, j.cgroup.clone())
         };
         let node = self.settings.node.clone();
         let report = blocking(move || {
             let status = final_status(&dir, start_time, Missing::Exited);
             let terminated_for =
                 terminate.or_else(|| dir.read_terminate().ok().flatten().map(|t| t.reason));
+            // gsstepd removed the cgroup unless it crashed; make sure nothing is left before
+            // the cores go back (the controller may place a job on them once it has the report).
+            if let Some(cg) = &cgroup {
+                remove_cgroup(id, cg);
+            }
             report_from(&node, id, start_time, &status, terminated_for)
         })
         .await;
+        self.cores().release(id);
         match report {
             Ok(report) => {
                 tracing::info!(
@@ -630,7 +706,7 @@ impl Node {
             let targets = if batch_only {
                 batch_shell(&job.dir, stepd).into_iter().collect()
             } else {
-                job_processes(stepd)
+                job_processes(id, stepd, job.cgroup.as_ref())
             };
             signal_all(&targets, sig)
         })
@@ -638,6 +714,51 @@ impl Node {
         tracing::info!(
             "job {id}: signal {sig} sent to {n} process(es){}",
             if batch_only { " (batch shell)" } else { "" }
+        );
+        Ok(())
+    }
+
+    /// `POST /v1/node/suspend`: freeze or thaw the job's cgroup, or without cgroups SIGSTOP
+    /// or SIGCONT every process of the job (Slurm's proctrack without a freezer).
+    pub(crate) async fn suspend(&self, req: NodeSuspendRequest) -> Result<(), ApiError> {
+        let id = req.job_id;
+        let _guard = self.launch_lock.lock().await;
+        let Some((stepd, job)) = self.running_job(id)? else {
+            return Err(ApiError::new(
+                ErrorCode::JobAlreadyDone,
+                format!(
+                    "Job/step already completing or completed: job {id} has ended on node {}",
+                    self.settings.node
+                ),
+            ));
+        };
+        let suspend = req.suspend;
+        let done = blocking(move || match &job.cgroup {
+            Some(cg) => cg
+                .handle
+                .open()
+                .freeze(id, suspend)
+                .map(|()| "its cgroup".to_string())
+                .map_err(|e| e.to_string()),
+            None => {
+                let procs = job_processes(id, stepd, None);
+                let sig = if suspend {
+                    libc::SIGSTOP
+                } else {
+                    libc::SIGCONT
+                };
+                Ok(format!("{} process(es)", signal_all(&procs, sig)))
+            }
+        })
+        .await?
+        .map_err(internal)?;
+        tracing::info!(
+            "job {id}: {} {done}",
+            if suspend {
+                "suspended (froze)"
+            } else {
+                "resumed (thawed)"
+            }
         );
         Ok(())
     }
@@ -664,8 +785,13 @@ impl Node {
                 j.terminate = Some(record.reason);
             }
         }
+        let cgroup = job.cgroup.clone();
         let n = blocking(move || {
-            let procs = job_processes(stepd);
+            // A suspended (frozen) job must be thawed to act on SIGTERM.
+            if let Some(cg) = &cgroup {
+                let _ = cg.handle.open().freeze(id, false);
+            }
+            let procs = job_processes(id, stepd, cgroup.as_ref());
             signal_all(&procs, libc::SIGCONT);
             signal_all(&procs, libc::SIGTERM)
         })
@@ -689,8 +815,11 @@ impl Node {
         tokio::spawn(async move {
             tokio::time::sleep(after).await;
             while let Some(stepd) = node.stepd_of(id, start_time) {
-                let n = tokio::task::spawn_blocking(move || {
-                    signal_all(&job_processes(stepd), libc::SIGKILL)
+                let cgroup = node.jobs().get(&id).and_then(|j| j.cgroup.clone());
+                let n = tokio::task::spawn_blocking(move || match cgroup {
+                    // Race-free: a frozen (v1) or cgroup.kill'ed (v2) job cannot fork away.
+                    Some(cg) => cg.handle.open().kill(id, KILL_REPEAT).unwrap_or(0),
+                    None => signal_all(&job_processes(id, stepd, None), libc::SIGKILL),
                 })
                 .await
                 .unwrap_or(0);
@@ -741,8 +870,12 @@ impl Node {
                     dir,
                     stepd,
                     terminate,
+                    cgroup,
                 } => {
                     tracing::info!("job {id}: re-adopted (gsstepd pid {})", stepd.pid);
+                    if let Some(cg) = &cgroup {
+                        self.cores().restore(id, cg.cores.clone());
+                    }
                     self.jobs().insert(
                         id,
                         Job {
@@ -750,6 +883,7 @@ impl Node {
                             dir,
                             phase: Phase::Running(stepd),
                             terminate: terminate.map(|t| t.reason),
+                            cgroup,
                         },
                     );
                     self.watch(id, start_time, stepd, None);
@@ -764,7 +898,13 @@ impl Node {
                     start_time,
                     dir,
                     report,
+                    cgroup,
                 } => {
+                    // Nothing of the job may be left before the report lets the controller
+                    // reuse its cores (gsstepd normally removed the cgroup already).
+                    if let Some(cg) = cgroup.clone() {
+                        let _ = blocking(move || remove_cgroup(id, &cg)).await;
+                    }
                     tracing::info!(
                         "job {id}: ended while gsnoded was away; reporting it{}",
                         report
@@ -780,11 +920,40 @@ impl Node {
                             dir,
                             phase: Phase::Ended,
                             terminate: report.terminated_for,
+                            cgroup,
                         },
                     );
                     tokio::spawn(self.clone().report(report));
                 }
             }
+        }
+        self.remove_stale_cgroups().await;
+    }
+
+    /// Removes the cgroups of jobs this node no longer holds (left by a crash or a reboot
+    /// of gsnoded between a job's end and its clean-up), killing what is still in them.
+    async fn remove_stale_cgroups(&self) {
+        let Some(setup) = &self.settings.cgroups else {
+            return;
+        };
+        let held: BTreeSet<JobId> = self.jobs().keys().copied().collect();
+        let handle = setup.handle.clone();
+        let removed = blocking(move || {
+            let cg = handle.open();
+            let mut removed = Vec::new();
+            for id in cg.jobs().into_iter().filter(|id| !held.contains(id)) {
+                let _ = cg.kill(id, Duration::from_secs(10));
+                match cg.remove_job(id) {
+                    Ok(()) => removed.push(id),
+                    Err(e) => tracing::error!("job {id}: cannot remove its stale cgroup: {e}"),
+                }
+            }
+            removed
+        })
+        .await
+        .unwrap_or_default();
+        if !removed.is_empty() {
+            tracing::info!("removed the stale cgroups of jobs {removed:?}");
         }
     }
 }

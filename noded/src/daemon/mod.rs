@@ -55,6 +55,9 @@ pub struct NodeSettings {
     pub slurm_uid: Option<u32>,
     /// The gsstepd binary.
     pub stepd: PathBuf,
+    /// Job cgroups (`cgroup.conf` beside the config); `None`: jobs are tracked as gsstepd's
+    /// descendants only and nothing is confined.
+    pub cgroups: Option<crate::cgroup::CgroupSetup>,
 }
 
 /// Why gsnoded cannot start.
@@ -95,6 +98,7 @@ impl NodeSettings {
             kill_wait: cfg.kill_wait,
             slurm_uid: gsched_proto::users::user_by_name(&cfg.slurm_user).map(|u| u.uid),
             stepd,
+            cgroups: None,
         })
     }
 }
@@ -129,6 +133,8 @@ pub struct Node {
     pub(crate) is_root: bool,
     pub(crate) start_time: i64,
     pub(crate) boot_time: i64,
+    /// Which cores each job holds (used with `ConstrainCores`, rebuilt on re-adoption).
+    pub(crate) cores: Mutex<crate::cgroup::CoreAllocator>,
 }
 
 impl std::fmt::Debug for Node {
@@ -157,7 +163,9 @@ impl Node {
         let client =
             Client::new(settings.controller.clone(), auth.clone()).with_timeout(CONTROLLER_TIMEOUT);
         let own_uid = nix::unistd::getuid().as_raw();
+        let cores = crate::cgroup::CoreAllocator::new(settings.cpus);
         Ok(Arc::new(Node {
+            cores: Mutex::new(cores),
             settings,
             auth,
             client,
@@ -172,6 +180,10 @@ impl Node {
 
     pub fn settings(&self) -> &NodeSettings {
         &self.settings
+    }
+
+    pub(crate) fn cores(&self) -> MutexGuard<'_, crate::cgroup::CoreAllocator> {
+        self.cores.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn jobs(&self) -> MutexGuard<'_, BTreeMap<JobId, jobs::Job>> {

@@ -48,6 +48,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(paths::NODE_LAUNCH, post(launch))
         .route(paths::NODE_SIGNAL, post(signal))
         .route(paths::NODE_TERMINATE, post(terminate))
+        .route(paths::NODE_SUSPEND, post(suspend))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(node.clone(), auth_layer))
         .layer(DefaultBodyLimit::max(api::MAX_BODY_BYTES))
@@ -77,6 +78,14 @@ async fn signal(
     Body(req): Body<NodeSignalRequest>,
 ) -> Result<Json<Ack>, ApiErr> {
     node.signal(req).await?;
+    Ok(Json(Ack { ok: true }))
+}
+
+async fn suspend(
+    State(node): Node_,
+    Body(req): Body<gsched_proto::api::NodeSuspendRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    node.suspend(req).await?;
     Ok(Json(Ack { ok: true }))
 }
 

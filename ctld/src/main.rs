@@ -55,7 +55,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         eprintln!("gsctld: warning: {w}");
     }
     let cfg = Arc::new(cfg);
-    let auth = gsched_auth::by_name(&cfg.auth_type.to_string())?;
+    let auth = gsched_auth::from_config(&cfg)?;
     let host = cfg.ctld_host.connect_addr().to_string();
     let addrs: Vec<_> = (host.as_str(), cfg.ctld_port)
         .to_socket_addrs()

@@ -3,12 +3,16 @@
 //! * `auth/none`: the single-user local mode. A credential is just the caller's uid and gid;
 //!   the server accepts only its own uid, and the daemons refuse to start with it unless they
 //!   listen on loopback. It proves nothing, so it is for one user's laptop or a test cluster.
-//! * `auth/munge` arrives with the security work (MUNGE credentials on every request); until
-//!   then asking for it fails at start-up with a clear message.
+//! * `auth/munge` (the default): a MUNGE credential on every request, verified by munged
+//!   ([`munge`]); uid and gid come from the credential, so any number of users may share the
+//!   cluster.
 //!
 //! New plugins are added to [`by_name`], which is the only place names are mapped to code.
 
+pub mod munge;
+
 use gsched_proto::auth::{AuthError, Authenticator, Identity};
+use gsched_proto::config::{AuthType, Config};
 use std::sync::Arc;
 
 /// Names accepted by `AuthType=`.
@@ -18,17 +22,44 @@ pub const VALID_NAMES: &[&str] = &["auth/none", "auth/munge"];
 pub enum PluginError {
     #[error("AuthType={0} is not a known authentication plugin; valid names: {valid}", valid = VALID_NAMES.join(", "))]
     Unknown(String),
-    #[error("AuthType=auth/munge is not available in this build yet; use AuthType=auth/none for a single-user cluster on loopback")]
-    MungeUnavailable,
+    #[error("{0}")]
+    Munge(AuthError),
+    #[error(
+        "AuthInfo={0} is for AuthType=auth/munge; auth/none takes no options, remove AuthInfo="
+    )]
+    InfoForNone(String),
 }
 
-/// The plugin for `AuthType=name`, acting for the current process.
-pub fn by_name(name: &str) -> Result<Arc<dyn Authenticator>, PluginError> {
+/// The plugin for `AuthType=name` with `AuthInfo=info`, acting for the current process.
+pub fn by_name_with(name: &str, info: Option<&str>) -> Result<Arc<dyn Authenticator>, PluginError> {
     match name.to_ascii_lowercase().as_str() {
-        "auth/none" | "none" => Ok(Arc::new(NoneAuth::current())),
-        "auth/munge" | "munge" => Err(PluginError::MungeUnavailable),
+        "auth/none" | "none" => match info {
+            Some(i) if !i.trim().is_empty() => Err(PluginError::InfoForNone(i.to_string())),
+            _ => Ok(Arc::new(NoneAuth::current())),
+        },
+        "auth/munge" | "munge" => {
+            let opts =
+                munge::MungeOptions::parse(info.unwrap_or("")).map_err(PluginError::Munge)?;
+            Ok(Arc::new(
+                munge::MungeAuth::new(&opts).map_err(PluginError::Munge)?,
+            ))
+        }
         _ => Err(PluginError::Unknown(name.to_string())),
     }
+}
+
+/// The plugin for `AuthType=name` with its default options.
+pub fn by_name(name: &str) -> Result<Arc<dyn Authenticator>, PluginError> {
+    by_name_with(name, None)
+}
+
+/// The plugin the config names (`AuthType=`, `AuthInfo=`).
+pub fn from_config(cfg: &Config) -> Result<Arc<dyn Authenticator>, PluginError> {
+    let name = match cfg.auth_type {
+        AuthType::Munge => "auth/munge",
+        AuthType::None => "auth/none",
+    };
+    by_name_with(name, cfg.auth_info.as_deref())
 }
 
 /// `auth/none`: the credential names the caller's uid and gid; the server accepts only
@@ -121,5 +152,15 @@ mod tests {
         let e = by_name("auth/jwt").err().unwrap().to_string();
         assert!(e.contains("auth/none, auth/munge"), "{e}");
         assert!(by_name("auth/none").is_ok());
+        let e = by_name_with("auth/none", Some("socket=/x"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("remove AuthInfo="), "{e}");
+        let e = by_name_with("auth/munge", Some("bogus=1"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("valid options: socket=PATH, ttl=SECONDS"), "{e}");
     }
 }

@@ -9,8 +9,9 @@
 //! and `libmunge.so.2`; `.ci/run` installs them). Each test says why it skips.
 
 use gsched_proto::api::{
-    paths, ErrorCode, JobQuery, JobsResponse, PingResponse, RegisterRequest, RegisterResponse,
-    SubmitRequest, SubmitResponse, TerminateReason, TerminateRequest,
+    paths, ErrorCode, HeartbeatRequest, JobCompleteRequest, JobQuery, JobsResponse, PingResponse,
+    RegisterRequest, RegisterResponse, SubmitRequest, SubmitResponse, TerminateReason,
+    TerminateRequest,
 };
 use gsched_proto::auth::{AuthError, Authenticator, Identity};
 use gsched_proto::client::{Client, ClientError};
@@ -362,11 +363,38 @@ fn node_calls_from_ordinary_users_are_refused() {
     ));
     assert_eq!(code, ErrorCode::AccessDenied, "{msg}");
 
+    // A user cannot report a job finished (their own or anyone's) nor heartbeat as a node.
+    let job = c.submit(["--wrap", "sleep 300"]);
+    let running = c.wait_state(job, JobState::Running, secs(30));
+    let done = JobCompleteRequest {
+        job_id: job,
+        node: running.nodes[0].clone(),
+        start_time: running.start_time.unwrap(),
+        exit_code: 0,
+        signal: 0,
+        end_time: running.start_time.unwrap(),
+        launch_error: None,
+        terminated_for: None,
+    };
+    let (code, msg) = api_error(
+        ctld_with(&c, &as_user()).post::<_, serde_json::Value>(paths::JOBS_COMPLETE, &done),
+    );
+    assert_eq!(code, ErrorCode::AccessDenied, "{msg}");
+    let beat = HeartbeatRequest {
+        name: "n1".into(),
+        running: Vec::new(),
+    };
+    let (code, msg) = api_error(
+        ctld_with(&c, &as_user()).post::<_, serde_json::Value>(paths::NODES_HEARTBEAT, &beat),
+    );
+    assert_eq!(code, ErrorCode::AccessDenied, "{msg}");
+    assert_eq!(c.job(job).state, JobState::Running);
+
     // A user's credential queries fine (it is authentic; only node calls are refused).
     let r: JobsResponse = ctld_with(&c, &as_user())
         .post(paths::JOBS_QUERY, &JobQuery::default())
         .unwrap();
-    assert!(r.jobs.is_empty());
+    assert_eq!(r.jobs.len(), 1);
 }
 
 #[test]

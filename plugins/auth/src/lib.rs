@@ -96,8 +96,10 @@ impl Authenticator for NoneAuth {
         Ok(format!("none:{}:{}", self.uid, self.gid))
     }
 
+    /// The credential check is a parse, but the connection check reads `/proc/net/tcp`,
+    /// which grows with every socket on the host: keep it off the async threads.
     fn verify_blocks(&self) -> bool {
-        false
+        true
     }
 
     fn verify(&self, credential: &str) -> Result<Identity, AuthError> {
@@ -162,15 +164,31 @@ fn canonical(a: SocketAddr) -> SocketAddr {
 /// The uid owning the sender's end of the connection: the socket whose local address is the
 /// server's remote one and whose remote address is the server's local one.
 fn socket_owner(peer: Peer) -> Option<u32> {
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().find_map(|f| {
-        let text = std::fs::read_to_string(f).ok()?;
-        find_socket_uid(&text, canonical(peer.remote), canonical(peer.local))
+    use std::io::BufRead;
+    // An IPv4 client is in `tcp` even when the server sees it as `::ffff:a.b.c.d`; the
+    // other table is the fallback (an IPv6 socket connected to a mapped address).
+    let remote = canonical(peer.remote);
+    let tables: &[&str] = if remote.is_ipv4() {
+        &["/proc/net/tcp", "/proc/net/tcp6"]
+    } else {
+        &["/proc/net/tcp6", "/proc/net/tcp"]
+    };
+    tables.iter().find_map(|f| {
+        let file = std::fs::File::open(f).ok()?;
+        // Read line by line and stop at the match: the kernel writes the table as it is read.
+        let lines = std::io::BufReader::new(file).lines().map_while(Result::ok);
+        find_socket_uid(lines, remote, canonical(peer.local))
     })
 }
 
-/// In a `/proc/net/tcp{,6}` table, the uid of the socket `local` → `remote`.
-fn find_socket_uid(table: &str, local: SocketAddr, remote: SocketAddr) -> Option<u32> {
-    table.lines().skip(1).find_map(|line| {
+/// In the lines of a `/proc/net/tcp{,6}` table, the uid of the socket `local` → `remote`.
+fn find_socket_uid(
+    table: impl IntoIterator<Item = impl AsRef<str>>,
+    local: SocketAddr,
+    remote: SocketAddr,
+) -> Option<u32> {
+    table.into_iter().skip(1).find_map(|line| {
+        let line = line.as_ref();
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() < 8 {
             return None;
@@ -250,8 +268,8 @@ mod tests {
                      \x20  1: 0100007F:AF16 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1001        0 2\n";
             let client: SocketAddr = "127.0.0.1:44822".parse().unwrap();
             let server: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-            assert_eq!(find_socket_uid(t, client, server), Some(1001));
-            assert_eq!(find_socket_uid(t, server, client), None);
+            assert_eq!(find_socket_uid(t.lines(), client, server), Some(1001));
+            assert_eq!(find_socket_uid(t.lines(), server, client), None);
             let v6 = parse_proc_addr("0000000000000000FFFF00000100007F:1F90").unwrap();
             assert_eq!(canonical(v6), server);
             let lo6 = parse_proc_addr("00000000000000000000000001000000:0050").unwrap();

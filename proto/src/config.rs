@@ -2496,6 +2496,23 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
         );
     }
 
+    proptest::proptest! {
+        #[test]
+        fn private_data_round_trips(
+            vals in proptest::sample::subsequence(PRIVATE_DATA_VALUES.to_vec(), 0..=9),
+            upper in proptest::bool::ANY,
+        ) {
+            let text = vals.join(",");
+            let text = if upper { text.to_ascii_uppercase() } else { text };
+            let p = PrivateData::parse(&text).unwrap();
+            proptest::prop_assert_eq!(p.jobs, vals.contains(&"jobs"));
+            proptest::prop_assert_eq!(p.nodes, vals.contains(&"nodes"));
+            let shown = p.to_string();
+            let again = PrivateData::parse(if shown == "none" { "" } else { &shown }).unwrap();
+            proptest::prop_assert_eq!(again, p);
+        }
+    }
+
     #[test]
     fn auth_types() {
         let c = parse(&format!("{MIN}AuthType=auth/none\n"));

@@ -502,6 +502,29 @@ mod tests {
         assert!(MungeOptions::parse("socket=").is_err());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn auth_info_round_trips(
+            socket in proptest::option::of("/[a-z0-9/._-]{1,40}"),
+            ttl in proptest::option::of(1u32..100_000),
+        ) {
+            let mut parts = Vec::new();
+            if let Some(s) = &socket {
+                parts.push(format!("socket={s}"));
+            }
+            if let Some(t) = ttl {
+                parts.push(format!("ttl={t}"));
+            }
+            let o = MungeOptions::parse(&parts.join(",")).unwrap();
+            proptest::prop_assert_eq!(o, MungeOptions { socket, ttl });
+        }
+
+        #[test]
+        fn auth_info_never_panics(text in "\\PC{0,60}") {
+            let _ = MungeOptions::parse(&text);
+        }
+    }
+
     #[test]
     fn replay_cache_refuses_until_expiry_and_sweeps() {
         let mut c = ReplayCache::default();

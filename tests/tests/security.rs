@@ -445,3 +445,24 @@ fn auth_none_refuses_other_uids_even_when_they_claim_ours() {
     let ok: PingResponse = ctld_with(&c, "none:0:0").get(paths::PING).unwrap();
     assert_eq!(ok.cluster, "gstest");
 }
+
+#[test]
+fn munge_round_trip_cost_is_small() {
+    skip_unless!(munge_skip());
+    let dir = tempfile::tempdir().unwrap();
+    let m = PrivateMunged::start(&dir.path().join("m")).unwrap();
+    let info = format!("socket={}", m.socket().display());
+    let auth = gsched_auth::by_name_with("auth/munge", Some(&info)).unwrap();
+    let n = 500;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        let cred = auth.credential().unwrap();
+        let id = auth.verify(&cred).unwrap();
+        assert_eq!(id.uid, nix::unistd::getuid().as_raw());
+    }
+    let per = t.elapsed() / n;
+    eprintln!("auth/munge: credential + verify = {per:?} per request ({n} requests)");
+    // Generous: a request costs about 0.1-0.3 ms here; a credential per request must stay
+    // far below a command's own start-up cost even on a loaded machine.
+    assert!(per < std::time::Duration::from_millis(20), "{per:?}");
+}

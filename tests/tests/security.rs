@@ -466,3 +466,57 @@ fn munge_round_trip_cost_is_small() {
     // far below a command's own start-up cost even on a loaded machine.
     assert!(per < std::time::Duration::from_millis(20), "{per:?}");
 }
+
+#[test]
+fn bad_security_settings_stop_the_daemons_at_start_up() {
+    for (line, daemon, want) in [
+        (
+            "AdminUsers=no-such-user-gsched",
+            "gsctld",
+            "AdminUsers: no such user \"no-such-user-gsched\"",
+        ),
+        (
+            "AuthInfo=sockets=/x",
+            "gsctld",
+            "AuthInfo: unknown option \"sockets=/x\" for auth/munge",
+        ),
+        (
+            "AuthInfo=sockets=/x",
+            "gsnoded",
+            "AuthInfo: unknown option \"sockets=/x\" for auth/munge",
+        ),
+        (
+            "PrivateData=jobs,secrets",
+            "gsctld",
+            "PrivateData: unknown value \"secrets\"",
+        ),
+    ] {
+        let c = TestCluster::config_only(ClusterOpts::named("sec-conf").nodes(1));
+        let mut text = std::fs::read_to_string(c.conf_path()).unwrap();
+        if line.starts_with("AuthInfo") {
+            // AuthInfo belongs to auth/munge (auth/none refuses any).
+            text = text.replace("AuthType=auth/none", "AuthType=auth/munge");
+        }
+        text.push_str(line);
+        text.push('\n');
+        std::fs::write(c.conf_path(), text).unwrap();
+        let mut cmd = Command::new("timeout");
+        cmd.arg("20").arg(gsched_tests::bins::bin(daemon));
+        cmd.args(["-D", "-f"]).arg(c.conf_path());
+        if daemon == "gsnoded" {
+            cmd.args(["-N", "n1"]);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{daemon} with {line}: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains(want),
+            "{daemon} with {line}: {}",
+            stderr(&out)
+        );
+    }
+}

@@ -211,11 +211,15 @@ fn users_cannot_act_on_other_users_jobs() {
     assert!(stdout(&out).contains(&id), "{}", stdout(&out));
 
     // Their own job: submitted as gstest, it runs as gstest, and they may cancel it.
-    let out = run("gsbatch", &["--parsable", "--wrap", "id -u; sleep 300"]);
+    let out = run("gsbatch", &["--parsable", "--wrap", "id; sleep 300"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let mine: u32 = stdout(&out).trim().parse().unwrap();
     let j = c.wait_state(mine, JobState::Running, secs(30));
     assert_eq!(j.user_id, uid);
+    // Exactly the user's uid, gid and groups, as `id gstest` lists them.
+    let want = Command::new("id").arg(TEST_USER).output().unwrap();
+    let got = c.wait_file_contains(&format!("slurm-{mine}.out"), "groups=", secs(30));
+    assert_eq!(got.lines().next(), Some(stdout(&want).trim()), "{got}");
     let out = run("gscancel", &[&mine.to_string()]);
     assert!(out.status.success(), "{}", stderr(&out));
     c.wait_state(mine, JobState::Cancelled, secs(30));

@@ -2,7 +2,8 @@
 //! forged, tampered with, expired or replayed are refused; a process cannot pass for another
 //! uid (auth/munge, and auth/none's loopback check); node registration and node daemon calls
 //! are refused to ordinary users; users cannot cancel, hold or update others' jobs;
-//! `PrivateData=jobs,nodes` hides others' jobs and the nodes; `AdminUsers=` may act on all.
+//! `PrivateData=jobs,nodes` hides others' jobs and the nodes; `AdminUsers=` may act on all;
+//! malformed and oversize request bodies are refused and store nothing.
 //!
 //! The multi-user tests run the commands as the unprivileged user `gstest`, so they need root
 //! and that user (`.ci/run` creates it); the credential tests need MUNGE installed (`munged`
@@ -523,4 +524,50 @@ fn bad_security_settings_stop_the_daemons_at_start_up() {
             stderr(&out)
         );
     }
+}
+
+/// Sends a raw POST with the harness's credential; returns the status code, or `None` when
+/// the server closed the connection before answering.
+fn raw_post(c: &TestCluster, path: &str, body: &[u8]) -> Option<u16> {
+    use std::io::{Read, Write};
+    let cred = c.auth().credential().unwrap();
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", c.ctld_port())).unwrap();
+    s.set_read_timeout(Some(secs(20))).unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: t\r\nx-gsched-protocol: 1\r\nauthorization: Gsched {cred}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = s.write_all(head.as_bytes()).and_then(|_| s.write_all(body));
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+}
+
+#[test]
+fn malformed_and_oversize_requests_are_refused_and_store_nothing() {
+    let c = TestCluster::start(ClusterOpts::named("sec-bodies").nodes(1));
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("not JSON", b"{\"spec\": ".to_vec()),
+        ("wrong types", br#"{"spec": {"name": 5}}"#.to_vec()),
+        ("binary", vec![0xff, 0x00, 0xfe, b'{']),
+        ("deep nesting", "[".repeat(100_000).into_bytes()),
+        ("empty", Vec::new()),
+    ];
+    for (what, body) in cases {
+        assert_eq!(raw_post(&c, paths::JOBS, &body), Some(400), "{what}");
+    }
+    // Over MAX_BODY_BYTES: refused ("cannot read the request body ... at most N bytes"), or
+    // the connection is closed on the sender.
+    let big = vec![b' '; gsched_proto::api::MAX_BODY_BYTES + 1024];
+    let status = raw_post(&c, paths::JOBS, &big);
+    assert!(matches!(status, Some(400 | 413) | None), "{status:?}");
+    // The controller still answers and stored nothing.
+    assert!(c.ping().is_some());
+    assert!(c.jobs().is_empty());
+    let id = c.submit(["--wrap", "true"]);
+    assert_eq!(c.wait_terminal(id, secs(30)).state, JobState::Completed);
 }

@@ -286,12 +286,21 @@ fn require_admin(sh: &Shared, who: &Identity) -> Result<(), ApiErr> {
     }
 }
 
+/// Node daemon calls (register, heartbeat, job ends): root or SlurmUser only.
+fn require_slurm_user(sh: &Shared, who: &Identity) -> Result<(), ApiErr> {
+    if sh.lock().is_slurm_user(who) {
+        Ok(())
+    } else {
+        Err(ApiErr(ApiError::plain(ErrorCode::AccessDenied)))
+    }
+}
+
 async fn complete(
     AxState(sh): Sh,
     Extension(who): Who,
     Body(req): Body<JobCompleteRequest>,
 ) -> Result<Json<Ack>, ApiErr> {
-    require_admin(&sh, &who)?;
+    require_slurm_user(&sh, &who)?;
     sh.lock().complete(&req, now())?;
     sh.wake.notify_one();
     Ok(Json(Ack { ok: true }))
@@ -328,7 +337,7 @@ async fn register(
     Extension(who): Who,
     Body(req): Body<RegisterRequest>,
 ) -> Result<Json<RegisterResponse>, ApiErr> {
-    require_admin(&sh, &who)?;
+    require_slurm_user(&sh, &who)?;
     let report = crate::state::NodeReport {
         name: &req.name,
         cpus: req.cpus,
@@ -352,7 +361,7 @@ async fn heartbeat(
     Extension(who): Who,
     Body(req): Body<HeartbeatRequest>,
 ) -> Result<Json<HeartbeatResponse>, ApiErr> {
-    require_admin(&sh, &who)?;
+    require_slurm_user(&sh, &who)?;
     let r = sh.lock().heartbeat(&req.name, &req.running, now());
     Ok(Json(match r {
         Some(kill) => HeartbeatResponse {

@@ -318,10 +318,13 @@ impl State {
 
     /// Root, SlurmUser, `AdminUsers` and the controller's own user may act on everything.
     pub fn is_admin(&self, who: &Identity) -> bool {
-        who.uid == 0
-            || Some(who.uid) == self.slurm_uid
-            || who.uid == users::current_ids().0
-            || self.admin_uids.contains(&who.uid)
+        self.is_slurm_user(who) || self.admin_uids.contains(&who.uid)
+    }
+
+    /// Root, SlurmUser and the controller's own user: who the node daemons run as. Only they
+    /// may register nodes, heartbeat and report job ends (not `AdminUsers`).
+    pub fn is_slurm_user(&self, who: &Identity) -> bool {
+        who.uid == 0 || Some(who.uid) == self.slurm_uid || who.uid == users::current_ids().0
     }
 
     fn persist(&mut self, id: JobId) -> Result<(), StoreError> {

@@ -315,6 +315,20 @@ fn private_data_hides_jobs_and_nodes_and_admin_users_act_on_all() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     c.wait_state(theirs, JobState::Cancelled, secs(30));
+    // An administrator is not a node daemon: registering is still root's or SlurmUser's.
+    let cred = munged(&c).munge_cli(&["-n"], user_ids(TEST_USER));
+    let reg = RegisterRequest {
+        name: "n1".into(),
+        cpus: 64,
+        real_memory_mb: 1 << 20,
+        version: "x".into(),
+        boot_time: 0,
+        start_time: 0,
+        running: Vec::new(),
+    };
+    let (code, msg) =
+        api_error(ctld_with(&c, &cred).post::<_, RegisterResponse>(paths::NODES_REGISTER, &reg));
+    assert_eq!(code, ErrorCode::AccessDenied, "{msg}");
 }
 
 #[test]

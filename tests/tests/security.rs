@@ -57,6 +57,9 @@ fn api_error(r: Result<impl std::fmt::Debug, ClientError>) -> (ErrorCode, String
 }
 
 fn munge_skip() -> Option<String> {
+    if std::env::var(gsched_tests::munge::AUTH_ENV).as_deref() == Ok("none") {
+        return Some("GSCHED_TEST_AUTH=none: the test clusters run without MUNGE".into());
+    }
     gsched_tests::munge::unavailable().map(|w| format!("MUNGE is not usable here: {w}"))
 }
 
@@ -68,9 +71,6 @@ fn multi_user_skip() -> Option<String> {
         return Some(format!(
             "needs the user {TEST_USER} (useradd -m {TEST_USER})"
         ));
-    }
-    if std::env::var(gsched_tests::munge::AUTH_ENV).as_deref() == Ok("none") {
-        return Some("GSCHED_TEST_AUTH=none: other users cannot authenticate".into());
     }
     munge_skip()
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A gsched cluster on this machine in one command: a controller (gsctld) and two node daemons
-# (gsnoded -N n1, -N n2) on loopback, with AuthType=auth/none, everything under
-# .local-cluster/ in the repository (config, state, spool, logs, pids, job outputs).
+# (gsnoded -N n1, -N n2) on loopback, everything under .local-cluster/ in the repository
+# (config, state, spool, logs, pids, job outputs). Authentication is AuthType=auth/munge with
+# a private munged (own key and socket in .local-cluster/munge/) when MUNGE is installed and
+# munged can use a socket there (every directory above it searchable by all), else
+# AuthType=auth/none (this user only, loopback only).
 #
 #   scripts/local-cluster.sh up       build, configure, start (if not running), run examples/hello.sh
 #   scripts/local-cluster.sh status   what runs, gsinfo, gsqueue
@@ -15,6 +18,7 @@
 #                       those are taken, the next free three are used
 #   CARGO_TARGET_DIR    honoured: the binaries are taken from $CARGO_TARGET_DIR/release
 #   GSCHED_NO_BUILD=1   skip `cargo build --release --bins`
+#   GSCHED_LOCAL_AUTH   munge or none: force one (default: munge when usable, else none)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,6 +32,8 @@ case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
 BIN="$TARGET/release"
 BASE_PORT="${GSCHED_LOCAL_PORT:-16817}"
 NODES=(n1 n2)
+MUNGE_DIR="$DIR/munge"
+MUNGE_SOCK="$MUNGE_DIR/run/munge.socket"
 
 if [[ -t 1 ]]; then
   say() { printf '\033[1m==>\033[0m %s\n' "$*"; }
@@ -104,6 +110,64 @@ choose_ports() {
   die "no three free ports found from $BASE_PORT upwards; set GSCHED_LOCAL_PORT"
 }
 
+munged_bin() {
+  command -v munged 2>/dev/null && return 0
+  [[ -x /usr/sbin/munged ]] && echo /usr/sbin/munged
+  return 0
+}
+
+# Sets AUTH to auth/munge or auth/none (see the top of this file).
+choose_auth() {
+  local want=${GSCHED_LOCAL_AUTH:-auto} why="" d
+  case $want in
+    none) AUTH=auth/none; return 0 ;;
+    munge | auto) ;;
+    *) die "GSCHED_LOCAL_AUTH=$want: use munge or none" ;;
+  esac
+  if [[ -z $(munged_bin) ]]; then
+    why="munged is not installed (Debian/Ubuntu: apt-get install munge)"
+  elif ! ldconfig -p 2>/dev/null | grep -q 'libmunge\.so\.2 '; then
+    why="libmunge.so.2 is not installed (Debian/Ubuntu: apt-get install libmunge2)"
+  else
+    d=$DIR
+    while [[ $d != / ]]; do
+      d=$(dirname "$d")
+      case $(stat -c %A "$d") in
+        *x | *t) ;;
+        *) why="munged needs every directory above its socket searchable by all, and $d is not"; break ;;
+      esac
+    done
+  fi
+  if [[ -z $why ]]; then
+    AUTH=auth/munge
+  elif [[ $want == munge ]]; then
+    die "GSCHED_LOCAL_AUTH=munge: $why"
+  else
+    AUTH=auth/none
+    say "using AuthType=auth/none: $why"
+  fi
+}
+
+# A private munged: its own key, socket, pid and log in .local-cluster/.
+start_munged() {
+  local m i
+  if alive munged munged; then return 0; fi
+  m=$(munged_bin)
+  mkdir -p "$MUNGE_DIR/run"
+  chmod 0711 "$DIR" "$MUNGE_DIR"
+  chmod 0755 "$MUNGE_DIR/run"
+  if [[ ! -s $MUNGE_DIR/munge.key ]]; then
+    (umask 077 && head -c 1024 /dev/urandom >"$MUNGE_DIR/munge.key")
+  fi
+  rm -f "$MUNGE_SOCK"
+  say "starting a private munged (socket $MUNGE_SOCK)"
+  "$m" --key-file="$MUNGE_DIR/munge.key" --socket="$MUNGE_SOCK" --pid-file="$RUN/munged.pid" \
+    --log-file="$MUNGE_DIR/munged.log" --seed-file="$MUNGE_DIR/munged.seed" ||
+    die "munged did not start; see $MUNGE_DIR/munged.log, or run with GSCHED_LOCAL_AUTH=none"
+  for ((i = 0; i < 100; i++)); do [[ -S $MUNGE_SOCK ]] && return 0; sleep 0.1; done
+  die "munged did not create $MUNGE_SOCK; see $MUNGE_DIR/munged.log"
+}
+
 write_config() {
   local cpus mem_mb c1 c2 m user
   cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || echo 2)
@@ -120,7 +184,8 @@ write_config() {
 ClusterName=local
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=$CTLD_PORT
-AuthType=auth/none
+AuthType=$AUTH
+$([[ $AUTH == auth/munge ]] && echo "AuthInfo=socket=$MUNGE_SOCK")
 SlurmUser=$user
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool/%n
@@ -182,13 +247,16 @@ cmd_up() {
   mkdir -p "$DIR/state" "$DIR/spool" "$LOG" "$RUN" "$JOBS"
   if alive gsctld gsctld && alive gsnoded-n1 gsnoded && alive gsnoded-n2 gsnoded; then
     say "the local cluster is already running (config $CONF)"
+    if grep -q '^AuthType=auth/munge' "$CONF"; then start_munged; fi
   else
     if any_alive; then
       say "part of the cluster is running; restarting it"
       cmd_down >/dev/null
     fi
     choose_ports
+    choose_auth
     write_config
+    [[ $AUTH == auth/munge ]] && start_munged
     say "starting gsctld on 127.0.0.1:$CTLD_PORT and gsnoded n1, n2 on :$N1_PORT, :$N2_PORT"
     start_daemon gsctld gsctld -D -f "$CONF"
     # The node daemons register with the controller once it answers.
@@ -277,6 +345,7 @@ cmd_down() {
   local n pids
   for n in "${NODES[@]}"; do stop_one "gsnoded-$n" gsnoded; done
   stop_one gsctld gsctld
+  stop_one munged munged
   # Jobs still running: their gsstepd was started with its job folder under our spool dir.
   pids=$(tree_of_cmdline "$DIR/spool/")
   if [[ -n $pids ]]; then
@@ -295,6 +364,10 @@ cmd_status() {
     if alive "$n" "${n%%-*}"; then echo "$n: running (pid $(<"$RUN/$n.pid"))"
     else echo "$n: not running"; st=1; fi
   done
+  if [[ -s $CONF ]] && grep -q '^AuthType=auth/munge' "$CONF"; then
+    if alive munged munged; then echo "munged: running (pid $(<"$RUN/munged.pid"))"
+    else echo "munged: not running"; st=1; fi
+  fi
   [[ -s $CONF ]] && echo "config: $CONF"
   if ((st == 0)); then
     env_for_commands

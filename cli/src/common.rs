@@ -187,7 +187,7 @@ pub fn load_config() -> Result<Config, String> {
 
 /// The API client for the controller named in the config.
 pub fn client_for(cfg: &Config) -> Result<Client, String> {
-    let auth = gsched_auth::by_name(&cfg.auth_type.to_string()).map_err(|e| e.to_string())?;
+    let auth = gsched_auth::from_config(cfg).map_err(|e| e.to_string())?;
     Ok(Client::new(
         format!("{}:{}", cfg.ctld_host.connect_addr(), cfg.ctld_port),
         auth,

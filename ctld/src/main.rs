@@ -55,7 +55,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         eprintln!("gsctld: warning: {w}");
     }
     let cfg = Arc::new(cfg);
-    let auth = gsched_auth::by_name(&cfg.auth_type.to_string())?;
+    let auth = gsched_auth::from_config(&cfg)?;
+    for name in &cfg.admin_users {
+        if gsched_proto::users::resolve_user(name).is_none() {
+            bail!("AdminUsers: no such user {name:?}; fix the name or remove it from AdminUsers=");
+        }
+    }
     let host = cfg.ctld_host.connect_addr().to_string();
     let addrs: Vec<_> = (host.as_str(), cfg.ctld_port)
         .to_socket_addrs()
@@ -129,18 +134,21 @@ fn run(args: Args) -> anyhow::Result<()> {
             }
         });
         let app = server::router(shared.clone());
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let mut term =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                        .expect("signal handler");
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-                tracing::info!("gsctld shutting down");
-            })
-            .await
-            .context("API server failed")
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<server::ConnPeer>(),
+        )
+        .with_graceful_shutdown(async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("signal handler");
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            tracing::info!("gsctld shutting down");
+        })
+        .await
+        .context("API server failed")
     })
 }

@@ -11,14 +11,14 @@ use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use gsched_proto::api::{
     self, paths, Ack, ApiError, ConfigResponse, ErrorCode, HeartbeatRequest, HeartbeatResponse,
-    HistoryQuery, HoldRequest, JobActionResponse, JobActionResult, JobCompleteRequest, JobQuery,
-    JobUpdateRequest, JobsResponse, NodeUpdateRequest, NodesResponse, PartitionsResponse,
+    HistoryQuery, HoldRequest, JobActionResponse, JobActionResult, JobCompleteRequest, JobFilter,
+    JobQuery, JobUpdateRequest, JobsResponse, NodeUpdateRequest, NodesResponse, PartitionsResponse,
     PingResponse, RegisterRequest, RegisterResponse, RequeueRequest, SignalJobsRequest,
     SubmitRequest, SubmitResponse,
 };
 use gsched_proto::auth::{Authenticator, Identity};
 use gsched_proto::config::Config;
-pub use gsched_proto::server::{check_request, ApiErr, Body};
+pub use gsched_proto::server::{check_request, request_peer, ApiErr, Body, ConnPeer};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
@@ -59,7 +59,8 @@ async fn auth_layer(
     if req.uri().path() == paths::METRICS {
         return next.run(req).await;
     }
-    match check_request(shared.auth.clone(), req.headers(), "gsctld").await {
+    let peer = request_peer(&req);
+    match check_request(shared.auth.clone(), req.headers(), peer, "gsctld").await {
         Ok(id) => {
             req.extensions_mut().insert(id);
             next.run(req).await
@@ -172,8 +173,30 @@ fn submit_het(
     }))
 }
 
-async fn query(AxState(sh): Sh, Body(q): Body<JobQuery>) -> Json<JobsResponse> {
-    let jobs = sh.lock().query(&q.filter);
+/// `PrivateData=jobs`: narrows a query of a user who is not an administrator to their own
+/// jobs; false when nothing can match (they asked only for other users' jobs).
+fn restrict_private_jobs(sh: &Shared, who: &Identity, filter: &mut JobFilter) -> bool {
+    if !sh.cfg.private_data.jobs || sh.lock().is_admin(who) {
+        return true;
+    }
+    if filter.user_ids.is_empty() {
+        filter.user_ids.push(who.uid);
+        return true;
+    }
+    filter.user_ids.retain(|u| *u == who.uid);
+    !filter.user_ids.is_empty()
+}
+
+async fn query(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(mut q): Body<JobQuery>,
+) -> Json<JobsResponse> {
+    let jobs = if restrict_private_jobs(&sh, &who, &mut q.filter) {
+        sh.lock().query(&q.filter)
+    } else {
+        Vec::new()
+    };
     Json(JobsResponse { now: now(), jobs })
 }
 
@@ -195,8 +218,15 @@ async fn metrics(AxState(sh): Sh) -> Response {
 /// `gsacct`: read from the store on the blocking pool, without the state lock.
 async fn history(
     AxState(sh): Sh,
-    Body(q): Body<HistoryQuery>,
+    Extension(who): Who,
+    Body(mut q): Body<HistoryQuery>,
 ) -> Result<Json<JobsResponse>, ApiErr> {
+    if !restrict_private_jobs(&sh, &who, &mut q.filter) {
+        return Ok(Json(JobsResponse {
+            now: now(),
+            jobs: Vec::new(),
+        }));
+    }
     let db = sh.cfg.state_save_location.join(crate::store::DB_FILE);
     let jobs = tokio::task::spawn_blocking(move || crate::history::query(&db, &q))
         .await
@@ -310,20 +340,33 @@ fn require_admin(sh: &Shared, who: &Identity) -> Result<(), ApiErr> {
     }
 }
 
+/// Node daemon calls (register, heartbeat, job ends): root or SlurmUser only.
+fn require_slurm_user(sh: &Shared, who: &Identity) -> Result<(), ApiErr> {
+    if sh.lock().is_slurm_user(who) {
+        Ok(())
+    } else {
+        Err(ApiErr(ApiError::plain(ErrorCode::AccessDenied)))
+    }
+}
+
 async fn complete(
     AxState(sh): Sh,
     Extension(who): Who,
     Body(req): Body<JobCompleteRequest>,
 ) -> Result<Json<Ack>, ApiErr> {
-    require_admin(&sh, &who)?;
+    require_slurm_user(&sh, &who)?;
     sh.lock().complete(&req, now())?;
     sh.wake.notify_one();
     Ok(Json(Ack { ok: true }))
 }
 
-async fn nodes(AxState(sh): Sh) -> Json<NodesResponse> {
+async fn nodes(AxState(sh): Sh, Extension(who): Who) -> Result<Json<NodesResponse>, ApiErr> {
+    // PrivateData=nodes: as slurmctld, refuse the whole listing to ordinary users.
+    if sh.cfg.private_data.nodes {
+        require_admin(&sh, &who)?;
+    }
     let nodes = sh.lock().node_infos();
-    Json(NodesResponse { now: now(), nodes })
+    Ok(Json(NodesResponse { now: now(), nodes }))
 }
 
 async fn update_nodes(
@@ -348,7 +391,7 @@ async fn register(
     Extension(who): Who,
     Body(req): Body<RegisterRequest>,
 ) -> Result<Json<RegisterResponse>, ApiErr> {
-    require_admin(&sh, &who)?;
+    require_slurm_user(&sh, &who)?;
     let report = crate::state::NodeReport {
         name: &req.name,
         cpus: req.cpus,
@@ -372,7 +415,7 @@ async fn heartbeat(
     Extension(who): Who,
     Body(req): Body<HeartbeatRequest>,
 ) -> Result<Json<HeartbeatResponse>, ApiErr> {
-    require_admin(&sh, &who)?;
+    require_slurm_user(&sh, &who)?;
     let r = sh.lock().heartbeat(&req.name, &req.running, now());
     Ok(Json(match r {
         Some(kill) => HeartbeatResponse {

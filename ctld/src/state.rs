@@ -184,6 +184,8 @@ pub struct State {
     next_id: JobId,
     pub start_time: i64,
     slurm_uid: Option<u32>,
+    /// `AdminUsers=` resolved (gsctld refuses to start with an unknown name).
+    admin_uids: Vec<u32>,
     sched_config: SchedConfig,
     /// Arrays with tasks in `jobs`, by array job id.
     pub arrays: HashMap<JobId, ArrayRt>,
@@ -317,6 +319,11 @@ impl State {
         }
         let next_id = store.next_job_id()?;
         let slurm_uid = users::user_by_name(&cfg.slurm_user).map(|u| u.uid);
+        let admin_uids = cfg
+            .admin_users
+            .iter()
+            .filter_map(|n| users::resolve_user(n).map(|u| u.uid))
+            .collect();
         let sched_config = sched_config_from(&cfg);
         let mut st = State {
             sched_config,
@@ -329,6 +336,7 @@ impl State {
             next_id,
             start_time: now,
             slurm_uid,
+            admin_uids,
             arrays: HashMap::new(),
             notices: Default::default(),
             usage,
@@ -340,8 +348,14 @@ impl State {
         Ok(st)
     }
 
-    /// Root, SlurmUser and the controller's own user may act on everything.
+    /// Root, SlurmUser, `AdminUsers` and the controller's own user may act on everything.
     pub fn is_admin(&self, who: &Identity) -> bool {
+        self.is_slurm_user(who) || self.admin_uids.contains(&who.uid)
+    }
+
+    /// Root, SlurmUser and the controller's own user: who the node daemons run as. Only they
+    /// may register nodes, heartbeat and report job ends (not `AdminUsers`).
+    pub fn is_slurm_user(&self, who: &Identity) -> bool {
         who.uid == 0 || Some(who.uid) == self.slurm_uid || who.uid == users::current_ids().0
     }
 
@@ -2039,6 +2053,7 @@ impl State {
             ("MaxArraySize".into(), c.max_array_size.to_string()),
             ("MinJobAge".into(), format!("{} sec", c.min_job_age)),
             ("PriorityType".into(), c.priority.priority_type.to_string()),
+            ("PrivateData".into(), c.private_data.to_string()),
             ("SchedulerType".into(), "sched/builtin".into()),
             ("SlurmUser".into(), slurm_user),
             ("SlurmctldHost[0]".into(), host),

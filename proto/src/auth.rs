@@ -4,6 +4,16 @@
 //! chosen by `AuthType=` in the config.
 
 use std::fmt;
+use std::net::SocketAddr;
+
+/// The two ends of the TCP connection a request came on, as the server sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// The sender's address and port.
+    pub remote: SocketAddr,
+    /// The server's own address and port of this connection.
+    pub local: SocketAddr,
+}
 
 /// Who sent a request, as proven by its credential.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +41,13 @@ pub trait Authenticator: Send + Sync {
     fn credential(&self) -> Result<String, AuthError>;
     /// Checks a credential from a request this process received.
     fn verify(&self, credential: &str) -> Result<Identity, AuthError>;
+    /// Checks a credential that came on the connection `peer`. Servers call this one; the
+    /// default ignores the connection (a MUNGE credential proves the sender by itself), and
+    /// auth/none uses it to learn who really holds the other end.
+    fn verify_from(&self, credential: &str, peer: Option<Peer>) -> Result<Identity, AuthError> {
+        let _ = peer;
+        self.verify(credential)
+    }
     /// Whether `verify` may block (talk to another daemon); servers then call it off their
     /// async threads.
     fn verify_blocks(&self) -> bool {

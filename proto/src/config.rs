@@ -155,7 +155,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "PriorityUsageResetPeriod",
     "PriorityWeightAssoc",
     "PriorityWeightTRES",
-    "PrivateData",
     "ProctrackType",
     "Prolog",
     "PrologEpilogTimeout",
@@ -288,6 +287,7 @@ pub const DEFAULT_MAX_ARRAY_SIZE: u32 = 1001;
 /// Global keys gsched implements.
 pub const GLOBAL_KEYS: &[&str] = &[
     "AccountingStorageEnforce",
+    "AdminUsers",
     "AuthInfo",
     "AuthType",
     "ClusterName",
@@ -308,6 +308,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "PriorityWeightJobSize",
     "PriorityWeightPartition",
     "PriorityWeightQOS",
+    "PrivateData",
     "SlurmctldHost",
     "SlurmctldPort",
     "SlurmdPort",
@@ -576,6 +577,68 @@ impl AuthType {
         match self {
             AuthType::Munge => "auth/munge",
             AuthType::None => "auth/none",
+        }
+    }
+}
+
+/// `PrivateData=`: what users other than root, SlurmUser and `AdminUsers` may not see of
+/// other users. gsched has no accounts, users, reservations, events, cloud nodes, usage
+/// reports or partition access lists, so those values hide nothing yet; `jobs` and `nodes`
+/// act.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PrivateData {
+    /// `jobs`: users see only their own jobs (queue, `show job`, accounting).
+    pub jobs: bool,
+    /// `nodes`: users may not view node information at all.
+    pub nodes: bool,
+    /// Every value as given, lower case, in order (for `show config`).
+    pub values: Vec<String>,
+}
+
+/// Slurm's `PrivateData=` values.
+pub const PRIVATE_DATA_VALUES: &[&str] = &[
+    "accounts",
+    "cloud",
+    "events",
+    "jobs",
+    "nodes",
+    "partitions",
+    "reservations",
+    "usage",
+    "users",
+];
+
+impl PrivateData {
+    /// Parses `jobs,nodes,...` (case-insensitive).
+    pub fn parse(value: &str) -> Result<PrivateData, String> {
+        let mut p = PrivateData::default();
+        for v in value.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+            let v = v.to_ascii_lowercase();
+            if !PRIVATE_DATA_VALUES.contains(&v.as_str()) {
+                return Err(format!(
+                    "unknown value \"{v}\"; valid values: {}",
+                    PRIVATE_DATA_VALUES.join(",")
+                ));
+            }
+            match v.as_str() {
+                "jobs" => p.jobs = true,
+                "nodes" => p.nodes = true,
+                _ => {}
+            }
+            if !p.values.contains(&v) {
+                p.values.push(v);
+            }
+        }
+        Ok(p)
+    }
+}
+
+impl fmt::Display for PrivateData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.values.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&self.values.join(","))
         }
     }
 }
@@ -854,6 +917,12 @@ pub struct Config {
     pub auth_info: Option<String>,
     /// `SlurmUser=`, default `root`.
     pub slurm_user: String,
+    /// `PrivateData=`, default nothing private (as in Slurm).
+    pub private_data: PrivateData,
+    /// `AdminUsers=` (gsched): user names that may act on every job and node, like root and
+    /// SlurmUser (Slurm's operators and administrators, which Slurm keeps in its accounting
+    /// database as `AdminLevel`).
+    pub admin_users: Vec<String>,
     /// `StateSyncMode=` (gsched): how the controller's store reaches the disk.
     pub state_sync: StateSync,
     /// `SchedulerType=` and `SchedulerParameters=`.
@@ -1407,6 +1476,8 @@ struct Globals {
     auth_type: Option<AuthType>,
     auth_info: Option<String>,
     slurm_user: Option<String>,
+    private_data: Option<PrivateData>,
+    admin_users: Option<Vec<String>>,
     state_sync: Option<StateSync>,
     scheduler_type: Option<SchedulerType>,
     scheduler_params: Option<SchedulerParams>,
@@ -1617,6 +1688,17 @@ impl Parser {
             }
             "AuthInfo" => g.auth_info = Some(value.to_string()),
             "SlurmUser" => g.slurm_user = Some(parse_nonempty(value).map_err(err)?),
+            "PrivateData" => g.private_data = Some(PrivateData::parse(value).map_err(err)?),
+            "AdminUsers" => {
+                g.admin_users = Some(
+                    value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|u| !u.is_empty())
+                        .map(String::from)
+                        .collect(),
+                );
+            }
             "SchedulerType" => {
                 g.scheduler_type = Some(match value.to_ascii_lowercase().as_str() {
                     "sched/backfill" => SchedulerType::Backfill,
@@ -1996,6 +2078,8 @@ impl Parser {
             auth_type: g.auth_type.unwrap_or(AuthType::Munge),
             auth_info: g.auth_info,
             slurm_user: g.slurm_user.unwrap_or_else(|| "root".to_string()),
+            private_data: g.private_data.unwrap_or_default(),
+            admin_users: g.admin_users.unwrap_or_default(),
             state_sync: g.state_sync.unwrap_or(StateSync::Normal),
             scheduler: SchedulerConfig {
                 scheduler_type: g.scheduler_type.unwrap_or(SchedulerType::Backfill),
@@ -2565,6 +2649,44 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 "{PATH}:2: SlurmctldHost: backup controllers are not supported yet; \"b(10.0.0.2)\" is ignored"
             )]
         );
+    }
+
+    #[test]
+    fn private_data_and_admin_users() {
+        let c = parse(&format!(
+            "{MIN}PrivateData=Jobs,usage,jobs\nAdminUsers=alice,bob\n"
+        ));
+        assert!(c.private_data.jobs && !c.private_data.nodes);
+        assert_eq!(c.private_data.to_string(), "jobs,usage");
+        assert_eq!(c.admin_users, vec!["alice", "bob"]);
+        let c = parse(MIN);
+        assert_eq!(c.private_data, PrivateData::default());
+        assert_eq!(c.private_data.to_string(), "none");
+        assert!(c.admin_users.is_empty());
+        assert_eq!(
+            parse_err(&format!("{MIN}PrivateData=jobs,secrets\n")),
+            format!(
+                "{PATH}:2: PrivateData: unknown value \"secrets\"; valid values: \
+                 accounts,cloud,events,jobs,nodes,partitions,reservations,usage,users"
+            )
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn private_data_round_trips(
+            vals in proptest::sample::subsequence(PRIVATE_DATA_VALUES.to_vec(), 0..=9),
+            upper in proptest::bool::ANY,
+        ) {
+            let text = vals.join(",");
+            let text = if upper { text.to_ascii_uppercase() } else { text };
+            let p = PrivateData::parse(&text).unwrap();
+            proptest::prop_assert_eq!(p.jobs, vals.contains(&"jobs"));
+            proptest::prop_assert_eq!(p.nodes, vals.contains(&"nodes"));
+            let shown = p.to_string();
+            let again = PrivateData::parse(if shown == "none" { "" } else { &shown }).unwrap();
+            proptest::prop_assert_eq!(again, p);
+        }
     }
 
     #[test]

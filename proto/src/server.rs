@@ -3,11 +3,13 @@
 //! one function that checks every request's protocol version and credential.
 
 use crate::api::{self, ApiError, ErrorCode};
-use crate::auth::{Authenticator, Identity};
+use crate::auth::{Authenticator, Identity, Peer};
 use axum::body::Bytes;
+use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::serve::IncomingStream;
 use axum::Json;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
@@ -56,11 +58,37 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     }
 }
 
+/// Both ends of an accepted connection, recorded for every request when a server is run with
+/// `into_make_service_with_connect_info::<ConnPeer>()`.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnPeer(pub Option<Peer>);
+
+impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for ConnPeer {
+    fn connect_info(stream: IncomingStream<'_, tokio::net::TcpListener>) -> Self {
+        let remote = *stream.remote_addr();
+        ConnPeer(
+            stream
+                .io()
+                .local_addr()
+                .ok()
+                .map(|local| Peer { remote, local }),
+        )
+    }
+}
+
+/// The connection a request came on, when the server records it.
+pub fn request_peer(req: &Request) -> Option<Peer> {
+    req.extensions()
+        .get::<ConnectInfo<ConnPeer>>()
+        .and_then(|c| c.0 .0)
+}
+
 /// Checks a request's protocol version and credential; returns who sent it. `server` names
-/// the daemon in messages (`gsctld`, `gsnoded`).
+/// the daemon in messages (`gsctld`, `gsnoded`); `peer` is the connection it came on.
 pub async fn check_request(
     auth: Arc<dyn Authenticator>,
     headers: &HeaderMap,
+    peer: Option<Peer>,
     server: &str,
 ) -> Result<Identity, ApiError> {
     let range = format!("{}..={}", api::MIN_PROTOCOL_VERSION, api::PROTOCOL_VERSION);
@@ -101,11 +129,11 @@ pub async fn check_request(
         .to_string();
     // Verifying may talk to a local daemon (munged): keep it off the async threads.
     let verified = if auth.verify_blocks() {
-        tokio::task::spawn_blocking(move || auth.verify(&cred))
+        tokio::task::spawn_blocking(move || auth.verify_from(&cred, peer))
             .await
             .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
     } else {
-        auth.verify(&cred)
+        auth.verify_from(&cred, peer)
     };
     verified.map_err(|e| {
         ApiError::new(

@@ -3,10 +3,12 @@
 //! also when the test panics.
 
 use crate::bins;
+use crate::munge::{self, PrivateMunged};
 use crate::ports;
 use crate::procs;
 use gsched_auth::NoneAuth;
 use gsched_proto::api::{paths, JobFilter, JobQuery, JobsResponse, NodesResponse, PingResponse};
+use gsched_proto::auth::Authenticator;
 use gsched_proto::client::{Client, ClientError};
 use gsched_proto::job::{JobId, JobInfo, JobState};
 use gsched_proto::node::{NodeBaseState, NodeInfo};
@@ -65,6 +67,10 @@ pub struct ClusterOpts {
     pub custom_node_names: Vec<String>,
     /// The text of a `cgroup.conf` written beside gsched.conf (none by default: no cgroups).
     pub cgroup_conf: Option<String>,
+    /// Use `AuthType=auth/none` even where MUNGE is available (tests of the local mode).
+    pub auth_none: bool,
+    /// The private munged's socket, set by the harness when the cluster uses auth/munge.
+    pub munge_socket: Option<PathBuf>,
 }
 
 impl Default for ClusterOpts {
@@ -81,6 +87,8 @@ impl Default for ClusterOpts {
             node_features: Vec::new(),
             custom_node_names: Vec::new(),
             cgroup_conf: None,
+            auth_none: false,
+            munge_socket: None,
         }
     }
 }
@@ -135,6 +143,12 @@ impl ClusterOpts {
         self.cgroup_conf = Some(text.into());
         self
     }
+
+    /// `AuthType=auth/none` even where MUNGE is available.
+    pub fn auth_none(mut self) -> Self {
+        self.auth_none = true;
+        self
+    }
     pub fn node_names(&self) -> Vec<String> {
         if !self.custom_node_names.is_empty() {
             return self.custom_node_names.clone();
@@ -156,7 +170,15 @@ pub fn render_config(
     let _ = writeln!(s, "ClusterName={}", opts.cluster_name);
     let _ = writeln!(s, "SlurmctldHost=localhost(127.0.0.1)");
     let _ = writeln!(s, "SlurmctldPort={ctld_port}");
-    let _ = writeln!(s, "AuthType=auth/none");
+    match &opts.munge_socket {
+        Some(sock) => {
+            let _ = writeln!(s, "AuthType=auth/munge");
+            let _ = writeln!(s, "AuthInfo=socket={}", sock.display());
+        }
+        None => {
+            let _ = writeln!(s, "AuthType=auth/none");
+        }
+    }
     let _ = writeln!(s, "SlurmUser={slurm_user}");
     let _ = writeln!(s, "StateSaveLocation={}", root.join("state").display());
     let _ = writeln!(s, "SlurmdSpoolDir={}/%n", root.join("spool").display());
@@ -276,6 +298,10 @@ pub struct TestCluster {
     node_ports: Vec<u16>,
     user: String,
     daemons: Mutex<Daemons>,
+    /// The cluster's own munged, when it uses auth/munge.
+    munged: Option<PrivateMunged>,
+    /// How the harness's own API calls authenticate (as the cluster is configured).
+    auth: Arc<dyn Authenticator>,
 }
 
 impl std::fmt::Debug for TestCluster {
@@ -339,10 +365,13 @@ impl TestCluster {
     /// own checks (bad options, bad scripts) that never reach the controller.
     pub fn config_only(opts: ClusterOpts) -> TestCluster {
         bins::require(bins::COMMANDS);
-        TestCluster::prepare(opts)
+        TestCluster::prepare(ClusterOpts {
+            auth_none: true,
+            ..opts
+        })
     }
 
-    fn prepare(opts: ClusterOpts) -> TestCluster {
+    fn prepare(mut opts: ClusterOpts) -> TestCluster {
         let safe_name: String = opts
             .name
             .chars()
@@ -354,6 +383,19 @@ impl TestCluster {
             .expect("cannot create a temporary directory");
         let root = dir.path().to_path_buf();
         let conf = root.join("gsched.conf");
+        let mut munged = None;
+        let mut auth: Arc<dyn Authenticator> = Arc::new(NoneAuth::current());
+        if !opts.auth_none && munge::wanted() {
+            // munged wants every directory above its socket searchable by all.
+            let _ = fs::set_permissions(&root, fs::Permissions::from_mode(0o711));
+            let m = PrivateMunged::start(&root.join("munge"))
+                .unwrap_or_else(|e| panic!("cannot start the test cluster's munged: {e}"));
+            let info = format!("socket={}", m.socket().display());
+            auth = gsched_auth::by_name_with("auth/munge", Some(&info))
+                .unwrap_or_else(|e| panic!("auth/munge: {e}"));
+            opts.munge_socket = Some(m.socket().to_path_buf());
+            munged = Some(m);
+        }
         let ctld = Daemon::new("gsctld".into(), root.join("log").join("gsctld.log"));
         let noded = opts
             .node_names()
@@ -372,6 +414,8 @@ impl TestCluster {
             root,
             conf,
             daemons: Mutex::new(Daemons { ctld, noded }),
+            munged,
+            auth,
         };
         c.make_dirs();
         c.pick_ports();
@@ -485,11 +529,18 @@ impl TestCluster {
 
     /// An API client for the controller, acting as the current user.
     pub fn client(&self) -> Client {
-        Client::new(
-            format!("127.0.0.1:{}", self.ctld_port),
-            Arc::new(NoneAuth::current()),
-        )
-        .with_timeout(Duration::from_secs(10))
+        Client::new(format!("127.0.0.1:{}", self.ctld_port), self.auth.clone())
+            .with_timeout(Duration::from_secs(10))
+    }
+
+    /// The cluster's private munged, when it runs with auth/munge.
+    pub fn munged(&self) -> Option<&PrivateMunged> {
+        self.munged.as_ref()
+    }
+
+    /// How the harness authenticates its own API calls (`auth/munge` or `auth/none`).
+    pub fn auth(&self) -> Arc<dyn Authenticator> {
+        self.auth.clone()
     }
 
     // ------------------------------------------------------------------ commands
@@ -536,6 +587,20 @@ impl TestCluster {
             .envs(self.base_env())
             .current_dir(self.workdir())
             .stdin(Stdio::null());
+        c
+    }
+
+    /// Like [`TestCluster::command`], run as the user `user` (the tests must run as root):
+    /// its uid and primary gid, and its `USER`, `LOGNAME` and `HOME`.
+    pub fn command_as(&self, name: &str, user: &str) -> Command {
+        let u = gsched_proto::users::user_by_name(user)
+            .unwrap_or_else(|| panic!("no such user {user}"));
+        let mut c = self.command(name);
+        std::os::unix::process::CommandExt::uid(&mut c, u.uid);
+        std::os::unix::process::CommandExt::gid(&mut c, u.gid);
+        c.env("USER", user)
+            .env("LOGNAME", user)
+            .env("HOME", &u.home);
         c
     }
 
@@ -1031,6 +1096,7 @@ impl TestCluster {
 impl Drop for TestCluster {
     fn drop(&mut self) {
         self.stop_daemons(Duration::from_secs(5));
+        self.munged.take();
         let killed = procs::kill_everything_under(&self.root);
         if !killed.is_empty() {
             eprintln!(

@@ -102,7 +102,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut settings = NodeSettings::from_config(&cfg, &node_name, &path, stepd)?;
     settings.cgroups = cgroup_setup(&path, &settings)?;
-    let auth = gsched_auth::by_name(&cfg.auth_type.to_string())?;
+    let auth = gsched_auth::from_config(&cfg)?;
 
     let host = cfg
         .node_addr(&node_name)

@@ -207,7 +207,8 @@ impl Node {
     ) -> std::io::Result<()> {
         self.adopt_spool().await;
         let ctl = tokio::spawn(controller::run(self.clone()));
-        let result = axum::serve(listener, router(self.clone()))
+        let app = router(self.clone()).into_make_service_with_connect_info::<server::ConnPeer>();
+        let result = axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
             .await;
         ctl.abort();

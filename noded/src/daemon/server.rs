@@ -12,11 +12,12 @@ use gsched_proto::api::{
     self, paths, Ack, ApiError, ErrorCode, LaunchRequest, NodeSignalRequest, PingResponse,
     TerminateRequest,
 };
-pub use gsched_proto::server::{check_request, ApiErr, Body};
+pub use gsched_proto::server::{check_request, request_peer, ApiErr, Body, ConnPeer};
 use std::sync::Arc;
 
 async fn auth_layer(State(node): State<Arc<Node>>, mut req: Request, next: Next) -> Response {
-    match check_request(node.auth.clone(), req.headers(), "gsnoded").await {
+    let peer = request_peer(&req);
+    match check_request(node.auth.clone(), req.headers(), peer, "gsnoded").await {
         Ok(id) if node.may_call(id.uid) => {
             req.extensions_mut().insert(id);
             next.run(req).await

@@ -1,0 +1,173 @@
+//! A private `munged` for one test cluster: its own key, socket, pid, log and seed files in
+//! the cluster's directory, so tests use real MUNGE credentials without touching (or needing)
+//! the host's munged, and two clusters never accept each other's credentials.
+//!
+//! The test clusters use `AuthType=auth/munge` whenever munged and libmunge are installed
+//! (`GSCHED_TEST_AUTH=none` forces `auth/none`, `GSCHED_TEST_AUTH=munge` makes a missing
+//! MUNGE a failure instead of a fallback).
+
+use std::fs;
+use std::io::Read as _;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `none`, `munge` or unset (auto).
+pub const AUTH_ENV: &str = "GSCHED_TEST_AUTH";
+
+/// The munged binary, if installed.
+pub fn munged_path() -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    dirs.extend(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from));
+    dirs.into_iter()
+        .map(|d| d.join("munged"))
+        .find(|p| p.is_file())
+}
+
+/// `None` when the tests can use MUNGE here, else why not.
+pub fn unavailable() -> Option<String> {
+    if munged_path().is_none() {
+        return Some("munged is not installed (apt-get install munge)".into());
+    }
+    if let Err(e) = gsched_auth::munge::MungeAuth::new(&Default::default()) {
+        return Some(e.to_string());
+    }
+    None
+}
+
+/// Whether test clusters should run with auth/munge (panics when `GSCHED_TEST_AUTH=munge`
+/// asks for it and it is unavailable).
+pub fn wanted() -> bool {
+    match std::env::var(AUTH_ENV).as_deref().map(str::trim) {
+        Ok("none") => false,
+        Ok("munge") => {
+            if let Some(why) = unavailable() {
+                panic!("{AUTH_ENV}=munge, but MUNGE cannot be used: {why}");
+            }
+            true
+        }
+        _ => unavailable().is_none(),
+    }
+}
+
+/// A running private munged, stopped when dropped.
+#[derive(Debug)]
+pub struct PrivateMunged {
+    dir: PathBuf,
+    socket: PathBuf,
+    child: Option<Child>,
+}
+
+impl PrivateMunged {
+    /// Starts munged with a fresh key under `dir` (created; every directory above it must be
+    /// searchable by all, as munged demands of its socket's path) and waits for its socket.
+    pub fn start(dir: &Path) -> Result<PrivateMunged, String> {
+        let munged = munged_path().ok_or("munged is not installed")?;
+        let run = dir.join("run");
+        fs::create_dir_all(&run).map_err(|e| format!("{}: {e}", run.display()))?;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o711)).map_err(|e| e.to_string())?;
+        fs::set_permissions(&run, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+        let key = dir.join("munge.key");
+        let mut bytes = vec![0u8; 1024];
+        fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut bytes))
+            .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+        fs::write(&key, &bytes).map_err(|e| format!("{}: {e}", key.display()))?;
+        fs::set_permissions(&key, fs::Permissions::from_mode(0o600)).map_err(|e| e.to_string())?;
+        let socket = run.join("munge.socket");
+        let log = dir.join("munged.log");
+        // In the foreground munged logs to stderr.
+        let err = fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let child = Command::new(&munged)
+            .arg("--foreground")
+            .arg(format!("--key-file={}", key.display()))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--pid-file={}", run.join("munged.pid").display()))
+            .arg(format!("--seed-file={}", dir.join("munged.seed").display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", munged.display()))?;
+        let mut m = PrivateMunged {
+            dir: dir.to_path_buf(),
+            socket,
+            child: Some(child),
+        };
+        let deadline = Instant::now() + crate::scaled(Duration::from_secs(10));
+        while !m.socket.exists() {
+            if let Some(Ok(Some(st))) = m.child.as_mut().map(|c| c.try_wait()) {
+                m.child = None;
+                return Err(format!(
+                    "munged exited with {st}: {}",
+                    crate::tail(&log, 10)
+                ));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "munged did not create {} in time: {}",
+                    m.socket.display(),
+                    crate::tail(&log, 10)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(m)
+    }
+
+    /// munged's socket (`AuthInfo=socket=...`, `munge -S ...`).
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// munged's log.
+    pub fn log(&self) -> PathBuf {
+        self.dir.join("munged.log")
+    }
+
+    /// `munge -S <socket>` with the given extra arguments, run as `uid` when given; returns
+    /// the credential it prints (panics when it fails).
+    pub fn munge_cli(&self, args: &[&str], uid: Option<(u32, u32)>) -> String {
+        let mut c = Command::new("munge");
+        c.arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .stdin(Stdio::null());
+        if let Some((u, g)) = uid {
+            std::os::unix::process::CommandExt::uid(&mut c, u);
+            std::os::unix::process::CommandExt::gid(&mut c, g);
+        }
+        let out = c
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run munge: {e}"));
+        assert!(
+            out.status.success(),
+            "munge {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Drop for PrivateMunged {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

@@ -39,8 +39,10 @@ use std::sync::Arc;
 use gsched_proto::job::{JobId, MemRequest, Reason};
 
 mod backfill;
+mod config;
 mod place;
 mod plan;
+pub mod predict;
 pub mod priority;
 mod timeline;
 

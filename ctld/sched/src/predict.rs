@@ -19,10 +19,13 @@
 //! * `easy++` — Tsafrir's rule: the average of the same user's last two runtimes, capped at the
 //!   limit; the limit while the user has no history.
 //! * `recent` — the same average over the last two runs of the most specific history that
-//!   exists: the same user *and* job name (executable) *and* size, else user and name, else
-//!   user (easy++), else the limit. Jobs of one user with one name and size are usually
+//!   exists: the same user, job name (executable) *and* size, else user and name, else user
+//!   (easy++), else the limit. An unknown name is a value of its own, so traces without names
+//!   still match on user and size. Jobs of one user with one name and size are usually
 //!   repeats of the same work, so their runtimes are much closer to each other than to the
-//!   user's other jobs.
+//!   user's other jobs. (Adding the limit to the key, or predicting with the last runtime
+//!   or the larger of the last two, did worse on at least one of SDSC-SP2, CTC-SP2 and HPC2N:
+//!   see `docs/results.md`.)
 //!
 //! Underprediction is corrected as Tsafrir's "incremental" scheme does: the prediction grows
 //! by the next step of 1 min, 5 min, 15 min, 30 min, 1 h, 2 h, 5 h, 10 h, 20 h, 50 h, 100 h
@@ -119,8 +122,8 @@ const STEPS: [i64; 11] = [
 pub struct Predictor {
     kind: PredictorKind,
     by_user: BTreeMap<u32, LastTwo>,
-    by_name: BTreeMap<(u32, u64), LastTwo>,
-    by_shape: BTreeMap<(u32, u64, u32), LastTwo>,
+    by_name: BTreeMap<(u32, Option<u64>), LastTwo>,
+    by_size: BTreeMap<(u32, Option<u64>, u32), LastTwo>,
 }
 
 impl Predictor {
@@ -129,7 +132,7 @@ impl Predictor {
             kind,
             by_user: BTreeMap::new(),
             by_name: BTreeMap::new(),
-            by_shape: BTreeMap::new(),
+            by_size: BTreeMap::new(),
         }
     }
 
@@ -142,13 +145,11 @@ impl Predictor {
     pub fn observe(&mut self, f: &JobFeatures, runtime: i64) {
         let run = runtime.max(1);
         self.by_user.entry(f.user).or_default().push(run);
-        if let Some(n) = f.name {
-            self.by_name.entry((f.user, n)).or_default().push(run);
-            self.by_shape
-                .entry((f.user, n, f.size))
-                .or_default()
-                .push(run);
-        }
+        self.by_name.entry((f.user, f.name)).or_default().push(run);
+        self.by_size
+            .entry((f.user, f.name, f.size))
+            .or_default()
+            .push(run);
     }
 
     /// The predicted runtime in seconds of a job with `f`, at least 1 and never above its
@@ -157,13 +158,14 @@ impl Predictor {
         let history = match self.kind {
             PredictorKind::UserLimit => None,
             PredictorKind::EasyPlusPlus => self.by_user.get(&f.user).and_then(LastTwo::average),
-            PredictorKind::Recent => f
-                .name
-                .and_then(|n| {
-                    self.by_shape
-                        .get(&(f.user, n, f.size))
+            PredictorKind::Recent => self
+                .by_size
+                .get(&(f.user, f.name, f.size))
+                .and_then(LastTwo::average)
+                .or_else(|| {
+                    self.by_name
+                        .get(&(f.user, f.name))
                         .and_then(LastTwo::average)
-                        .or_else(|| self.by_name.get(&(f.user, n)).and_then(LastTwo::average))
                 })
                 .or_else(|| self.by_user.get(&f.user).and_then(LastTwo::average)),
         };
@@ -244,6 +246,13 @@ mod tests {
         assert_eq!(p.predict(&job(1, Some(30), 8, Some(9000))), Some(1025));
         assert_eq!(p.predict(&job(1, None, 8, Some(9000))), Some(1025));
         assert_eq!(p.predict(&job(2, Some(10), 8, Some(9000))), Some(9000));
+        // Capped at the limit.
+        assert_eq!(p.predict(&job(1, Some(10), 8, Some(600))), Some(600));
+        // Without names, sizes still tell jobs apart.
+        p.observe(&job(5, None, 4, Some(3600)), 100);
+        p.observe(&job(5, None, 64, Some(86400)), 50_000);
+        assert_eq!(p.predict(&job(5, None, 4, Some(3600))), Some(100));
+        assert_eq!(p.predict(&job(5, None, 64, Some(86400))), Some(50_000));
     }
 
     #[test]

@@ -251,3 +251,31 @@ fn replays_the_controllers_own_history() {
         assert!(f(r, "makespan_s") >= 2.0, "{r}");
     }
 }
+
+/// A hand-made trace with a known best schedule, on 4 processors: A (2 CPUs, 100 s) runs;
+/// B (4 CPUs) must wait for A; C (2 CPUs, 50 s, limit 60 s) fits beside A and ends before
+/// A does. FCFS starts B at 100 and C after B at 200 (waits 0, 99, 198); EASY and
+/// conservative backfill C at once (waits 0, 99, 0), the best any schedule can do.
+#[test]
+fn hand_made_trace_known_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("hand.swf");
+    std::fs::write(
+        &p,
+        "; MaxNodes: 1\n; MaxProcs: 4\n\
+         1 0 -1 100 2 -1 -1 2 100 -1 1 1 1 1 1 -1 -1 -1\n\
+         2 1 -1 100 4 -1 -1 4 100 -1 1 1 1 1 1 -1 -1 -1\n\
+         3 2 -1 50 2 -1 -1 2 60 -1 1 1 1 1 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let out = gssim_ok(&["--trace", p.to_str().unwrap(), "--policy", "all", "--json"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(f(by_policy(&rows, "fcfs"), "avg_wait_s"), 99.0);
+    assert_eq!(f(by_policy(&rows, "easy"), "avg_wait_s"), 33.0);
+    assert_eq!(f(by_policy(&rows, "conservative"), "avg_wait_s"), 33.0);
+    // Makespan: FCFS ends at 250, backfill at 200.
+    assert_eq!(by_policy(&rows, "fcfs")["makespan_s"], 250);
+    assert_eq!(by_policy(&rows, "easy")["makespan_s"], 200);
+    // bsld under EASY: A 1, B (99 + 100) / 100 = 1.99, C 1 → 1.33.
+    assert_eq!(f(by_policy(&rows, "easy"), "avg_bsld"), 1.33);
+}

@@ -8,8 +8,8 @@
 //! * **SWF** (Standard Workload Format of the Parallel Workloads Archive), plain or gzipped:
 //!   the rules are RLScheduler's (see `literature.md` §1.1) so that figures compare: a runtime
 //!   below zero becomes 10 s, a runtime of zero drops the job, the requested time is field 9
-//!   or the runtime when field 9 is unknown, the size is the requested processors (field 8)
-//!   or the allocated ones (field 5) when unknown. The header's `MaxNodes`/`MaxProcs` give the
+//!   or the runtime when field 9 is unknown, the size is the larger of the requested
+//!   processors (field 8) and the allocated ones (field 5). The header's `MaxNodes`/`MaxProcs` give the
 //!   machine.
 //! * **Alibaba GPU v2023** (`openb_pod_list_*.csv`): see [`read_alibaba`].
 //! * **gsched accounting history**: the JSON answer of `POST /v1/jobs/history` (what
@@ -242,7 +242,9 @@ pub fn parse_swf(text: &str, path: &str) -> Result<Trace, TraceError> {
         if run < 0 {
             run = 10;
         }
-        let procs = if req_procs > 0 { req_procs } else { alloc };
+        // The processors the job held: the larger of requested and allocated (RLScheduler's
+        // rule; the two differ in a few traces, HPC2N for 729 jobs).
+        let procs = req_procs.max(alloc);
         if procs <= 0 {
             t.drop_job("no processor count");
             continue;
@@ -491,7 +493,7 @@ mod tests {
         assert_eq!((j1.submit, j1.run, j1.limit), (0, 937, Some(35100)));
         assert_eq!(j1.tasks, 306, "allocated procs when requested is -1");
         assert_eq!((j1.user, j1.name), (97, Some(307)));
-        assert_eq!(t.jobs[1].tasks, 16, "requested procs first");
+        assert_eq!(t.jobs[1].tasks, 17, "the larger of requested and allocated");
         let j4 = &t.jobs[2];
         assert_eq!((j4.run, j4.limit, j4.name), (10, Some(10), None));
         assert_eq!(t.dropped.get("runtime 0"), Some(&1));

@@ -30,7 +30,8 @@ utilization, makespan, jobs per hour and runtime prediction accuracy for each po
 a function of the input only: the same command prints the same bytes.",
     after_help = "Policies: fcfs (strict order, no backfill; SchedulerType=sched/builtin), easy (EASY \
 backfill with the users' limits), conservative (a reservation for every job), easy-predict (EASY \
-planning with predicted runtimes; jobs are still killed at their limit).\n\nExamples:\n  \
+where a waiting job may backfill when its predicted runtime fits before the reservation; running \
+jobs are planned to their limit, and jobs are still killed at their limit).\n\nExamples:\n  \
 gssim --trace SDSC-SP2-1998-4.2-cln.swf.gz --jobs 10000 --policy all\n  \
 gssim --trace t.swf --policy easy --json\n  \
 gssim --export-history history.json --config /etc/gsched/gsched.conf\n  \
@@ -58,6 +59,10 @@ struct Args {
     /// (the last two of the same user, name and size, falling back to easy++).
     #[arg(long, value_name = "NAME", default_value = "recent")]
     predictor: String,
+    /// easy-predict: also plan running jobs to end at their predicted runtime (corrected when
+    /// they outlive it), as Tsafrir's EASY++ does, instead of at their limit.
+    #[arg(long)]
+    predict_running: bool,
     /// A gsched.conf: the nodes, partitions and scheduler settings (SchedulerType,
     /// SchedulerParameters bf_policy, bf_reserve, bf_window) of the simulated cluster.
     #[arg(long, value_name = "FILE")]
@@ -160,7 +165,7 @@ fn policy_list(args: &Args, cluster: &Cluster) -> Result<Vec<String>> {
     Ok(out)
 }
 
-fn settings(name: &str, base: &SchedConfig, predictor: PredictorKind, kill: bool) -> Settings {
+fn settings(name: &str, base: &SchedConfig, args: &Args, predictor: PredictorKind) -> Settings {
     let reserve = match base.policy {
         Policy::Easy { reserve } => reserve,
         _ => 1,
@@ -174,7 +179,8 @@ fn settings(name: &str, base: &SchedConfig, predictor: PredictorKind, kill: bool
     Settings {
         sched,
         predictor: (name == "easy-predict").then_some(predictor),
-        kill_at_limit: kill,
+        predict_running: args.predict_running,
+        kill_at_limit: !args.no_kill,
     }
 }
 
@@ -243,7 +249,7 @@ fn run(args: &Args) -> Result<()> {
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     for name in &names {
-        let s = settings(name, &base, predictor, !args.no_kill);
+        let s = settings(name, &base, args, predictor);
         let o = engine::simulate(&cluster, &trace.jobs, &s);
         let pname = s.predictor.map_or("user", PredictorKind::name);
         rows.push(Row {

@@ -5,13 +5,10 @@
 //! (as gsctld kills them), so the only thing simulated is time.
 //!
 //! Planning lengths are the users' limits, or with a predictor ([`Settings::predictor`]) the
-//! predicted runtimes of *waiting* jobs: a job may backfill when its prediction fits before
-//! the reservation. Running jobs are expected to end by their limit, so reservations are
-//! never planned earlier than the running jobs can guarantee. With
-//! [`Settings::predict_running`] running jobs are also expected to end at `start +
-//! prediction` (Tsafrir's EASY++), and when one outlives it the prediction is extended
-//! ([`Predictor::extend`]) and the plan redone; on the real traces that did worse (see
-//! `docs/results.md`). The kill time is always the limit.
+//! predicted runtimes of waiting jobs: a job may backfill when its prediction fits before
+//! the reservation. Where running jobs are expected to end is [`RunningPlan`]: by default at
+//! their prediction until they outlive it, then at their limit. The kill time is always the
+//! limit.
 //!
 //! Speed: a pass costs about the length of the queue, so passes are only run when something
 //! may start: at an event time with a non-empty queue and at least one free CPU in the
@@ -35,12 +32,43 @@ pub struct Settings {
     pub sched: SchedConfig,
     /// Plan with predicted runtimes from this predictor; `None` = with the users' limits.
     pub predictor: Option<PredictorKind>,
-    /// With a predictor: also plan running jobs to end at their prediction (corrected when
-    /// they outlive it), not at their limit.
-    pub predict_running: bool,
+    /// With a predictor: where running jobs are expected to end.
+    pub running_plan: RunningPlan,
     /// Kill jobs at their limit (gsctld does); `false` lets them run their whole trace
     /// runtime, as simulators that ignore limits (RLScheduler) do.
     pub kill_at_limit: bool,
+}
+
+/// With a predictor, where running jobs are planned to end. Measured on SDSC-SP2, CTC-SP2 and
+/// HPC2N in `docs/results.md`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RunningPlan {
+    /// At `start + prediction`; once a job outlives its prediction, at its limit. Reservations
+    /// follow what jobs are likely to do, and a job that proved unpredictable stops moving
+    /// them.
+    #[default]
+    PredictThenLimit,
+    /// At the limit: reservations are never earlier than running jobs guarantee, but a job
+    /// backfilled on its prediction holds its resources past the reservation in the plan,
+    /// which moves the reservation later (long waits in the tail on CTC-SP2).
+    Limit,
+    /// At the prediction, extended step by step when a job outlives it
+    /// ([`Predictor::extend`]; Tsafrir's EASY++): reservations are often too early, which
+    /// blocks backfill that would have fitted.
+    PredictSteps,
+}
+
+impl RunningPlan {
+    pub const NAMES: &'static [&'static str] = &["predict-then-limit", "limit", "predict-steps"];
+
+    pub fn from_name(s: &str) -> Option<RunningPlan> {
+        match s {
+            "predict-then-limit" => Some(RunningPlan::PredictThenLimit),
+            "limit" => Some(RunningPlan::Limit),
+            "predict-steps" => Some(RunningPlan::PredictSteps),
+            _ => None,
+        }
+    }
 }
 
 /// What happened to one job.
@@ -204,8 +232,14 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                 continue;
             }
             let elapsed = now - run.start;
-            run.plan_end =
-                run.start + Predictor::extend(&features(&jobs[i]), elapsed, run.corrections);
+            run.plan_end = match s.running_plan {
+                RunningPlan::PredictSteps => {
+                    run.start + Predictor::extend(&features(&jobs[i]), elapsed, run.corrections)
+                }
+                _ => jobs[i]
+                    .limit
+                    .map_or(gsched_sched::UNLIMITED_END, |l| run.start + l),
+            };
             run.corrections += 1;
             view.running[pos_in_running[i]].end = run.plan_end;
             if run.plan_end < run.end {
@@ -274,7 +308,7 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                 _ => j.run,
             };
             let end = now + run_len.max(1);
-            let plan_len = if s.predict_running {
+            let plan_len = if s.running_plan != RunningPlan::Limit {
                 planned[i]
             } else {
                 j.limit
@@ -302,7 +336,7 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                 corrections: 0,
             });
             ends.push(Reverse((end, st.job_id)));
-            if predicting && s.predict_running && plan_end < end {
+            if predicting && s.running_plan != RunningPlan::Limit && plan_end < end {
                 expiries.push(Reverse((plan_end, st.job_id)));
             }
         }
@@ -341,7 +375,7 @@ mod tests {
                 ..SchedConfig::default()
             },
             predictor,
-            predict_running: false,
+            running_plan: RunningPlan::default(),
             kill_at_limit: true,
         }
     }
@@ -395,7 +429,7 @@ mod tests {
     }
 
     /// A job that outlives its prediction keeps running to its limit (the kill time is the
-    /// limit), and with `predict_running` the plan is corrected when it passes the prediction.
+    /// limit), whatever the plan of running jobs.
     #[test]
     fn underpredicted_jobs_run_on_and_are_killed_at_their_limit() {
         let c = Cluster::uniform(1, 2, 0).unwrap();
@@ -405,9 +439,13 @@ mod tests {
             job(40, 4000, 3000, 2, 3),
             job(41, 10, 20, 2, 9),
         ];
-        for predict_running in [false, true] {
+        for plan in [
+            RunningPlan::PredictThenLimit,
+            RunningPlan::Limit,
+            RunningPlan::PredictSteps,
+        ] {
             let mut s = settings(Policy::EASY, Some(PredictorKind::EasyPlusPlus));
-            s.predict_running = predict_running;
+            s.running_plan = plan;
             let o = simulate(&c, &jobs, &s);
             let third = &o.jobs[2];
             assert_eq!((third.start, third.end, third.killed), (40, 3040, true));
@@ -419,9 +457,10 @@ mod tests {
     /// ran 10 s) runs 500 s of its 1,000 s limit on 2 of 4 CPUs; H needs all 4; C (2 CPUs,
     /// limit 600 s, no history) comes next. Planning R to its limit puts H's reservation at
     /// 1,040, so C backfills at once and H starts when C ends (642). Planning R to its
-    /// prediction (10 s) puts the reservation at 50 and C cannot backfill; R outlives its
-    /// prediction at 50, 110 and 410 (extended to 70 s, 370 s, then its limit), so at 410
-    /// the reservation moves to 1,040, C backfills then, and H starts when C ends (1,010).
+    /// prediction (10 s) puts the reservation at 50 and C cannot backfill. When R outlives
+    /// its prediction at 50: planned to its limit from then on, the reservation moves to
+    /// 1,040 and C backfills at 50 (H at 650); extended step by step (70 s, 370 s, then its
+    /// limit at 410), C backfills only at 410 (H at 1,010).
     #[test]
     fn running_jobs_planned_to_their_limit_or_their_prediction() {
         let c = Cluster::uniform(1, 4, 0).unwrap();
@@ -433,11 +472,14 @@ mod tests {
             job(42, 600, 600, 2, 2),
         ];
         let mut s = settings(Policy::EASY, Some(PredictorKind::EasyPlusPlus));
-        let o = simulate(&c, &jobs, &s);
-        assert_eq!(starts(&o), vec![0, 20, 40, 642, 42]);
-        s.predict_running = true;
-        let o = simulate(&c, &jobs, &s);
-        assert_eq!(starts(&o), vec![0, 20, 40, 1010, 410]);
+        for (plan, want) in [
+            (RunningPlan::Limit, vec![0, 20, 40, 642, 42]),
+            (RunningPlan::PredictThenLimit, vec![0, 20, 40, 650, 50]),
+            (RunningPlan::PredictSteps, vec![0, 20, 40, 1010, 410]),
+        ] {
+            s.running_plan = plan;
+            assert_eq!(starts(&simulate(&c, &jobs, &s)), want, "{plan:?}");
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use gsched_proto::config::{resolve_config_path, Config};
 use gsched_sched::predict::PredictorKind;
 use gsched_sched::{Policy, SchedConfig};
 use gsched_sim::cluster::Cluster;
-use gsched_sim::engine::{self, Outcome, Settings};
+use gsched_sim::engine::{self, Outcome, RunningPlan, Settings};
 use gsched_sim::report::{self, Row};
 use gsched_sim::trace::{self, Format, Trace};
 use gsched_sim::{metrics, plot};
@@ -30,8 +30,9 @@ utilization, makespan, jobs per hour and runtime prediction accuracy for each po
 a function of the input only: the same command prints the same bytes.",
     after_help = "Policies: fcfs (strict order, no backfill; SchedulerType=sched/builtin), easy (EASY \
 backfill with the users' limits), conservative (a reservation for every job), easy-predict (EASY \
-where a waiting job may backfill when its predicted runtime fits before the reservation; running \
-jobs are planned to their limit, and jobs are still killed at their limit).\n\nExamples:\n  \
+where a waiting job may backfill when its predicted runtime fits before the reservation and running \
+jobs are planned to end at their prediction, at their limit once they outlive it; jobs are still \
+killed at their limit).\n\nExamples:\n  \
 gssim --trace SDSC-SP2-1998-4.2-cln.swf.gz --jobs 10000 --policy all\n  \
 gssim --trace t.swf --policy easy --json\n  \
 gssim --export-history history.json --config /etc/gsched/gsched.conf\n  \
@@ -59,10 +60,12 @@ struct Args {
     /// (the last two of the same user, name and size, falling back to easy++).
     #[arg(long, value_name = "NAME", default_value = "recent")]
     predictor: String,
-    /// easy-predict: also plan running jobs to end at their predicted runtime (corrected when
-    /// they outlive it), as Tsafrir's EASY++ does, instead of at their limit.
-    #[arg(long)]
-    predict_running: bool,
+    /// easy-predict: where running jobs are planned to end: predict-then-limit (at their
+    /// prediction, at their limit once they outlive it), limit, or predict-steps (at their
+    /// prediction, extended by 1 min, 5 min, 15 min, ... when they outlive it: Tsafrir's
+    /// EASY++).
+    #[arg(long, value_name = "MODE", default_value = "predict-then-limit")]
+    running_plan: String,
     /// A gsched.conf: the nodes, partitions and scheduler settings (SchedulerType,
     /// SchedulerParameters bf_policy, bf_reserve, bf_window) of the simulated cluster.
     #[arg(long, value_name = "FILE")]
@@ -179,7 +182,7 @@ fn settings(name: &str, base: &SchedConfig, args: &Args, predictor: PredictorKin
     Settings {
         sched,
         predictor: (name == "easy-predict").then_some(predictor),
-        predict_running: args.predict_running,
+        running_plan: RunningPlan::from_name(&args.running_plan).unwrap_or_default(),
         kill_at_limit: !args.no_kill,
     }
 }
@@ -199,6 +202,13 @@ fn run(args: &Args) -> Result<()> {
                 args.predictor
             )
         })?;
+    if RunningPlan::from_name(&args.running_plan).is_none() {
+        bail!(
+            "unknown running plan \"{}\"; valid: {}",
+            args.running_plan,
+            RunningPlan::NAMES.join(", ")
+        );
+    }
     let format = match &args.format {
         Some(f) => Format::from_name(f).with_context(|| {
             format!(

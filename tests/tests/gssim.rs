@@ -184,6 +184,8 @@ fn bad_input_fails_clearly() {
     assert!(
         err(&["--trace", t, "--predictor", "oracle"]).contains("valid predictors: easy++, recent")
     );
+    assert!(err(&["--trace", t, "--running-plan", "x"])
+        .contains("valid: predict-then-limit, limit, predict-steps"));
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.swf");
     std::fs::write(&junk, "hello world\n").unwrap();

@@ -24,8 +24,8 @@
 //!   still match on user and size. Jobs of one user with one name and size are usually
 //!   repeats of the same work, so their runtimes are much closer to each other than to the
 //!   user's other jobs. (Adding the limit to the key, or predicting with the last runtime
-//!   or the larger of the last two, did worse on at least one of SDSC-SP2, CTC-SP2 and HPC2N:
-//!   see `docs/results.md`.)
+//!   or the larger of the last two, did worse on at least one of SDSC-SP2, CTC-SP2 and HPC2N
+//!   in gssim: see `docs/results.md`.)
 //!
 //! Underprediction is corrected as Tsafrir's "incremental" scheme does: the prediction grows
 //! by the next step of 1 min, 5 min, 15 min, 30 min, 1 h, 2 h, 5 h, 10 h, 20 h, 50 h, 100 h

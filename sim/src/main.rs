@@ -306,6 +306,17 @@ fn run(args: &Args) -> Result<()> {
                 }
             ),
         ];
+        let mut heading = heading;
+        if let Some((_, o)) = outcomes.first().filter(|(_, o)| !o.rejected.is_empty()) {
+            heading.push(format!(
+                "refused at submission: {}",
+                o.rejected
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         print!("{}", report::table(&heading, &rows));
     }
     if let Some(p) = &args.plot {

@@ -281,3 +281,41 @@ fn hand_made_trace_known_schedule() {
     // bsld under EASY: A 1, B (99 + 100) / 100 = 1.99, C 1 → 1.33.
     assert_eq!(f(by_policy(&rows, "easy"), "avg_bsld"), 1.33);
 }
+
+/// A gsched.conf describes the simulated cluster and its scheduler settings: its nodes and
+/// partition, `bf_policy=conservative` as the policy when none is asked for, and MaxTime,
+/// above which jobs are refused (and counted) as the controller would.
+#[test]
+fn config_gives_cluster_policy_and_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("gsched.conf");
+    std::fs::write(
+        &conf,
+        "ClusterName=simtest\nSlurmctldHost=localhost\n\
+         SchedulerParameters=bf_policy=conservative,bf_window=2880\n\
+         NodeName=c[1-32] CPUs=4 RealMemory=16000\n\
+         PartitionName=batch Nodes=ALL Default=YES MaxTime=600\n",
+    )
+    .unwrap();
+    let trace = data("sdsc-sp2-first1000.swf");
+    let args = [
+        "--trace",
+        trace.to_str().unwrap(),
+        "--config",
+        conf.to_str().unwrap(),
+    ];
+    let table = gssim_ok(&args);
+    assert!(
+        table.contains("\nrefused at submission: time limit above the partition's MaxTime 200\n"),
+        "{table}"
+    );
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let v: serde_json::Value = serde_json::from_str(&gssim_ok(&json_args)).unwrap();
+    assert_eq!(v["policy"], "conservative");
+    assert_eq!(v["cluster_cpus"], 128);
+    assert_eq!(
+        (v["jobs"].as_u64(), v["rejected"].as_u64()),
+        (Some(800), Some(200))
+    );
+}

@@ -50,14 +50,16 @@ DAEMONS=(gsctld gsnoded gsstepd)
 COMMANDS=(gsbatch gsqueue gscancel gsinfo gscontrol gsacct gsacctmgr gsprio)
 # Slurm's name for each command, in the order of COMMANDS.
 SLURM=(sbatch squeue scancel sinfo scontrol sacct sacctmgr sprio)
+# Tools without a Slurm counterpart.
+TOOLS=(gssim)
 
-for b in "${DAEMONS[@]}" "${COMMANDS[@]}"; do
+for b in "${DAEMONS[@]}" "${COMMANDS[@]}" "${TOOLS[@]}"; do
   [[ -x "$FROM/$b" ]] || die "$FROM/$b is missing: build with 'cargo build --release --bins' or pass --from"
 done
 
 install -d "$PREFIX/bin" "$PREFIX/sbin" "$PREFIX/share/man/man1" "$PREFIX/share/man/man5" "$PREFIX/share/man/man7" "$PREFIX/share/man/man8"
 for b in "${DAEMONS[@]}"; do install -m 0755 "$FROM/$b" "$PREFIX/sbin/$b"; done
-for b in "${COMMANDS[@]}"; do install -m 0755 "$FROM/$b" "$PREFIX/bin/$b"; done
+for b in "${COMMANDS[@]}" "${TOOLS[@]}"; do install -m 0755 "$FROM/$b" "$PREFIX/bin/$b"; done
 for s in 1 5 7 8; do install -m 0644 "$ROOT"/man/man$s/*.$s "$PREFIX/share/man/man$s/"; done
 # Shell completions, where each shell looks for them under the prefix.
 BASHC="$PREFIX/share/bash-completion/completions"

@@ -10,17 +10,15 @@ use gsched_proto::api::{
     NodeStateUpdate, RunningJob, TerminateReason, TestOnlyAnswer,
 };
 use gsched_proto::auth::Identity;
-use gsched_proto::config::{
-    BackfillPolicy, Config, ConfiguredNodeState, PartitionState, SchedulerType,
-};
+use gsched_proto::config::{Config, ConfiguredNodeState, PartitionState};
 use gsched_proto::depend::DependencySpec;
 use gsched_proto::hostlist;
 use gsched_proto::job::{JobId, JobInfo, JobSpec, JobState, MemRequest, Reason};
 use gsched_proto::node::{NodeBaseState, NodeInfo, PartitionInfo, PartitionStateInfo};
 use gsched_proto::users;
 use gsched_sched::{
-    ClusterView, NodeAlloc, NodeFilter, NodeView, PartitionView, Policy, QueuedJob,
-    ResourceRequest, RunningAlloc, SchedConfig,
+    ClusterView, NodeAlloc, NodeFilter, NodeView, PartitionView, QueuedJob, ResourceRequest,
+    RunningAlloc, SchedConfig,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -2215,24 +2213,7 @@ fn corresponding_task_state(
 
 /// The scheduler core's settings from `SchedulerType=` and `SchedulerParameters=`.
 pub fn sched_config_from(cfg: &Config) -> SchedConfig {
-    let p = cfg.scheduler.params;
-    let mut c = SchedConfig {
-        policy: match (cfg.scheduler.scheduler_type, p.bf_policy) {
-            (SchedulerType::Builtin, _) => Policy::Fifo,
-            (SchedulerType::Backfill, BackfillPolicy::Easy) => Policy::Easy {
-                reserve: p.bf_reserve.unwrap_or(1) as usize,
-            },
-            (SchedulerType::Backfill, BackfillPolicy::Conservative) => Policy::Conservative,
-        },
-        ..SchedConfig::default()
-    };
-    if let Some(w) = p.bf_window_min {
-        c.horizon_secs = w as i64 * 60;
-    }
-    if let Some(n) = p.bf_max_job_test {
-        c.plan_depth = n as usize;
-    }
-    c
+    SchedConfig::from_config(cfg)
 }
 
 /// FIFO priority like Slurm's priority/basic: older jobs rank higher.

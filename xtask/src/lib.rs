@@ -91,6 +91,13 @@ pub const PROGRAMS: &[Program] = &[
         summary: "the gsched node daemon",
         description: "gsnoded runs on every compute node: it registers the node with the controller, launches the jobs assigned to it through the per-job helper gsstepd (which forks, drops to the job's user and executes the script), signals and ends them, and reports how they ended. Jobs survive a restart of gsnoded.",
     },
+    Program {
+        name: "gssim",
+        section: 1,
+        slurm: None,
+        summary: "replay a workload trace through gsched's scheduler and compare policies",
+        description: "gssim replays a workload trace (the Parallel Workloads Archive's SWF, the Alibaba GPU v2023 pod list, or gsched's own accounting history saved with --export-history) through the scheduler core that gsctld runs, with a virtual clock, on a cluster described by a gsched.conf, by flags or by the trace. For each policy (fcfs, easy, conservative, easy-predict) it reports average and p50/p95/p99 wait, average bounded slowdown (tau 10 s), utilization, makespan, jobs per hour and the accuracy of the runtimes planned with, as a table, CSV or JSON, and can draw the wait distribution and utilization over time to an SVG file. The same input gives the same bytes.",
+    },
 ];
 
 /// Escapes text for roff: backslashes, and lines that would start a request.

@@ -39,9 +39,11 @@ use std::sync::Arc;
 use gsched_proto::job::{JobId, MemRequest, Reason};
 
 mod backfill;
+mod config;
 mod het;
 mod place;
 mod plan;
+pub mod predict;
 pub mod priority;
 mod timeline;
 

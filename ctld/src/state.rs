@@ -30,6 +30,7 @@ mod het;
 pub use arrays::ArrayRt;
 mod limits;
 mod notices;
+mod predict;
 mod priority;
 pub use priority::{assoc_of, Assoc, Usage};
 mod suspend;
@@ -96,6 +97,9 @@ pub struct JobExtra {
     /// INVALID_DEPEND), so a restarted controller does not repeat them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub mail_sent: u32,
+    /// `bf_predict`: the runtime predicted when this run started (planning only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_secs: Option<i64>,
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -191,6 +195,8 @@ pub struct State {
     pub usage: Usage,
     /// Job notices (`--mail-type`, webhooks).
     pub notices: notices::NoticeRt,
+    /// `bf_predict`: runtime predictions for planning.
+    predict: predict::PredictRt,
     /// Accounts, users, associations and QOS (`gsacctmgr`).
     pub acct: crate::acct::AcctDb,
 }
@@ -337,10 +343,12 @@ impl State {
             admin_uids,
             arrays: HashMap::new(),
             notices: Default::default(),
+            predict: Default::default(),
             usage,
             acct,
         };
         st.notices.seed(st.jobs.values());
+        st.init_predictor();
         st.rebuild_arrays()?;
         st.usage.adopt_finished(st.jobs.values().map(|j| &j.info));
         Ok(st)
@@ -1408,10 +1416,7 @@ impl State {
                 .filter(|j| matches!(j.info.state, JobState::Running | JobState::Completing))
                 .map(|j| RunningAlloc {
                     job_id: j.info.job_id,
-                    end: match (j.info.start_time, j.info.time_limit) {
-                        (Some(s), Some(m)) => s + m as i64 * 60,
-                        _ => gsched_sched::UNLIMITED_END,
-                    },
+                    end: self.planned_end(&j.info, j.extra.predicted_secs),
                     nodes: j
                         .info
                         .nodes
@@ -1434,6 +1439,7 @@ impl State {
 
     /// One scheduling pass: time limits, node liveness, then the scheduler core's decisions.
     pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
+        self.predict.pass_now = now;
         let mut effects = Vec::new();
         let mut changed = Vec::new();
         let kill_wait = self.cfg.kill_wait;
@@ -1532,6 +1538,7 @@ impl State {
             .collect();
         let mut limits = self.limit_slots(&candidates);
         view.limits = std::mem::take(&mut limits.slots);
+        let predicted = self.predictions(&candidates);
         let queue: Vec<QueuedJob> = candidates
             .iter()
             .filter(|id| !limits.blocked.contains_key(id))
@@ -1551,7 +1558,11 @@ impl State {
                     .collect(),
                 held: None,
                 begin_time: j.info.eligible_time,
-                time_limit: j.info.time_limit,
+                // bf_predict: planned with the prediction; killed at the limit all the same.
+                time_limit: predicted
+                    .get(&j.info.job_id)
+                    .map(|&s| predict::minutes(s))
+                    .or(j.info.time_limit),
                 time_min: j.info.spec.time_min,
                 req: self.request_of(&j.info.spec),
                 limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
@@ -1631,6 +1642,7 @@ impl State {
             job.extra.terminate = None;
             job.extra.warn_signal_sent = false;
             job.extra.mail_sent &= !notices::TIME_BITS;
+            job.extra.predicted_secs = predicted.get(&start.job_id).copied();
             job.launch = Some(LaunchState::InFlight);
             job.terminate_sent_at = None;
             job.terminate_acked = false;

@@ -502,6 +502,21 @@ pub struct SchedulerParams {
     pub bf_max_job_test: Option<u32>,
     /// `kill_invalid_depend`: cancel jobs whose dependency can never be satisfied.
     pub kill_invalid_depend: bool,
+    /// `bf_predict=easy++|recent` (gsched): plan with runtimes predicted from the cluster's
+    /// finished jobs instead of the users' limits (the kill time stays the limit).
+    pub bf_predict: RuntimePredict,
+}
+
+/// `bf_predict=` (gsched): which runtime predictor backfill plans with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RuntimePredict {
+    /// The users' limits (Slurm's behaviour).
+    #[default]
+    Off,
+    /// The average of the user's last two runtimes (Tsafrir's EASY++).
+    EasyPlusPlus,
+    /// The last two runtimes of the same user, job name and size, then name, then user.
+    Recent,
 }
 
 /// The scheduler settings.
@@ -546,6 +561,19 @@ fn parse_scheduler_params(v: &str) -> Result<(SchedulerParams, Vec<String>), Str
             "bf_window" => p.bf_window_min = Some(num("bf_window")?.max(1)),
             "bf_max_job_test" => p.bf_max_job_test = Some(num("bf_max_job_test")?.max(1)),
             "kill_invalid_depend" => p.kill_invalid_depend = true,
+            "bf_predict" => {
+                p.bf_predict = match val.map(str::to_ascii_lowercase).as_deref() {
+                    Some("easy++") => RuntimePredict::EasyPlusPlus,
+                    Some("recent") => RuntimePredict::Recent,
+                    Some("none") | Some("off") => RuntimePredict::Off,
+                    _ => {
+                        return Err(format!(
+                            "bf_predict= must be easy++, recent or none, got \"{}\"",
+                            val.unwrap_or("")
+                        ))
+                    }
+                }
+            }
             _ => ignored.push(k.to_string()),
         }
     }

@@ -150,3 +150,48 @@ fn time_min_lowers_the_limit_to_fit_before_the_reservation() {
     assert!(j.time_limit.is_some_and(|l| (5..60).contains(&l)), "{j:?}");
     c.cmd_ok("gscancel", ["-u", c.user()]);
 }
+
+/// `bf_predict=recent`: a job whose limit would delay the reservation, but whose kind of job
+/// (same user, name and size) has always ended within seconds, backfills on its prediction;
+/// without the predictor the same job waits. It still runs to its limit if it has to.
+#[test]
+fn predicted_runtimes_let_a_habitually_short_job_backfill() {
+    for predict in [true, false] {
+        let mut opts = ClusterOpts::named(if predict { "predict" } else { "nopredict" })
+            .nodes(1)
+            .cpus(2);
+        if predict {
+            opts = opts.config_line("SchedulerParameters=bf_predict=recent");
+        }
+        let c = TestCluster::start(opts);
+        // History: two runs of `quick` that took about a second, under a 2-hour limit.
+        for _ in 0..2 {
+            let q = c.submit(["-J", "quick", "-n", "1", "-t", "120", "--wrap", "sleep 1"]);
+            assert_eq!(c.wait_terminal(q, secs(30)).state, JobState::Completed);
+        }
+        // `a` holds one CPU for up to 10 minutes (no history for its name: its limit).
+        let a = c.submit(["-J", "hog", "-n", "1", "-t", "10", "--wrap", "sleep 1000"]);
+        c.wait_state(a, JobState::Running, secs(30));
+        // `b` needs both CPUs: reserved at `a`'s end.
+        let b = c.submit(["-J", "wide", "-n", "2", "-t", "10", "--wrap", "true"]);
+        // Another `quick`: its 2-hour limit would delay `b`, its prediction would not.
+        let q = c.submit(["-J", "quick", "-n", "1", "-t", "120", "--wrap", "sleep 1"]);
+        if predict {
+            let j = c.wait_terminal(q, secs(30));
+            assert_eq!(j.state, JobState::Completed, "{j:?}");
+            // The kill time stayed the user's limit.
+            assert_eq!(j.time_limit, Some(120));
+            assert_eq!(c.job(b).state, JobState::Pending);
+        } else {
+            let jb = c.wait_job(b, secs(10), "pending with an expected start", |j| {
+                j.state == JobState::Pending && j.expected_start.is_some()
+            });
+            assert_eq!(jb.reason, Reason::Resources);
+            std::thread::sleep(secs(3));
+            let j = c.job(q);
+            assert_eq!(j.state, JobState::Pending, "{j:?}");
+            assert_eq!(j.reason, Reason::Priority);
+        }
+        c.cmd_ok("gscancel", [a.to_string(), b.to_string(), q.to_string()]);
+    }
+}

@@ -55,6 +55,12 @@ impl State {
             };
             let cur = job.info.state;
             let prev = self.notices.seen.insert(id, cur);
+            if prev.is_some_and(|p| !p.is_terminal()) && cur.is_terminal() {
+                self.learn_runtime(id);
+            }
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
             if prev == Some(cur) || !notify::interested(&self.cfg.notify, &job.info) {
                 continue;
             }

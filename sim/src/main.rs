@@ -123,7 +123,7 @@ fn main() -> ExitCode {
 fn export_history(out: &Path, config: Option<&Path>) -> Result<()> {
     let path = resolve_config_path(config);
     let cfg = Config::load(&path).with_context(|| format!("reading {}", path.display()))?;
-    let auth = gsched_auth::by_name(&cfg.auth_type.to_string())?;
+    let auth = gsched_auth::from_config(&cfg)?;
     let client = gsched_proto::client::Client::new(
         format!("{}:{}", cfg.ctld_host.connect_addr(), cfg.ctld_port),
         auth,

@@ -1435,6 +1435,14 @@ pub fn format_job_ranged(
         ));
     }
     o.push_str(&format!("{le}Power="));
+    if !j.spec.mail_type.is_empty() {
+        // Slurm's optional mail line (the user's name when --mail-user was not given).
+        o.push_str(&format!(
+            "{le}MailUser={} MailType={}",
+            j.spec.mail_user.as_deref().unwrap_or(&j.user_name),
+            j.spec.mail_type.names()
+        ));
+    }
     o.push_str(le);
     o.push_str(if one_liner { "\n" } else { "\n\n" });
     o

@@ -136,6 +136,15 @@ fn mail_and_webhook_notices() {
     assert_eq!(got[0]["job_id"], bad);
     assert_eq!(got[0]["exit_code"], 3);
     assert_eq!(got[0]["state"], "FAILED");
+    // Shown by gscontrol as Slurm's optional mail line.
+    let show = c.cmd_ok(
+        "gscontrol",
+        ["show".to_string(), "job".into(), bad.to_string()],
+    );
+    assert!(
+        show.contains("   MailUser=ops@lab MailType=FAIL\n"),
+        "{show}"
+    );
     // A bad --mail-type is refused like Slurm's.
     let o = c.cmd("gsbatch", ["--mail-type=SOMETIMES", "--wrap", "true"]);
     assert_ne!(o.status.code(), Some(0));

@@ -55,8 +55,9 @@ async fn auth_layer(
     mut req: Request,
     next: Next,
 ) -> Response {
-    // Prometheus scrapes without a credential; the page holds only aggregates.
-    if req.uri().path() == paths::METRICS {
+    // Prometheus scrapes without a credential; the page holds only aggregates. The API's
+    // OpenAPI document is public too.
+    if req.uri().path() == paths::METRICS || req.uri().path() == paths::OPENAPI {
         return next.run(req).await;
     }
     let peer = request_peer(&req);
@@ -82,6 +83,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::JOBS_COMPLETE, post(complete))
         .route(paths::JOBS_HISTORY, post(history))
         .route(paths::METRICS, get(metrics))
+        .route(paths::OPENAPI, get(openapi))
         .route(paths::NODES, get(nodes))
         .route(paths::NODES_UPDATE, post(update_nodes))
         .route(paths::NODES_REGISTER, post(register))
@@ -198,6 +200,14 @@ async fn query(
         Vec::new()
     };
     Json(JobsResponse { now: now(), jobs })
+}
+
+async fn openapi() -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        gsched_proto::openapi::document_text(),
+    )
+        .into_response()
 }
 
 async fn metrics(AxState(sh): Sh) -> Response {

@@ -16,7 +16,7 @@ pub const DEFAULT_QOS: &str = "normal";
 pub const ROOT_ACCOUNT: &str = "root";
 
 /// A QOS (`sacctmgr add qos`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QosDef {
     pub name: String,
     #[serde(default)]
@@ -54,7 +54,7 @@ impl QosDef {
 }
 
 /// An account (`sacctmgr add account`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AccountDef {
     pub name: String,
     #[serde(default)]
@@ -80,7 +80,9 @@ pub struct AccountDef {
 }
 
 /// Per-association limits (`MaxJobs=`, `MaxSubmitJobs=`, `MaxWall=`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct AssocLimits {
     #[serde(default)]
     pub max_jobs: Option<u32>,
@@ -92,7 +94,9 @@ pub struct AssocLimits {
 }
 
 /// `AdminLevel=` of a user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum AdminLevel {
     #[default]
     None,
@@ -128,7 +132,7 @@ impl AdminLevel {
 }
 
 /// A user (`sacctmgr add user`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UserDef {
     pub name: String,
     /// The account of jobs submitted without `-A`.
@@ -138,7 +142,7 @@ pub struct UserDef {
 }
 
 /// An association: a user in an account (optionally in one partition only).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AssocDef {
     pub user: String,
     pub account: String,
@@ -161,7 +165,7 @@ fn one() -> u32 {
 }
 
 /// Decayed usage of one association, as stored (CPU-seconds).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UsageRow {
     pub account: String,
     pub user: String,
@@ -169,7 +173,7 @@ pub struct UsageRow {
 }
 
 /// `GET /v1/acct`: the whole table.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AcctResponse {
     pub accounts: Vec<AccountDef>,
     pub users: Vec<UserDef>,
@@ -184,7 +188,7 @@ pub struct AcctResponse {
 }
 
 /// What a change does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AcctOp {
     Add,
@@ -193,7 +197,7 @@ pub enum AcctOp {
 }
 
 /// What a change applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AcctEntity {
     Account,
@@ -213,7 +217,7 @@ impl AcctEntity {
 }
 
 /// `POST /v1/acct/update`: one `gsacctmgr add|modify|delete` command.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AcctChange {
     pub op: AcctOp,
     pub entity: AcctEntity,
@@ -230,7 +234,7 @@ pub struct AcctChange {
 
 /// The answer to a change: what was added, modified or deleted, one line each as sacctmgr
 /// lists them (`physics`, `  C = c  A = physics  U = bob`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AcctChangeResponse {
     pub changed: Vec<String>,
 }

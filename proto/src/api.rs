@@ -42,6 +42,8 @@ pub mod paths {
     pub const JOBS_HISTORY: &str = "/v1/jobs/history";
     /// Prometheus metrics (OpenMetrics text); the one path served without a credential.
     pub const METRICS: &str = "/metrics";
+    /// The OpenAPI document of this API (served without a credential).
+    pub const OPENAPI: &str = "/v1/openapi.json";
     pub const NODES: &str = "/v1/nodes";
     pub const NODES_UPDATE: &str = "/v1/nodes/update";
     pub const NODES_REGISTER: &str = "/v1/nodes/register";
@@ -61,7 +63,7 @@ pub mod paths {
 }
 
 /// Error classes; each has Slurm's wording so that commands can print what Slurm prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     BadRequest,
@@ -168,7 +170,7 @@ impl ErrorCode {
 }
 
 /// The body of every non-2xx answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApiError {
     pub code: ErrorCode,
     /// Slurm's wording, possibly followed by details (`...: job 12 is RUNNING`).
@@ -201,7 +203,7 @@ impl fmt::Display for ApiError {
 impl std::error::Error for ApiError {}
 
 /// `GET /v1/ping`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PingResponse {
     pub cluster: String,
     pub host: String,
@@ -212,7 +214,7 @@ pub struct PingResponse {
 }
 
 /// `POST /v1/jobs`: submit one batch job.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SubmitRequest {
     pub spec: JobSpec,
     /// `sbatch --test-only`: validate the job and estimate its start, store nothing.
@@ -225,7 +227,7 @@ pub struct SubmitRequest {
 }
 
 /// Answer to a submission; sent only after the job is committed to the store.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SubmitResponse {
     pub job_id: JobId,
     /// For a `test_only` request: where and when the job would start (`job_id` is then the
@@ -235,7 +237,7 @@ pub struct SubmitResponse {
 }
 
 /// What `sbatch --test-only` reports.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestOnlyAnswer {
     /// Expected start, epoch seconds.
     pub start: i64,
@@ -247,7 +249,7 @@ pub struct TestOnlyAnswer {
 }
 
 /// Which jobs a query or an action applies to. Empty lists mean "no filter"; all filters AND.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobFilter {
     #[serde(default)]
     pub ids: Vec<JobId>,
@@ -303,7 +305,7 @@ impl JobFilter {
 /// running at some moment of `[start, end]`; with `states`, as sacct does, a job in a final
 /// state is selected when it ended within the window, a running one when it ran during it, a
 /// pending one when it was eligible during it. `None` bounds are open.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HistoryQuery {
     /// Ids, users, names, partitions and states (the states as explained above).
     #[serde(default)]
@@ -360,13 +362,13 @@ impl HistoryQuery {
 }
 
 /// `POST /v1/jobs/query`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobQuery {
     #[serde(default)]
     pub filter: JobFilter,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobsResponse {
     /// The controller's clock when the answer was made (for elapsed times).
     pub now: i64,
@@ -374,7 +376,7 @@ pub struct JobsResponse {
 }
 
 /// `POST /v1/jobs/signal`: cancel (no signal) or signal jobs.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SignalJobsRequest {
     pub filter: JobFilter,
     /// `None` cancels; `Some(sig)` only delivers the signal.
@@ -385,19 +387,19 @@ pub struct SignalJobsRequest {
 }
 
 /// The outcome for one job of an action on several.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobActionResult {
     pub job_id: JobId,
     pub error: Option<ApiError>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobActionResponse {
     pub results: Vec<JobActionResult>,
 }
 
 /// `POST /v1/jobs/suspend`: `scontrol suspend|resume` (root and SlurmUser only).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SuspendRequest {
     pub ids: Vec<JobId>,
     /// `false`: suspend; `true`: resume.
@@ -405,14 +407,14 @@ pub struct SuspendRequest {
 }
 
 /// `POST /v1/node/suspend`: freeze (or thaw) every process of a job.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeSuspendRequest {
     pub job_id: JobId,
     pub suspend: bool,
 }
 
 /// `POST /v1/jobs/hold`: hold (`release = false`) or release jobs.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HoldRequest {
     pub ids: Vec<JobId>,
     /// Array tasks named `N_K`.
@@ -424,7 +426,7 @@ pub struct HoldRequest {
 }
 
 /// `POST /v1/jobs/update`: `scontrol update JobId=...`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobUpdateRequest {
     pub job_id: JobId,
     /// New limit in minutes; `Some(None)` = UNLIMITED.
@@ -457,13 +459,13 @@ pub struct JobUpdateRequest {
 }
 
 /// `POST /v1/jobs/requeue`: `scontrol requeue`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RequeueRequest {
     pub ids: Vec<JobId>,
 }
 
 /// `POST /v1/jobs/complete`: gsnoded reports how a job's batch script ended.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobCompleteRequest {
     pub job_id: JobId,
     pub node: String,
@@ -485,24 +487,24 @@ pub struct JobCompleteRequest {
     pub usage: Option<crate::job::JobUsage>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Ack {
     pub ok: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodesResponse {
     pub now: i64,
     pub nodes: Vec<NodeInfo>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartitionsResponse {
     pub partitions: Vec<PartitionInfo>,
 }
 
 /// `scontrol update NodeName=... State=...`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum NodeStateUpdate {
     Drain,
@@ -512,7 +514,7 @@ pub enum NodeStateUpdate {
 }
 
 /// `POST /v1/nodes/update`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeUpdateRequest {
     pub names: Vec<String>,
     pub state: NodeStateUpdate,
@@ -520,7 +522,7 @@ pub struct NodeUpdateRequest {
 }
 
 /// `GET /v1/config`: `scontrol show config` lines, in order.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConfigResponse {
     pub now: i64,
     pub entries: Vec<(String, String)>,
@@ -528,7 +530,7 @@ pub struct ConfigResponse {
 
 /// `POST /v1/nodes/register`: a gsnoded starting (or re-registering after a controller
 /// restart) tells what it has and which jobs it still runs.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RegisterRequest {
     pub name: String,
     pub cpus: u32,
@@ -542,13 +544,13 @@ pub struct RegisterRequest {
 
 /// A job gsnoded is running, identified by id and the start time the controller assigned
 /// (a requeued job is a different run).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunningJob {
     pub job_id: JobId,
     pub start_time: i64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RegisterResponse {
     /// Jobs the node runs that the controller no longer assigns to it: kill them.
     pub kill: Vec<JobId>,
@@ -556,13 +558,13 @@ pub struct RegisterResponse {
 }
 
 /// `POST /v1/nodes/heartbeat`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HeartbeatRequest {
     pub name: String,
     pub running: Vec<RunningJob>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HeartbeatResponse {
     /// `false` when the controller does not know this node as registered: register again.
     pub registered: bool,
@@ -571,7 +573,7 @@ pub struct HeartbeatResponse {
 
 /// `POST /v1/node/launch`: the controller hands a job to gsnoded. Idempotent per
 /// `(job_id, start_time)`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LaunchRequest {
     pub job_id: JobId,
     pub start_time: i64,
@@ -598,7 +600,7 @@ pub struct LaunchRequest {
 }
 
 /// `POST /v1/node/signal`: deliver a signal to a job's processes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeSignalRequest {
     pub job_id: JobId,
     pub signal: i32,
@@ -606,7 +608,7 @@ pub struct NodeSignalRequest {
 }
 
 /// Why the controller ends a running job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TerminateReason {
     Cancelled,
@@ -617,7 +619,7 @@ pub enum TerminateReason {
 
 /// `POST /v1/node/terminate`: SIGCONT+SIGTERM to every process of the job, SIGKILL after
 /// `kill_wait` seconds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TerminateRequest {
     pub job_id: JobId,
     pub kill_wait: u32,

@@ -79,7 +79,7 @@ fn parse_num(s: &str) -> Option<u32> {
 }
 
 /// What an array task knows about its array (kept on every task's record; small and fixed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ArrayTask {
     /// The array's job id (`SLURM_ARRAY_JOB_ID`, `%A`, `ArrayJobId=`): the first task's id.
     pub job_id: JobId,

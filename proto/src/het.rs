@@ -8,7 +8,7 @@ use crate::job::JobId;
 use serde::{Deserialize, Serialize};
 
 /// Where one job sits in its heterogeneous job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HetComponent {
     /// The leader's id (`HetJobId=`, `SLURM_HET_JOB_ID`... the het job's id).
     pub job_id: JobId,

@@ -11,7 +11,19 @@ use std::fmt;
 pub type JobId = u32;
 
 /// The life of a job. Terminal states never change again (except by requeue, later).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    PartialOrd,
+    Ord,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum JobState {
     Pending,
@@ -92,7 +104,7 @@ impl fmt::Display for JobState {
 }
 
 /// Why a job is pending, or why it ended (Slurm's reason strings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Reason {
     None,
     Priority,
@@ -166,7 +178,7 @@ impl fmt::Display for Reason {
 }
 
 /// Memory request as sbatch takes it (`--mem` xor `--mem-per-cpu`), in MiB.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum MemRequest {
     /// `--mem=N`; 0 means all memory of each node.
     PerNode(u64),
@@ -175,7 +187,9 @@ pub enum MemRequest {
 }
 
 /// `--open-mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum OpenMode {
     #[default]
     Truncate,
@@ -185,7 +199,7 @@ pub enum OpenMode {
 /// What the user submitted, after the command merged command line, `SBATCH_*` variables and
 /// `#SBATCH` lines. Fields that Slurm distinguishes as "given or not" are `Option`s, because
 /// the job's environment differs (e.g. `SLURM_NTASKS` only when `-n` was given).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobSpec {
     pub name: String,
     /// The whole batch script, starting with `#!`.
@@ -303,7 +317,7 @@ pub fn parse_constraint(s: &str) -> Result<crate::constraint::ConstraintSpec, St
 
 /// `--signal=[B:]<sig>[@sec]`: the controller sends `signal` once, `before_secs` seconds
 /// before the job's time limit ends (never for a job without a limit).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WarnSignal {
     pub signal: i32,
     /// Seconds before the end of the time limit (0..=65535; Slurm's default 60).
@@ -344,7 +358,7 @@ impl JobSpec {
 }
 
 /// The job record the API returns (`gsqueue`, `gscontrol show job`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobInfo {
     pub job_id: JobId,
     pub name: String,
@@ -428,7 +442,9 @@ fn is_zero(v: &i64) -> bool {
 }
 
 /// A job's resource use, read from its cgroup when it ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct JobUsage {
     /// Peak memory of the job's cgroup in bytes (`memory.max_usage_in_bytes` on v1,
     /// `memory.peak` on v2); `None` without a memory controller.
@@ -452,7 +468,7 @@ impl JobUsage {
 }
 
 /// The weighted parts of a multifactor priority (what Slurm's `sprio` shows).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PriorityFactors {
     pub age: f64,
     pub fairshare: f64,

@@ -18,6 +18,7 @@ pub mod job;
 pub mod mail;
 pub mod node;
 pub mod notify_config;
+pub mod openapi;
 pub mod patterns;
 #[cfg(feature = "server")]
 pub mod server;

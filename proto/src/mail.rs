@@ -8,7 +8,9 @@
 use serde::{Deserialize, Serialize};
 
 /// A set of mail types (Slurm's `MAIL_*` flags).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(transparent)]
 pub struct MailTypes(pub u32);
 
@@ -91,7 +93,7 @@ impl MailTypes {
 }
 
 /// One job event a notice is sent for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum MailEvent {
     Begin,

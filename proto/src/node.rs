@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Base state of a node, derived from its allocations and health.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum NodeBaseState {
     /// Never registered since the controller started.
@@ -17,7 +17,7 @@ pub enum NodeBaseState {
 }
 
 /// What the API returns for a node.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeInfo {
     pub name: String,
     pub addr: String,
@@ -109,7 +109,7 @@ impl NodeInfo {
 }
 
 /// Partition availability (`State=` on a PartitionName line).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum PartitionStateInfo {
     Up,
@@ -130,7 +130,7 @@ impl PartitionStateInfo {
 }
 
 /// What the API returns for a partition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartitionInfo {
     pub name: String,
     pub nodes: Vec<String>,
@@ -148,7 +148,7 @@ pub struct PartitionInfo {
 }
 
 /// Who may use a partition, as `scontrol show partition` prints it.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartitionAccessInfo {
     pub allow_accounts: Option<Vec<String>>,
     pub deny_accounts: Option<Vec<String>>,

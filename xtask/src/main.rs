@@ -3,6 +3,7 @@
 //! DIR (default: the workspace's target/debug).
 //! `cargo run -p gsched-xtask -- completions [--check]`: the same for the shell completions
 //! under `packaging/completions/`, from the commands' option tables.
+//! `cargo run -p gsched-xtask -- openapi [--check]`: the same for `docs/openapi.json`.
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 
@@ -17,6 +18,25 @@ fn main() -> Result<()> {
     let mut it = args.iter();
     match it.next().map(String::as_str) {
         Some("man") => {}
+        Some("openapi") => {
+            let check = match it.next().map(String::as_str) {
+                None => false,
+                Some("--check") => true,
+                Some(other) => bail!("unknown argument {other}"),
+            };
+            let path = root.join("docs/openapi.json");
+            let text = gsched_proto::openapi::document_text();
+            if check {
+                if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+                    bail!("docs/openapi.json is stale (run: cargo run -p gsched-xtask -- openapi)");
+                }
+            } else {
+                std::fs::write(&path, text)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                println!("wrote docs/openapi.json");
+            }
+            return Ok(());
+        }
         Some("completions") => {
             let check = match it.next().map(String::as_str) {
                 None => false,
@@ -25,7 +45,9 @@ fn main() -> Result<()> {
             };
             return completions(&root, check);
         }
-        _ => bail!("usage: gsched-xtask man [--check] [--bin-dir DIR] | completions [--check]"),
+        _ => bail!(
+            "usage: gsched-xtask man [--check] [--bin-dir DIR] | completions [--check] | openapi [--check]"
+        ),
     }
     while let Some(a) = it.next() {
         match a.as_str() {

@@ -320,6 +320,8 @@ pub struct Opts {
     pub mail_type: gsched_proto::mail::MailTypes,
     /// `--mail-user`.
     pub mail_user: Option<String>,
+    /// Things the options asked for that were passed over, to print as warnings.
+    pub warnings: Vec<String>,
     /// `--signal`, parsed.
     pub warn_signal: Option<gsched_proto::job::WarnSignal>,
     /// `-W/--wait`.
@@ -447,8 +449,15 @@ impl Opts {
             "no-requeue" => self.requeue = Some(false),
             "comment" => self.comment = Some(val.to_string()),
             "mail-type" => match gsched_proto::mail::MailTypes::parse(val) {
-                Some(m) => self.mail_type = m,
-                None => return Err(opt_err(&format!("--mail-type={val} invalid"))),
+                // Slurm passes over words it does not know; gsched says so.
+                Some(m) => {
+                    self.mail_type = m;
+                    for w in gsched_proto::mail::MailTypes::unknown_words(val) {
+                        self.warnings
+                            .push(format!("--mail-type: ignoring unknown mail type \"{w}\""));
+                    }
+                }
+                None => return Err(opt_err("Invalid --mail-type specification")),
             },
             "mail-user" => self.mail_user = Some(val.to_string()),
             "signal" => match crate::signals::parse_warn_signal(val) {
@@ -1071,6 +1080,12 @@ pub fn build(
         components.push(opts);
     }
     let opts = components[0].clone();
+    for w in components.iter().flat_map(|o| &o.warnings) {
+        let w = format!("{prog}: warning: {w}");
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
     if dirs.foreign && !opts.ignore_pbs {
         return Err(Fail::error(
             prog,

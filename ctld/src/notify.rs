@@ -87,15 +87,10 @@ pub enum Delivery {
     },
 }
 
-/// Slurm's `secs2time_str`: `HH:MM:SS`, or `D-HH:MM:SS` from one day on.
-pub fn secs2time(secs: i64) -> String {
-    let s = secs.max(0);
-    let (d, h, m, s) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
-    if d > 0 {
-        format!("{d}-{h:02}:{m:02}:{s:02}")
-    } else {
-        format!("{h:02}:{m:02}:{s:02}")
-    }
+/// Slurm's `secs2time_str` (`HH:MM:SS`, or `D-HH:MM:SS` from one day on) is scontrol's
+/// duration format.
+fn secs2time(secs: i64) -> String {
+    gsched_proto::units::format_secs_scontrol(secs.max(0) as u64)
 }
 
 /// The parts of a notice every target shares.
@@ -687,7 +682,5 @@ mod tests {
                 MailEvent::Time50
             ]
         );
-        assert_eq!(secs2time(0), "00:00:00");
-        assert_eq!(secs2time(90061), "1-01:01:01");
     }
 }

@@ -193,6 +193,8 @@ pub struct State {
     pub arrays: HashMap<JobId, ArrayRt>,
     /// Fair-share usage (priority/multifactor).
     pub usage: Usage,
+    /// Each job's state when its record was last committed (to react to transitions).
+    committed_state: HashMap<JobId, JobState>,
     /// Job notices (`--mail-type`, webhooks).
     pub notices: notices::NoticeRt,
     /// `bf_predict`: runtime predictions for planning.
@@ -328,7 +330,7 @@ impl State {
             .iter()
             .filter_map(|n| users::resolve_user(n).map(|u| u.uid))
             .collect();
-        let sched_config = sched_config_from(&cfg);
+        let sched_config = SchedConfig::from_config(&cfg);
         let mut st = State {
             sched_config,
             cfg,
@@ -342,12 +344,17 @@ impl State {
             slurm_uid,
             admin_uids,
             arrays: HashMap::new(),
+            committed_state: HashMap::new(),
             notices: Default::default(),
             predict: Default::default(),
             usage,
             acct,
         };
-        st.notices.seed(st.jobs.values());
+        st.committed_state = st
+            .jobs
+            .values()
+            .map(|j| (j.info.job_id, j.info.state))
+            .collect();
         st.init_predictor();
         st.rebuild_arrays()?;
         st.usage.adopt_finished(st.jobs.values().map(|j| &j.info));
@@ -380,7 +387,7 @@ impl State {
         })?;
         let (state, end) = (job.info.state, job.info.end_time);
         self.store.update_job(id, state, end, &text)?;
-        self.observe(&[id]);
+        self.committed(&[id]);
         Ok(())
     }
 
@@ -405,8 +412,27 @@ impl State {
             }
             Ok(())
         })?;
-        self.observe(ids);
+        self.committed(ids);
         Ok(())
+    }
+
+    /// Called once the records of `ids` are in the store: what follows from their state
+    /// transitions (bf_predict learns the runtime of a run that ended; notices go out).
+    fn committed(&mut self, ids: &[JobId]) {
+        for &id in ids {
+            let Some(cur) = self.jobs.get(&id).map(|j| j.info.state) else {
+                self.committed_state.remove(&id);
+                continue;
+            };
+            let prev = self.committed_state.insert(id, cur);
+            if prev == Some(cur) {
+                continue;
+            }
+            if prev.is_some_and(|p| !p.is_terminal()) && cur.is_terminal() {
+                self.learn_runtime(id);
+            }
+            self.announce_transition(id, prev, cur);
+        }
     }
 
     fn partition_by_name(&self, name: &str) -> Option<usize> {
@@ -1721,6 +1747,8 @@ impl State {
         self.jobs.retain(|_, j| {
             !(j.info.state.is_terminal() && j.info.end_time.is_some_and(|e| now - e > age))
         });
+        let jobs = &self.jobs;
+        self.committed_state.retain(|id, _| jobs.contains_key(id));
         self.purge_arrays();
     }
 
@@ -2221,11 +2249,6 @@ fn corresponding_task_state(
             start_time: t.info.start_time,
             end_time: t.info.end_time,
         })
-}
-
-/// The scheduler core's settings from `SchedulerType=` and `SchedulerParameters=`.
-pub fn sched_config_from(cfg: &Config) -> SchedConfig {
-    SchedConfig::from_config(cfg)
 }
 
 /// FIFO priority like Slurm's priority/basic: older jobs rank higher.

@@ -49,25 +49,37 @@ impl MailTypes {
         ("ARRAY_TASKS", Self::ARRAY_TASKS),
     ];
 
-    /// Parses `--mail-type` (comma-separated, case-insensitive). `None` for an invalid
-    /// word, as Slurm then refuses the whole option.
+    /// Parses `--mail-type` as Slurm's `parse_mail_type` does: comma-separated words,
+    /// case-insensitive; `NONE` ends the list with nothing; words it does not know are passed
+    /// over ([`MailTypes::unknown_words`] names them); `None` (Slurm's "Invalid --mail-type
+    /// specification") when nothing valid was given.
     pub fn parse(text: &str) -> Option<MailTypes> {
         let mut bits = 0;
         for word in text.split(',') {
             let w = word.trim();
             if w.eq_ignore_ascii_case("NONE") {
-                // Slurm: NONE clears what came before it.
-                bits = 0;
+                return Some(MailTypes(0));
             } else if w.eq_ignore_ascii_case("ALL") {
                 bits |= Self::ALL;
-            } else {
-                let (_, b) = Self::NAMES
-                    .iter()
-                    .find(|(n, _)| n.eq_ignore_ascii_case(w))?;
+            } else if let Some((_, b)) = Self::NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(w))
+            {
                 bits |= b;
             }
         }
-        Some(MailTypes(bits))
+        (bits != 0).then_some(MailTypes(bits))
+    }
+
+    /// The words of `text` that are not mail types (before any `NONE`).
+    pub fn unknown_words(text: &str) -> Vec<String> {
+        text.split(',')
+            .map(str::trim)
+            .take_while(|w| !w.eq_ignore_ascii_case("NONE"))
+            .filter(|w| {
+                !w.eq_ignore_ascii_case("ALL")
+                    && !Self::NAMES.iter().any(|(n, _)| n.eq_ignore_ascii_case(w))
+            })
+            .map(str::to_string)
+            .collect()
     }
 
     pub fn has(self, flag: u32) -> bool {
@@ -160,8 +172,12 @@ mod tests {
             "TIME_LIMIT_80,ARRAY_TASKS"
         );
         assert_eq!(MailTypes::parse("END,NONE").unwrap(), MailTypes(0));
+        assert_eq!(MailTypes::parse("NONE,END").unwrap(), MailTypes(0));
         assert_eq!(MailTypes::parse("NONE").unwrap().names(), "NONE");
-        assert_eq!(MailTypes::parse("END,bogus"), None);
+        // As Slurm: unknown words are passed over; nothing valid is an error.
+        assert_eq!(MailTypes::parse("END,bogus").unwrap().names(), "END");
+        assert_eq!(MailTypes::unknown_words("END,bogus,none,x"), ["bogus"]);
+        assert_eq!(MailTypes::parse("bogus"), None);
         assert_eq!(MailTypes::parse(""), None);
     }
 }

@@ -100,6 +100,13 @@ impl NotifyConfig {
                     }
                 }
                 "events" => {
+                    let unknown = MailTypes::unknown_words(v);
+                    if !unknown.is_empty() {
+                        return Err(format!(
+                            "Events: \"{}\" is not a --mail-type word (BEGIN, END, FAIL, REQUEUE, TIME_LIMIT, ALL, ...)",
+                            unknown.join(",")
+                        ));
+                    }
                     events = MailTypes::parse(v).ok_or_else(|| {
                         format!("Events: \"{v}\" is not a list of --mail-type words (BEGIN, END, FAIL, REQUEUE, TIME_LIMIT, ALL, ...)")
                     })?

@@ -149,7 +149,18 @@ fn mail_and_webhook_notices() {
     let o = c.cmd("gsbatch", ["--mail-type=SOMETIMES", "--wrap", "true"]);
     assert_ne!(o.status.code(), Some(0));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("--mail-type=SOMETIMES invalid"),
+        String::from_utf8_lossy(&o.stderr).contains("error: Invalid --mail-type specification"),
+        "{o:?}"
+    );
+    // Like Slurm, an unknown word beside valid ones is passed over (with a warning here).
+    let o = c.cmd(
+        "gsbatch",
+        ["-H", "--mail-type=END,SOMETIMES", "--wrap", "true"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("warning: --mail-type: ignoring unknown mail type \"SOMETIMES\""),
         "{o:?}"
     );
 }

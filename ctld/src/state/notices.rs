@@ -1,6 +1,5 @@
 //! Where the state machine meets [`crate::notify`]: every committed change of a job's state
-//! is compared with the state last seen, and the transitions (began, requeued, ended) become
-//! notices; the scheduling pass adds the time-limit and invalid-dependency ones. Notices are
+//! (see `State::committed`) that began, requeued or ended it becomes notices; the scheduling pass adds the time-limit and invalid-dependency ones. Notices are
 //! made only after the change is in the store, so nobody is told about something a crash
 //! could undo.
 //!
@@ -10,25 +9,13 @@
 use super::{Job, JobId, JobState, State};
 use crate::notify::{self, ArraySummary, Delivery, Notifier, Transition};
 use gsched_proto::mail::{MailEvent, MailTypes};
-use std::collections::HashMap;
 
 /// Notice bookkeeping (in memory; one-off events are remembered in the job's record).
 #[derive(Debug, Default)]
 pub struct NoticeRt {
-    /// The state each job was in when last looked at.
-    seen: HashMap<JobId, JobState>,
     /// Where deliveries go; without one (unit tests) they pile up in `outbox`.
     notifier: Option<Notifier>,
     pub outbox: Vec<Delivery>,
-}
-
-impl NoticeRt {
-    /// Starts from the jobs as loaded: what happened before is not announced again.
-    pub fn seed<'a>(&mut self, jobs: impl Iterator<Item = &'a Job>) {
-        for j in jobs {
-            self.seen.insert(j.info.job_id, j.info.state);
-        }
-    }
 }
 
 impl State {
@@ -46,39 +33,25 @@ impl State {
         }
     }
 
-    /// Called after the records of `ids` were committed: announces their transitions.
-    pub(super) fn observe(&mut self, ids: &[JobId]) {
-        for &id in ids {
-            let Some(job) = self.jobs.get(&id) else {
-                self.notices.seen.remove(&id);
-                continue;
-            };
-            let cur = job.info.state;
-            let prev = self.notices.seen.insert(id, cur);
-            if prev.is_some_and(|p| !p.is_terminal()) && cur.is_terminal() {
-                self.learn_runtime(id);
-            }
-            let Some(job) = self.jobs.get(&id) else {
-                continue;
-            };
-            if prev == Some(cur) || !notify::interested(&self.cfg.notify, &job.info) {
-                continue;
-            }
-            let active = |s: Option<JobState>| {
-                matches!(s, Some(JobState::Running) | Some(JobState::Completing))
-            };
-            let t = match cur {
-                JobState::Running if !active(prev) => Transition::Begin,
-                JobState::Pending if active(prev) => Transition::Requeue,
-                s if s.is_terminal() && prev.is_some_and(|p| !p.is_terminal()) => {
-                    Transition::Ended {
-                        failed: notify::failed(s),
-                    }
-                }
-                _ => continue,
-            };
-            self.announce(id, t);
+    /// The notices of a committed change of job `id`'s state from `prev` to `cur`.
+    pub(super) fn announce_transition(&mut self, id: JobId, prev: Option<JobState>, cur: JobState) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        if !notify::interested(&self.cfg.notify, &job.info) {
+            return;
         }
+        let active =
+            |s: Option<JobState>| matches!(s, Some(JobState::Running) | Some(JobState::Completing));
+        let t = match cur {
+            JobState::Running if !active(prev) => Transition::Begin,
+            JobState::Pending if active(prev) => Transition::Requeue,
+            s if s.is_terminal() && prev.is_some_and(|p| !p.is_terminal()) => Transition::Ended {
+                failed: notify::failed(s),
+            },
+            _ => return,
+        };
+        self.announce(id, t);
     }
 
     /// Makes and sends the notices of `t` for job `id`, by Slurm's array rules.

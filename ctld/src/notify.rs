@@ -6,7 +6,7 @@
 //! events in its `--mail-type`, and a POST to every `WebhookName=` line whose `Events=` and
 //! `Accounts=` cover it — with Slurm's subjects (`Slurm Job_id=42 Name=x Ended, Run time
 //! 00:01:02, COMPLETED, ExitCode 0`) and MailProg environment. Building notices is pure and
-//! tested here; delivering them happens on threads of their own, off the state lock, so a slow
+//! tested here; delivering them happens on a few threads of their own, off the state lock, so a slow
 //! mail server or webhook never holds up scheduling. Mail goes through `MailProg` (run with
 //! posix_spawn by `std::process::Command`, as the controller's user: no setuid, no code
 //! between fork and exec) or, with `SmtpServer=`, over SMTP ([`crate::smtp`]).
@@ -344,26 +344,28 @@ impl std::fmt::Debug for Notifier {
 }
 
 impl Notifier {
-    /// Starts the delivery thread.
+    /// Starts the delivery threads: a few, so that one slow webhook or mail server does not
+    /// hold up the rest, and a burst (10,000 array tasks with ARRAY_TASKS) queues instead of
+    /// starting a thread per notice.
     pub fn spawn(cfg: NotifyConfig) -> Notifier {
         let (tx, rx) = std::sync::mpsc::channel::<Delivery>();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
         let cfg = std::sync::Arc::new(cfg);
-        std::thread::Builder::new()
-            .name("notices".into())
-            .spawn(move || {
-                for d in rx {
-                    // Each delivery blocks (a process, a socket) on a thread of its own, so
-                    // one slow webhook does not delay the others.
-                    let cfg = cfg.clone();
-                    if let Err(e) = std::thread::Builder::new()
-                        .name("notice".into())
-                        .spawn(move || deliver(&cfg, &d))
-                    {
-                        tracing::error!("cannot start a thread for a notice: {e}");
+        for i in 0..DELIVERY_THREADS {
+            let (rx, cfg) = (rx.clone(), cfg.clone());
+            let spawned = std::thread::Builder::new()
+                .name(format!("notices-{i}"))
+                .spawn(move || loop {
+                    let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    match next {
+                        Ok(d) => deliver(&cfg, &d),
+                        Err(_) => return,
                     }
-                }
-            })
-            .expect("start the notices thread");
+                });
+            if let Err(e) = spawned {
+                tracing::error!("cannot start a notice delivery thread: {e}");
+            }
+        }
         Notifier { tx }
     }
 
@@ -374,6 +376,8 @@ impl Notifier {
     }
 }
 
+/// How many notices are delivered at once.
+const DELIVERY_THREADS: usize = 4;
 /// How long MailProg may run.
 const MAIL_PROG_TIMEOUT: Duration = Duration::from_secs(60);
 const WEBHOOK_ATTEMPTS: u32 = 3;

@@ -19,6 +19,16 @@ use crate::config::{
     IGNORED_LINE_KEYS, IGNORED_NODE_KEYS, IGNORED_PARTITION_KEYS, NODE_KEYS, PARTITION_KEYS,
 };
 
+/// Why an import failed: slurm.conf (or gres.conf) could not be read or parsed, or cgroup.conf
+/// is not valid.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Cgroup(#[from] crate::cgroup_conf::CgroupConfError),
+}
+
 /// The outcome of an import.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Import {
@@ -47,7 +57,7 @@ pub fn import(
     slurm_conf: &Path,
     gres_conf: Option<&Path>,
     cgroup_conf: Option<&Path>,
-) -> Result<Import, ConfigError> {
+) -> Result<Import, ImportError> {
     let text = read(slurm_conf, None)?;
     let mut out = Import {
         conf: format!(
@@ -80,13 +90,7 @@ pub fn import(
         // gsched reads cgroup.conf itself (beside gsched.conf), in Slurm's syntax: it is
         // checked here, and its settings gsched does not use are listed.
         let text = read(&path, None)?;
-        let cg = crate::cgroup_conf::CgroupConf::parse(&text, &path).map_err(|e| {
-            ConfigError::Syntax {
-                file: path.clone(),
-                line: 0,
-                message: e.to_string(),
-            }
-        })?;
+        let cg = crate::cgroup_conf::CgroupConf::parse(&text, &path)?;
         out.dropped.extend(cg.warnings.iter().cloned());
         out.cgroup_conf = Some(path);
     }

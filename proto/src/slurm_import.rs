@@ -361,5 +361,12 @@ mod tests {
             "{:?}",
             imp.dropped
         );
+        // A cgroup.conf gsched could not read stops the import, in the cgroup parser's words.
+        let cg = write(d.path(), "cgroup.conf", "ConstrainCores=yes\nBogusKey=1\n");
+        let e = import(&conf, None, Some(&cg)).unwrap_err();
+        assert!(e.to_string().contains("cgroup.conf:2"), "{e}");
+        write(d.path(), "cgroup.conf", "ConstrainCores=yes\n");
+        let imp = import(&conf, None, None).unwrap();
+        assert_eq!(imp.cgroup_conf, Some(d.path().join("cgroup.conf")));
     }
 }

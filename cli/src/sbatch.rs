@@ -1218,6 +1218,7 @@ pub fn build(
         mail_type: opts.mail_type,
         mail_user: opts.mail_user.clone(),
         qos: opts.qos.clone(),
+        gpu: None,
     };
     // The later components of a heterogeneous job: their own resources; the script, its
     // arguments and environment are the first component's (it runs the batch script).

@@ -175,6 +175,7 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
         mem_mb,
         node_index: 0,
         time_limit: job.time_limit,
+        gpus: Vec::new(),
     }
 }
 

@@ -182,6 +182,7 @@ mod tests {
             mem_mb: 1000,
             node_index: 2,
             time_limit: None,
+            gpus: Vec::new(),
         }
     }
 

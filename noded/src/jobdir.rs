@@ -270,6 +270,7 @@ mod tests {
             mem_mb: 100,
             node_index: 0,
             time_limit: Some(5),
+            gpus: Vec::new(),
         }
     }
 

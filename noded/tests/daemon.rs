@@ -197,6 +197,7 @@ impl Cluster {
             mem_mb: 10,
             node_index: 0,
             time_limit: None,
+            gpus: Vec::new(),
         }
     }
 

@@ -73,6 +73,7 @@ impl Fixture {
             mem_mb: 100,
             node_index: 0,
             time_limit: None,
+            gpus: Vec::new(),
         }
     }
 

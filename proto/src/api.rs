@@ -540,6 +540,9 @@ pub struct RegisterRequest {
     pub start_time: i64,
     /// Jobs whose processes are still alive here.
     pub running: Vec<RunningJob>,
+    /// The node's GPUs (NVML, gres.conf or the fake backend), in index order.
+    #[serde(default)]
+    pub gpus: Vec<crate::gpu::GpuDevice>,
 }
 
 /// A job gsnoded is running, identified by id and the start time the controller assigned
@@ -597,6 +600,9 @@ pub struct LaunchRequest {
     /// Index of this node in the job's node list.
     pub node_index: u32,
     pub time_limit: Option<u32>,
+    /// GPUs given to the job on this node (empty: none, and no GPU device is accessible).
+    #[serde(default)]
+    pub gpus: Vec<crate::gpu::GpuAlloc>,
 }
 
 /// `POST /v1/node/signal`: deliver a signal to a job's processes.

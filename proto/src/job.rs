@@ -308,6 +308,10 @@ pub struct JobSpec {
     /// (its association's default, else `normal`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<String>,
+    /// GPUs: `--gres=gpu…`, `--gpus*`, `--gpu-mem`, `--gpu-share`, `--gres=mps|shard`; see
+    /// [`crate::gpu`]. `None` = no GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<crate::gpu::GpuRequest>,
 }
 
 /// Parses `--constraint` (see [`crate::constraint`] for the syntax and its meaning).

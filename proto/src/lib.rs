@@ -12,6 +12,7 @@ pub mod client;
 pub mod config;
 pub mod constraint;
 pub mod depend;
+pub mod gpu;
 pub mod het;
 pub mod hostlist;
 pub mod job;

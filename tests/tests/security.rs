@@ -326,6 +326,7 @@ fn private_data_hides_jobs_and_nodes_and_admin_users_act_on_all() {
         boot_time: 0,
         start_time: 0,
         running: Vec::new(),
+        gpus: Vec::new(),
     };
     let (code, msg) =
         api_error(ctld_with(&c, &cred).post::<_, RegisterResponse>(paths::NODES_REGISTER, &reg));
@@ -347,6 +348,7 @@ fn node_calls_from_ordinary_users_are_refused() {
         boot_time: 0,
         start_time: 0,
         running: Vec::new(),
+        gpus: Vec::new(),
     };
     let (code, msg) = api_error(
         ctld_with(&c, &as_user()).post::<_, RegisterResponse>(paths::NODES_REGISTER, &reg),

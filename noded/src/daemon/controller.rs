@@ -42,6 +42,7 @@ async fn register(node: &Arc<Node>) -> RegisterResponse {
             boot_time: node.boot_time,
             start_time: node.start_time,
             running: node.running(),
+            gpus: Vec::new(),
         };
         let client = node.client.clone();
         let answer = tokio::task::spawn_blocking(move || {

@@ -191,6 +191,9 @@ StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool/%n
 KillWait=10
 MinJobAge=300
+# As the reference Slurm cluster of the benchmarks (Slurm's defaults are 10000 and 1001).
+MaxJobCount=200000
+MaxArraySize=10001
 NodeName=n1 NodeAddr=127.0.0.1 Port=$N1_PORT CPUs=$c1 RealMemory=$m
 NodeName=n2 NodeAddr=127.0.0.1 Port=$N2_PORT CPUs=$c2 RealMemory=$m
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP

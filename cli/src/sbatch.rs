@@ -1417,14 +1417,32 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
         common::err_line(w);
     }
     let client = common::client_for(&cfg).map_err(|e| Fail::error(prog, e))?;
-    let resp: Result<SubmitResponse, ClientError> = client.post(
-        paths::JOBS,
-        &SubmitRequest {
-            spec: built.spec.clone(),
-            test_only: built.test_only,
-            het: built.het.clone(),
-        },
-    );
+    let req = SubmitRequest {
+        spec: built.spec.clone(),
+        test_only: built.test_only,
+        het: built.het.clone(),
+    };
+    // As sbatch: while the controller holds MaxJobCount jobs, retry with growing sleeps
+    // (1 s, 2 s, ... for 15 retries), saying so once.
+    let mut retries = 0u64;
+    let resp: Result<SubmitResponse, ClientError> = loop {
+        let resp = client.post(paths::JOBS, &req);
+        match &resp {
+            Err(ClientError::Api(e))
+                if e.code == gsched_proto::api::ErrorCode::MaxJobCount
+                    && retries < SUBMIT_RETRIES =>
+            {
+                if retries == 0 {
+                    common::err_line(&format!(
+                        "{prog}: error: Slurm job queue full, sleeping and retrying"
+                    ));
+                }
+                retries += 1;
+                std::thread::sleep(std::time::Duration::from_secs(retries));
+            }
+            _ => break resp,
+        }
+    };
     match resp {
         Ok(r) if built.test_only => {
             let Some(a) = &r.test_only else {
@@ -1462,6 +1480,10 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
         .with_code(error_exit)),
     }
 }
+
+/// How many times sbatch retries a submission refused for `MaxJobCount` (Slurm's
+/// `MAX_RETRIES`).
+const SUBMIT_RETRIES: u64 = 15;
 
 /// The line `--test-only` prints on stderr (Slurm's `info()`):
 /// `sbatch: Job N to start at T using C processors on nodes L in partition P`.

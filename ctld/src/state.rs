@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+mod admission;
 mod arrays;
 mod client_opts;
 mod het;
@@ -527,6 +528,10 @@ impl State {
     ) -> Result<(JobId, Option<TestOnlyAnswer>), ApiError> {
         let id = self.next_id;
         let (info, array) = self.prepare(spec, &who, now, id, true)?;
+        self.check_job_count(
+            array.as_ref().map_or(1, |a| a.indices.len()),
+            array.is_some(),
+        )?;
         if test_only {
             let answer = self.test_only_answer(&info, now);
             return Ok((id, Some(answer)));
@@ -568,6 +573,7 @@ impl State {
         id: JobId,
         batch: bool,
     ) -> Result<(JobInfo, Option<gsched_proto::array::ArraySpec>), ApiError> {
+        self.check_field_sizes(&spec)?;
         if batch && !spec.script.starts_with("#!") {
             return Err(ApiError::new(
                 ErrorCode::BadRequest,
@@ -2089,6 +2095,11 @@ impl State {
             ("ClusterName".into(), c.cluster_name.clone()),
             ("KillWait".into(), format!("{} sec", c.kill_wait)),
             ("MaxArraySize".into(), c.max_array_size.to_string()),
+            ("MaxJobCount".into(), c.max_job_count.to_string()),
+            (
+                "MessageTimeout".into(),
+                format!("{} sec", c.message_timeout),
+            ),
             ("MinJobAge".into(), format!("{} sec", c.min_job_age)),
             ("PriorityType".into(), c.priority.priority_type.to_string()),
             ("PrivateData".into(), c.private_data.to_string()),

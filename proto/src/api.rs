@@ -94,6 +94,12 @@ pub enum ErrorCode {
     JobPending,
     JobSuspended,
     JobNotSuspended,
+    /// `MaxJobCount` reached; sbatch retries.
+    MaxJobCount,
+    /// A field of the request is larger than allowed (Slurm's ESLURM_PATHNAME_TOO_LONG).
+    PathnameTooLong,
+    /// The request body is larger than [`MAX_BODY_BYTES`] (HTTP 413).
+    PayloadTooLarge,
 }
 
 impl ErrorCode {
@@ -136,6 +142,11 @@ impl ErrorCode {
             ErrorCode::JobPending => "Job is pending execution",
             ErrorCode::JobSuspended => "Job is already suspended",
             ErrorCode::JobNotSuspended => "Job is not suspended",
+            ErrorCode::MaxJobCount => "MaxJobCount limit reached",
+            ErrorCode::PathnameTooLong => {
+                "Pathname of a file, directory or other parameter too long"
+            }
+            ErrorCode::PayloadTooLarge => "Request too large",
         }
     }
 
@@ -155,7 +166,10 @@ impl ErrorCode {
             | ErrorCode::InvalidArray
             | ErrorCode::InvalidAccount
             | ErrorCode::InvalidQos
-            | ErrorCode::AccountingPolicy => 400,
+            | ErrorCode::AccountingPolicy
+            | ErrorCode::PathnameTooLong => 400,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::MaxJobCount => 503,
             ErrorCode::Disabled => 409,
             ErrorCode::ProtocolVersion => 426,
             ErrorCode::AuthenticationFailed => 401,

@@ -123,7 +123,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "LogTimeFormat",
     "MaxBatchRequeue",
     "MaxDBDMsgs",
-    "MaxJobCount",
     "MaxJobId",
     "MaxMemPerCPU",
     "MaxMemPerNode",
@@ -132,7 +131,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "MaxTasksPerNode",
     "MCSParameters",
     "MCSPlugin",
-    "MessageTimeout",
     "MpiDefault",
     "MpiParams",
     "NodeFeaturesPlugins",
@@ -281,6 +279,15 @@ pub const IGNORED_PARTITION_KEYS: &[&str] = &[
     "TRESBillingWeights",
 ];
 
+/// Slurm's default `MaxJobCount`.
+pub const DEFAULT_MAX_JOB_COUNT: u32 = 10_000;
+
+/// Slurm's default `max_script_size` of `SchedulerParameters` (4 MiB).
+pub const DEFAULT_MAX_SCRIPT_SIZE: u64 = 4 * 1024 * 1024;
+
+/// Slurm's default `max_submit_line_size` of `SchedulerParameters` (1 MiB).
+pub const DEFAULT_MAX_SUBMIT_LINE_SIZE: u64 = 1024 * 1024;
+
 /// Slurm's default `MaxArraySize` (indices 0..=1000).
 pub const DEFAULT_MAX_ARRAY_SIZE: u32 = 1001;
 
@@ -298,6 +305,8 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "MailFrom",
     "MailProg",
     "MaxArraySize",
+    "MaxJobCount",
+    "MessageTimeout",
     "MinJobAge",
     "PriorityDecayHalfLife",
     "PriorityFavorSmall",
@@ -505,6 +514,25 @@ pub struct SchedulerParams {
     /// `bf_predict=easy++|recent` (gsched): plan with runtimes predicted from the cluster's
     /// finished jobs instead of the users' limits (the kill time stays the limit).
     pub bf_predict: RuntimePredict,
+    /// `max_script_size=` bytes; `None` = [`DEFAULT_MAX_SCRIPT_SIZE`].
+    pub max_script_size: Option<u64>,
+    /// `max_submit_line_size=` bytes; `None` = [`DEFAULT_MAX_SUBMIT_LINE_SIZE`].
+    pub max_submit_line_size: Option<u64>,
+    /// `max_array_tasks=`: tasks one array may have; `None` = `MaxArraySize`.
+    pub max_array_tasks: Option<u32>,
+}
+
+impl SchedulerParams {
+    /// The largest batch script accepted, in bytes.
+    pub fn max_script_size(&self) -> u64 {
+        self.max_script_size.unwrap_or(DEFAULT_MAX_SCRIPT_SIZE)
+    }
+
+    /// The longest submit line accepted, in bytes.
+    pub fn max_submit_line_size(&self) -> u64 {
+        self.max_submit_line_size
+            .unwrap_or(DEFAULT_MAX_SUBMIT_LINE_SIZE)
+    }
 }
 
 /// `bf_predict=` (gsched): which runtime predictor backfill plans with.
@@ -561,6 +589,11 @@ fn parse_scheduler_params(v: &str) -> Result<(SchedulerParams, Vec<String>), Str
             "bf_window" => p.bf_window_min = Some(num("bf_window")?.max(1)),
             "bf_max_job_test" => p.bf_max_job_test = Some(num("bf_max_job_test")?.max(1)),
             "kill_invalid_depend" => p.kill_invalid_depend = true,
+            "max_script_size" => p.max_script_size = Some(u64::from(num("max_script_size")?)),
+            "max_submit_line_size" => {
+                p.max_submit_line_size = Some(u64::from(num("max_submit_line_size")?))
+            }
+            "max_array_tasks" => p.max_array_tasks = Some(num("max_array_tasks")?),
             "bf_predict" => {
                 p.bf_predict = match val.map(str::to_ascii_lowercase).as_deref() {
                     Some("easy++") => RuntimePredict::EasyPlusPlus,
@@ -939,6 +972,13 @@ pub struct Config {
     pub max_array_size: u32,
     /// `SlurmdTimeout=` seconds, default 300.
     pub slurmd_timeout: u32,
+    /// `MaxJobCount=`: jobs the controller holds at once (pending, running, and finished
+    /// ones within `MinJobAge`); default 10,000 as in Slurm. A submission past it is refused
+    /// with "MaxJobCount limit reached" and gsbatch retries, as sbatch does.
+    pub max_job_count: u32,
+    /// `MessageTimeout=` seconds, default 10: how long a daemon waits for a client that has
+    /// opened a connection to send its request (or the rest of it) before dropping it.
+    pub message_timeout: u32,
     /// `AuthType=`, default `auth/munge`.
     pub auth_type: AuthType,
     /// `AuthInfo=` as written.
@@ -1501,6 +1541,8 @@ struct Globals {
     min_job_age: Option<u32>,
     max_array_size: Option<u32>,
     slurmd_timeout: Option<u32>,
+    max_job_count: Option<u32>,
+    message_timeout: Option<u32>,
     auth_type: Option<AuthType>,
     auth_info: Option<String>,
     slurm_user: Option<String>,
@@ -1703,6 +1745,10 @@ impl Parser {
             "MinJobAge" => g.min_job_age = Some(parse_u32(value).map_err(err)?),
             "MaxArraySize" => g.max_array_size = Some(parse_u32(value).map_err(err)?),
             "SlurmdTimeout" => g.slurmd_timeout = Some(parse_u32(value).map_err(err)?),
+            "MaxJobCount" => g.max_job_count = Some(parse_u32(value).map_err(err)?.max(1)),
+            "MessageTimeout" => {
+                g.message_timeout = Some(parse_u32(value).map_err(err)?.clamp(1, 3600))
+            }
             "AuthType" => {
                 g.auth_type = Some(match value.to_ascii_lowercase().as_str() {
                     "auth/munge" => AuthType::Munge,
@@ -2103,6 +2149,8 @@ impl Parser {
             min_job_age: g.min_job_age.unwrap_or(300),
             max_array_size: g.max_array_size.unwrap_or(DEFAULT_MAX_ARRAY_SIZE),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
+            max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),
+            message_timeout: g.message_timeout.unwrap_or(10),
             auth_type: g.auth_type.unwrap_or(AuthType::Munge),
             auth_info: g.auth_info,
             slurm_user: g.slurm_user.unwrap_or_else(|| "root".to_string()),

@@ -79,7 +79,7 @@ build() {
     (cd "$ROOT" && cargo build --release --bins)
   fi
   local b
-  for b in gsctld gsnoded gsstepd gsbatch gsqueue gsinfo gscontrol gscancel gsacct gsacctmgr gsprio; do
+  for b in gsctld gsnoded gsstepd gsbatch gsqueue gsinfo gscontrol gscancel gsacct gsacctmgr gsprio gseff; do
     [[ -x "$BIN/$b" ]] || die "$BIN/$b is missing after the build"
   done
 }

@@ -15,6 +15,7 @@ pub mod sbatch;
 pub mod sbatch_wait;
 pub mod scancel;
 pub mod scontrol;
+pub mod seff;
 pub mod signals;
 pub mod sinfo;
 pub mod sprio;

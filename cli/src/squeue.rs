@@ -1338,6 +1338,7 @@ pub(crate) mod tests {
             usage: None,
             suspended_since: None,
             suspended_secs: 0,
+            invalid: None,
             spec: JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),

@@ -426,7 +426,15 @@ async fn heartbeat(
     Body(req): Body<HeartbeatRequest>,
 ) -> Result<Json<HeartbeatResponse>, ApiErr> {
     require_slurm_user(&sh, &who)?;
-    let r = sh.lock().heartbeat(&req.name, &req.running, now());
+    let r = {
+        let mut st = sh.lock();
+        let t = now();
+        let r = st.heartbeat(&req.name, &req.running, t);
+        if r.is_some() {
+            st.record_progress(&req.progress, t);
+        }
+        r
+    };
     Ok(Json(match r {
         Some(kill) => HeartbeatResponse {
             registered: true,

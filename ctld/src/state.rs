@@ -29,6 +29,7 @@ mod arrays;
 mod client_opts;
 mod het;
 pub use arrays::ArrayRt;
+mod ladder;
 mod limits;
 mod notices;
 mod predict;
@@ -202,6 +203,8 @@ pub struct State {
     predict: predict::PredictRt,
     /// Accounts, users, associations and QOS (`gsacctmgr`).
     pub acct: crate::acct::AcctDb,
+    /// The invalid-job ladder's view of running jobs' progress.
+    ladder: ladder::LadderRt,
 }
 
 impl std::fmt::Debug for State {
@@ -348,6 +351,7 @@ impl State {
             committed_state: HashMap::new(),
             notices: Default::default(),
             predict: Default::default(),
+            ladder: Default::default(),
             usage,
             acct,
         };
@@ -784,6 +788,7 @@ impl State {
             usage: None,
             suspended_since: None,
             suspended_secs: 0,
+            invalid: None,
         };
         Ok((info, array))
     }
@@ -1485,6 +1490,8 @@ impl State {
         }
         // Notices of time-limit thresholds, before the jobs at their limit are ended.
         self.time_notices(now);
+        // Hung and idle-GPU jobs: flag them, take the ladder's steps that are due.
+        effects.extend(self.run_ladder(now));
         // Time limits and terminate retries.
         for job in self.jobs.values_mut() {
             match job.info.state {
@@ -1837,7 +1844,9 @@ impl State {
             (JobState::Failed, Reason::JobLaunchFailure)
         } else {
             match terminate {
-                Some(TerminateReason::Cancelled) => (JobState::Cancelled, Reason::None),
+                Some(TerminateReason::Cancelled) => {
+                    (JobState::Cancelled, ladder::cancel_reason(&job.info))
+                }
                 Some(TerminateReason::TimeLimit) => (JobState::Timeout, Reason::TimeLimit),
                 Some(TerminateReason::NotAssigned) => (JobState::NodeFail, Reason::NodeDown),
                 // The kernel's OOM killer ended a process of the job (its cgroup's counter):
@@ -1882,7 +1891,7 @@ impl State {
                 let (st, r) = match job.extra.terminate {
                     Some(TerminateReason::TimeLimit) => (JobState::Timeout, Reason::TimeLimit),
                     Some(TerminateReason::NotAssigned) => (JobState::NodeFail, Reason::NodeDown),
-                    _ => (JobState::Cancelled, Reason::None),
+                    _ => (JobState::Cancelled, ladder::cancel_reason(&job.info)),
                 };
                 job.info.state = st;
                 job.info.reason = r;

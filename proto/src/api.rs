@@ -579,6 +579,28 @@ pub struct RegisterResponse {
 pub struct HeartbeatRequest {
     pub name: String,
     pub running: Vec<RunningJob>,
+    /// What each running job did lately (the invalid-job ladder's input).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub progress: Vec<JobProgress>,
+}
+
+/// A running job's progress counters as gsnoded read them for a heartbeat. The controller
+/// looks only at whether they moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobProgress {
+    pub job_id: JobId,
+    pub start_time: i64,
+    /// CPU time of the job's processes so far, microseconds (its cgroup, else the live
+    /// processes of the job); `None` when it cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_usec: Option<u64>,
+    /// Bytes in the job's output files (stdout and stderr); `None` when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_bytes: Option<u64>,
+    /// Utilization of the job's GPUs (the highest of them), percent; `None` for a job
+    /// without GPUs or where it cannot be measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_util_percent: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]

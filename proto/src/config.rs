@@ -329,6 +329,10 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "SchedulerType",
     "StateSaveLocation",
     "StateSyncMode",
+    "HangMinutes",
+    "IdleGpuMinutes",
+    "IdleGpuPercent",
+    "InvalidJobLadder",
 ];
 
 /// `NodeName=` attributes gsched implements (`Procs` and `Feature` are Slurm's old
@@ -364,6 +368,8 @@ pub const PARTITION_KEYS: &[&str] = &[
     "DenyAccounts",
     "AllowQos",
     "DenyQos",
+    "HangMinutes",
+    "IdleGpuMinutes",
 ];
 
 /// A config problem. The message always says where and what is accepted.
@@ -820,6 +826,8 @@ pub struct PartitionConfig {
     pub state: PartitionState,
     /// `AllowAccounts=`, `DenyAccounts=`, `AllowQos=`, `DenyQos=`.
     pub access: PartitionAccess,
+    /// `HangMinutes=`, `IdleGpuMinutes=` of the partition (gsched's invalid-job policy).
+    pub ladder: crate::ladder_conf::PartitionLadder,
 }
 
 /// Who may use a partition: `AllowAccounts=`/`DenyAccounts=` and `AllowQos=`/`DenyQos=`
@@ -1003,6 +1011,8 @@ pub struct Config {
     pub partitions: Vec<PartitionConfig>,
     /// `MailProg=`, `MailDomain=`, `SmtpServer=`, `MailFrom=`, `WebhookName=` lines.
     pub notify: crate::notify_config::NotifyConfig,
+    /// The invalid-job policy (`HangMinutes=`, `IdleGpuMinutes=`, `InvalidJobLadder=`).
+    pub invalid_jobs: crate::ladder_conf::InvalidJobPolicy,
     /// Human-readable warnings (ignored Slurm settings and the like), one per setting.
     pub warnings: Vec<String>,
 }
@@ -1507,6 +1517,7 @@ struct PartAttrs {
     deny_accounts: Option<Option<Vec<String>>>,
     allow_qos: Option<Option<Vec<String>>>,
     deny_qos: Option<Option<Vec<String>>>,
+    ladder: crate::ladder_conf::PartitionLadder,
 }
 
 impl PartAttrs {
@@ -1522,6 +1533,10 @@ impl PartAttrs {
             deny_accounts: self.deny_accounts.or(d.deny_accounts),
             allow_qos: self.allow_qos.or(d.allow_qos),
             deny_qos: self.deny_qos.or(d.deny_qos),
+            ladder: crate::ladder_conf::PartitionLadder {
+                hang_secs: self.ladder.hang_secs.or(d.ladder.hang_secs),
+                idle_gpu_secs: self.ladder.idle_gpu_secs.or(d.ladder.idle_gpu_secs),
+            },
         }
     }
 }
@@ -1568,6 +1583,7 @@ struct Parser {
     warnings: Vec<String>,
     warned: HashSet<String>,
     notify: crate::notify_config::NotifyConfig,
+    invalid_jobs: crate::ladder_conf::InvalidJobPolicy,
 }
 
 impl Parser {
@@ -1584,6 +1600,7 @@ impl Parser {
             warnings: Vec::new(),
             warned: HashSet::new(),
             notify: Default::default(),
+            invalid_jobs: Default::default(),
         }
     }
 
@@ -1723,6 +1740,9 @@ impl Parser {
         }
         if matches!(canon, "MailProg" | "MailDomain" | "MailFrom" | "SmtpServer") {
             return self.notify.global(canon, value).map_err(err);
+        }
+        if crate::ladder_conf::InvalidJobPolicy::GLOBAL_KEYS.contains(&canon) {
+            return self.invalid_jobs.global(canon, value).map_err(err);
         }
         let g = &mut self.globals;
         match canon {
@@ -1999,6 +2019,14 @@ impl Parser {
                 "DenyAccounts" => attrs.deny_accounts = Some(name_list(value)),
                 "AllowQos" => attrs.allow_qos = Some(name_list(value)),
                 "DenyQos" => attrs.deny_qos = Some(name_list(value)),
+                "HangMinutes" => {
+                    attrs.ladder.hang_secs =
+                        Some(crate::ladder_conf::parse_minutes(value).map_err(err)?)
+                }
+                "IdleGpuMinutes" => {
+                    attrs.ladder.idle_gpu_secs =
+                        Some(crate::ladder_conf::parse_minutes(value).map_err(err)?)
+                }
                 _ => return Err(err(format!("invalid key \"{key}\""))),
             }
         }
@@ -2115,6 +2143,7 @@ impl Parser {
                     allow_qos: attrs.allow_qos.unwrap_or(None),
                     deny_qos: attrs.deny_qos.unwrap_or(None),
                 },
+                ladder: attrs.ladder,
             });
         }
         if let Some(((last, last_loc), earlier)) = default_locs.split_last() {
@@ -2166,6 +2195,7 @@ impl Parser {
             nodes: self.nodes,
             partitions,
             notify: self.notify,
+            invalid_jobs: self.invalid_jobs,
             warnings: self.warnings,
         })
     }
@@ -2335,6 +2365,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 default_time: Some(60),
                 state: PartitionState::Up,
                 access: PartitionAccess::default(),
+                ladder: Default::default(),
             })
         );
         assert_eq!(

@@ -137,6 +137,10 @@ pub enum Reason {
     AssocMaxWallDurationPerJobLimit,
     /// The user's running jobs of the QOS hold as many CPUs as `MaxTRESPerUser=cpu=N` allows.
     QOSMaxCpuPerUserLimit,
+    /// gsched's invalid-job ladder: no CPU time and no output growth for `HangMinutes`.
+    Hung,
+    /// gsched's invalid-job ladder: its GPUs under `IdleGpuPercent` for `IdleGpuMinutes`.
+    IdleGPU,
 }
 
 impl Reason {
@@ -167,6 +171,8 @@ impl Reason {
             Reason::AssocMaxJobsLimit => "AssocMaxJobsLimit",
             Reason::AssocMaxWallDurationPerJobLimit => "AssocMaxWallDurationPerJobLimit",
             Reason::QOSMaxCpuPerUserLimit => "QOSMaxCpuPerUserLimit",
+            Reason::Hung => "Hung",
+            Reason::IdleGPU => "IdleGPU",
         }
     }
 }
@@ -439,6 +445,65 @@ pub struct JobInfo {
     /// against the time limit; sacct `Suspended`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub suspended_secs: i64,
+    /// The invalid-job ladder's record: why the job was flagged and the last step taken
+    /// (kept across requeues, so that a job flagged again goes on to the next step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<InvalidMark>,
+}
+
+/// Why the invalid-job ladder flagged a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum InvalidKind {
+    /// No CPU time and no output growth for `HangMinutes`.
+    Hung,
+    /// Its GPUs under `IdleGpuPercent` for `IdleGpuMinutes`.
+    IdleGpu,
+}
+
+impl InvalidKind {
+    /// The reason a flagged job shows.
+    pub fn reason(self) -> Reason {
+        match self {
+            InvalidKind::Hung => Reason::Hung,
+            InvalidKind::IdleGpu => Reason::IdleGPU,
+        }
+    }
+}
+
+/// The steps of the invalid-job ladder, in order.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum LadderStep {
+    /// The user was told.
+    Notify,
+    /// The job was requeued: its resources (GPUs included) went back to the cluster.
+    Requeue,
+    /// The job was cancelled.
+    Cancel,
+}
+
+impl LadderStep {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LadderStep::Notify => "notify",
+            LadderStep::Requeue => "requeue",
+            LadderStep::Cancel => "cancel",
+        }
+    }
+}
+
+/// The invalid-job ladder's record on a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct InvalidMark {
+    pub kind: InvalidKind,
+    /// The last step taken.
+    pub step: LadderStep,
+    /// When the condition was first seen in this run (epoch seconds).
+    pub flagged_at: i64,
+    /// When the last step was taken.
+    pub step_at: i64,
 }
 
 fn is_zero(v: &i64) -> bool {

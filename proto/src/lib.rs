@@ -16,6 +16,7 @@ pub mod gpu;
 pub mod het;
 pub mod hostlist;
 pub mod job;
+pub mod ladder_conf;
 pub mod mail;
 pub mod node;
 pub mod notify_config;

@@ -14,6 +14,7 @@
 
 mod controller;
 mod jobs;
+mod progress;
 mod server;
 
 pub use jobs::default_stepd_path;

@@ -19,6 +19,8 @@
 #   CARGO_TARGET_DIR    honoured: the binaries are taken from $CARGO_TARGET_DIR/release
 #   GSCHED_NO_BUILD=1   skip `cargo build --release --bins`
 #   GSCHED_LOCAL_AUTH   munge or none: force one (default: munge when usable, else none)
+#   GSCHED_LOCAL_CPUS   CPUs each node declares (default: the machine's, split over the two)
+#   GSCHED_LOCAL_MEM_MB memory each node declares (default: 3/4 of the machine's, split)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -176,6 +178,8 @@ write_config() {
   # memory split (at least 256 MiB each).
   c1=$(((cpus + 1) / 2)); c2=$((cpus / 2)); ((c2 >= 1)) || c2=1
   m=$((mem_mb * 3 / 4 / 2)); ((m >= 256)) || m=256
+  if [[ -n ${GSCHED_LOCAL_CPUS:-} ]]; then c1=$GSCHED_LOCAL_CPUS; c2=$GSCHED_LOCAL_CPUS; fi
+  if [[ -n ${GSCHED_LOCAL_MEM_MB:-} ]]; then m=$GSCHED_LOCAL_MEM_MB; fi
   user=$(id -un)
   mkdir -p "$DIR/state" "$DIR/spool" "$LOG" "$RUN" "$JOBS"
   cat >"$CONF.new" <<EOF

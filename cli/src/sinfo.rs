@@ -1132,6 +1132,7 @@ mod tests {
             slurmd_start_time: None,
             version: Some("0.1.0".into()),
             weight: 1,
+            life: Default::default(),
         }
     }
 

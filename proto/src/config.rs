@@ -114,7 +114,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "JobCompUser",
     "JobContainerType",
     "JobFileAppend",
-    "JobRequeue",
     "JobSubmitPlugins",
     "KeepAliveTime",
     "KillOnBadExit",
@@ -163,7 +162,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "PropagatePrioProcess",
     "PropagateResourceLimits",
     "PropagateResourceLimitsExcept",
-    "RebootProgram",
     "ReconfigFlags",
     "RequeueExit",
     "RequeueExitHold",
@@ -174,7 +172,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "ResvEpilog",
     "ResvOverRun",
     "ResvProlog",
-    "ReturnToService",
     "SchedulerTimeSlice",
     "ScronParameters",
     "SelectType",
@@ -214,7 +211,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "TCPTimeout",
     "TmpFS",
     "TopologyParam",
-    "TopologyPlugin",
     "TrackWCKey",
     "TreeWidth",
     "UnkillableStepProgram",
@@ -320,6 +316,12 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "SchedulerType",
     "StateSaveLocation",
     "StateSyncMode",
+    // Node lifecycle (crate::lifecycle::LIFECYCLE_KEYS).
+    "JobRequeue",
+    "ReturnToService",
+    "RebootProgram",
+    "TopologyPlugin",
+    "NodeLoadThreshold",
 ];
 
 /// `NodeName=` attributes gsched implements (`Procs` and `Feature` are Slurm's old
@@ -963,6 +965,9 @@ pub struct Config {
     pub partitions: Vec<PartitionConfig>,
     /// `MailProg=`, `MailDomain=`, `SmtpServer=`, `MailFrom=`, `WebhookName=` lines.
     pub notify: crate::notify_config::NotifyConfig,
+    /// `JobRequeue=`, `ReturnToService=`, `RebootProgram=`, `TopologyPlugin=`,
+    /// `NodeLoadThreshold=`.
+    pub lifecycle: crate::lifecycle::LifecycleConfig,
     /// Human-readable warnings (ignored Slurm settings and the like), one per setting.
     pub warnings: Vec<String>,
 }
@@ -1526,6 +1531,7 @@ struct Parser {
     warnings: Vec<String>,
     warned: HashSet<String>,
     notify: crate::notify_config::NotifyConfig,
+    lifecycle: crate::lifecycle::LifecycleConfig,
 }
 
 impl Parser {
@@ -1542,6 +1548,7 @@ impl Parser {
             warnings: Vec::new(),
             warned: HashSet::new(),
             notify: Default::default(),
+            lifecycle: Default::default(),
         }
     }
 
@@ -1681,6 +1688,9 @@ impl Parser {
         }
         if matches!(canon, "MailProg" | "MailDomain" | "MailFrom" | "SmtpServer") {
             return self.notify.global(canon, value).map_err(err);
+        }
+        if crate::lifecycle::LIFECYCLE_KEYS.contains(&canon) {
+            return self.lifecycle.global(canon, value).map_err(err);
         }
         let g = &mut self.globals;
         match canon {
@@ -2118,6 +2128,7 @@ impl Parser {
             nodes: self.nodes,
             partitions,
             notify: self.notify,
+            lifecycle: self.lifecycle,
             warnings: self.warnings,
         })
     }

@@ -563,6 +563,12 @@ impl TestCluster {
             ("SHELL".into(), "/bin/sh".into()),
             ("LANG".into(), "C".into()),
             ("GSCHED_CONF".into(), self.conf.display().to_string()),
+            // Test nodes share one host and one /proc/loadavg: a test gives a node a load
+            // of its own by writing this file (gsnoded reads /proc/loadavg without it).
+            (
+                "GSCHED_LOADAVG_FILE".into(),
+                self.root.join("loadavg-%n").display().to_string(),
+            ),
         ];
         for k in ["RUST_BACKTRACE", "GSCHED_DEBUG", "RUST_LOG"] {
             if let Ok(v) = std::env::var(k) {

@@ -14,6 +14,7 @@
 
 mod controller;
 mod jobs;
+pub mod life;
 mod server;
 
 pub use jobs::default_stepd_path;

@@ -357,6 +357,8 @@ pub fn parse_states(prog: &str, s: &str) -> Result<Option<(Vec<StateSel>, bool)>
 /// The command line.
 #[derive(Debug, Clone, Default)]
 pub struct Params {
+    /// `-T/--reservation`: list the reservations instead.
+    pub reservation: bool,
     pub format: Format,
     pub no_header: bool,
     pub long: bool,
@@ -438,7 +440,8 @@ pub fn parse_args(
             "summarize" => summarize = true,
             "sort" => p.sort = Some(arg),
             "states" => p.states = parse_states(prog, &arg)?,
-            "reservation" | "yaml" => return Err(Fail::not_supported(prog, &format!("--{id}"))),
+            "reservation" => p.reservation = true,
+            "yaml" => return Err(Fail::not_supported(prog, &format!("--{id}"))),
             "verbose" => p.verbose += 1,
             "json" => p.json = true,
             _ => {}
@@ -1006,6 +1009,48 @@ pub fn listing(
     render(p, &recs, cluster, slurmd_port)
 }
 
+/// `sinfo -T`: one line per reservation, in Slurm's layout (the name column as wide as the
+/// longest name, at least 9).
+pub fn reservation_listing(
+    r: &gsched_proto::resv::ReservationsResponse,
+    no_header: bool,
+) -> String {
+    let w = r
+        .reservations
+        .iter()
+        .map(|x| x.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    let mut s = String::new();
+    let mut line = |a: &str, b: &str, c: &str, d: &str, e: &str, f: &str| {
+        s.push_str(&format!(
+            "{a:<w$}  {b:>8}  {c:>19}  {d:>19}  {e:>11}  {f}\n"
+        ));
+    };
+    if !no_header {
+        line(
+            "RESV_NAME",
+            "STATE",
+            "START_TIME",
+            "END_TIME",
+            "DURATION",
+            "NODELIST",
+        );
+    }
+    for x in &r.reservations {
+        line(
+            &x.name,
+            x.state(r.now),
+            &common::make_time_str(x.start_time),
+            &common::make_time_str(x.end_time),
+            &gsched_proto::units::format_secs_scontrol((x.end_time - x.start_time).max(0) as u64),
+            &hostlist::compress(&x.nodes),
+        );
+    }
+    s
+}
+
 /// `gsinfo` entry point.
 pub fn main(args: Vec<String>) -> i32 {
     common::run_main(&args, "sinfo", run)
@@ -1024,6 +1069,21 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
     }
     let (cfg, client) = common::connect(prog, p.clusters.as_deref())?;
     let mut code = 0;
+    if p.reservation {
+        return match client.get::<gsched_proto::resv::ReservationsResponse>(paths::RESERVATIONS) {
+            Ok(r) => {
+                common::out(&reservation_listing(&r, p.no_header));
+                Ok(0)
+            }
+            Err(e) => {
+                common::err_line(&format!(
+                    "slurm_load_reservations: {}",
+                    common::client_error_text(&e)
+                ));
+                Ok(1)
+            }
+        };
+    }
     let dated = !p.no_header && (p.iterate.is_some() || p.verbose > 0 || p.long);
     common::repeat(p.iterate, dated, || {
         let parts = client.get::<PartitionsResponse>(paths::PARTITIONS);

@@ -2315,7 +2315,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 .count(),
             1
         );
-        assert_eq!(c.warnings.len(), 21, "{:#?}", c.warnings);
+        assert_eq!(c.warnings.len(), 20, "{:#?}", c.warnings);
     }
 
     #[test]

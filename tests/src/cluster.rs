@@ -71,6 +71,8 @@ pub struct ClusterOpts {
     pub auth_none: bool,
     /// The private munged's socket, set by the harness when the cluster uses auth/munge.
     pub munge_socket: Option<PathBuf>,
+    /// Other files written beside gsched.conf (`topology.conf`, ...): (name, text).
+    pub files: Vec<(String, String)>,
 }
 
 impl Default for ClusterOpts {
@@ -89,6 +91,7 @@ impl Default for ClusterOpts {
             cgroup_conf: None,
             auth_none: false,
             munge_socket: None,
+            files: Vec::new(),
         }
     }
 }
@@ -141,6 +144,12 @@ impl ClusterOpts {
     /// Writes `text` as the cluster's `cgroup.conf` (jobs get cgroups).
     pub fn cgroup_conf(mut self, text: &str) -> Self {
         self.cgroup_conf = Some(text.into());
+        self
+    }
+
+    /// Writes `text` as `name` beside gsched.conf (`topology.conf`, ...).
+    pub fn file(mut self, name: &str, text: &str) -> Self {
+        self.files.push((name.into(), text.into()));
         self
     }
 
@@ -447,6 +456,9 @@ impl TestCluster {
         fs::write(&self.conf, text).expect("cannot write gsched.conf");
         if let Some(cg) = &self.opts.cgroup_conf {
             fs::write(self.root.join("cgroup.conf"), cg).expect("cannot write cgroup.conf");
+        }
+        for (name, text) in &self.opts.files {
+            fs::write(self.root.join(name), text).expect("cannot write a file beside gsched.conf");
         }
     }
 

@@ -1378,12 +1378,41 @@ mod tests {
         );
         let e = parse_args("sinfo", &a(&["--foo"]), &|_| None).unwrap_err();
         assert_eq!(e.lines[0], "sinfo: unrecognized option '--foo'");
-        let e = parse_args("sinfo", &a(&["-T"]), &|_| None).unwrap_err();
+        let e = parse_args("sinfo", &a(&["--yaml"]), &|_| None).unwrap_err();
         assert!(e.lines[0].contains("not supported by gsched yet"));
+        let Parsed::Run(p) = parse_args("sinfo", &a(&["-T"]), &|_| None).unwrap() else {
+            panic!()
+        };
+        assert!(p.reservation);
         let env = |k: &str| (k == "SINFO_FORMAT").then(|| "%P".to_string());
         let Parsed::Run(p) = parse_args("sinfo", &[], &env).unwrap() else {
             panic!()
         };
         assert_eq!(p.format, parse_format("%P"));
+    }
+
+    #[test]
+    fn reservation_listing_is_slurms_layout() {
+        let r = gsched_proto::resv::ReservationsResponse {
+            now: 1_000,
+            reservations: vec![gsched_proto::resv::ReservationInfo {
+                name: "maint".into(),
+                start_time: 500,
+                end_time: 500 + 3600,
+                nodes: vec!["n1".into(), "n2".into()],
+                flags: vec!["MAINT".into()],
+                users: vec!["root".into()],
+                cpus: 4,
+            }],
+        };
+        let text = reservation_listing(&r, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "RESV_NAME     STATE           START_TIME             END_TIME     DURATION  NODELIST"
+        );
+        assert!(lines[1].starts_with("maint         ACTIVE  "), "{text}");
+        assert!(lines[1].ends_with("     01:00:00  n[1-2]"), "{text}");
+        assert_eq!(reservation_listing(&r, true).lines().count(), 1);
     }
 }

@@ -458,7 +458,11 @@ impl TestCluster {
             fs::write(self.root.join("cgroup.conf"), cg).expect("cannot write cgroup.conf");
         }
         for (name, text) in &self.opts.files {
-            fs::write(self.root.join(name), text).expect("cannot write a file beside gsched.conf");
+            let path = self.root.join(name);
+            fs::write(&path, text).expect("cannot write a file beside gsched.conf");
+            if name.ends_with(".sh") {
+                let _ = fs::set_permissions(&path, fs::Permissions::from_mode(0o755));
+            }
         }
     }
 

@@ -312,3 +312,71 @@ fn a_four_node_job_lands_on_one_switch() {
         "started before its switch wait was over: {j:?}"
     );
 }
+
+#[test]
+fn reboot_asap_runs_reboot_program_once_idle_and_returns_the_node() {
+    // RebootProgram is a script here (gsnoded runs it from the cluster directory): it
+    // records the reboot; the test then restarts gsnoded, as a rebooted host would.
+    let c = TestCluster::start(
+        ClusterOpts::named("node-reboot")
+            .nodes(1)
+            .config_line("RebootProgram=./reboot.sh")
+            .file("reboot.sh", "#!/bin/sh\necho rebooted >> rebooted.txt\n"),
+    );
+    let id = c.submit([
+        "-o",
+        "r-%j.txt",
+        "--wrap",
+        "while [ ! -e gate ]; do sleep 0.1; done",
+    ]);
+    c.wait_state(id, JobState::Running, T);
+    c.cmd_ok(
+        "gscontrol",
+        ["reboot", "ASAP", "nextstate=resume", "reason=kernel", "n1"],
+    );
+    let show = c.cmd_ok("gscontrol", ["show", "node", "n1"]);
+    assert!(
+        show.contains("+DRAIN") && show.contains("+REBOOT_REQUESTED"),
+        "{show}"
+    );
+    assert!(show.contains("Reason=Reboot ASAP : kernel"), "{show}");
+    // ASAP: no new job starts meanwhile.
+    let next = c.submit(["--wrap", "true"]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(c.job(next).state, JobState::Pending);
+    assert!(
+        !c.dir().join("rebooted.txt").exists(),
+        "rebooted while busy"
+    );
+
+    std::fs::write(c.work_file("gate"), "").unwrap();
+    c.wait_terminal(id, T);
+    c.wait_until(T, "RebootProgram run", || {
+        c.dir().join("rebooted.txt").exists()
+    });
+    assert!(
+        node_state(&c, "n1").contains("REBOOT_ISSUED"),
+        "{}",
+        node_state(&c, "n1")
+    );
+    let gsinfo = c.cmd_ok("gsinfo", ["-h", "-o", "%t"]);
+    assert_eq!(gsinfo.trim(), "boot^", "{gsinfo}");
+
+    // The host "comes back": gsnoded starts again and registers.
+    c.kill_noded(0);
+    c.start_noded(0);
+    c.wait_until(T, "n1 back in service", || node_state(&c, "n1") == "IDLE");
+    assert_eq!(c.wait_terminal(next, T).state, JobState::Completed);
+    assert_eq!(
+        std::fs::read_to_string(c.dir().join("rebooted.txt")).unwrap(),
+        "rebooted\n"
+    );
+    // Without RebootProgram the command is refused.
+    let c2 = TestCluster::start(ClusterOpts::named("node-noreboot").nodes(1));
+    let o = c2.cmd("gscontrol", ["reboot", "n1"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("RebootProgram is not set"),
+        "{o:?}"
+    );
+}

@@ -406,3 +406,294 @@ impl State {
             .is_none_or(|r| r.issued_at.is_none())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{spec, ROOT};
+    use super::super::{NodeReport, State};
+    use super::*;
+    use crate::store::Store;
+    use gsched_proto::api::{NodeStateUpdate, RunningJob};
+    use gsched_proto::config::Config;
+    use std::sync::Arc;
+
+    fn state(dir: &std::path::Path, extra: &str) -> State {
+        let text = format!(
+            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
+             SlurmdTimeout=300\nRebootProgram=/bin/true\n{extra}\
+             NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\nPartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
+            d = dir.display()
+        );
+        let cfg = Arc::new(Config::parse(&text, &dir.join("gsched.conf")).unwrap());
+        let store = Store::open(&cfg.state_save_location, false).unwrap();
+        State::load(cfg, store, 1000).unwrap()
+    }
+
+    fn register(st: &mut State, name: &str, daemon_start: i64, running: &[RunningJob], now: i64) {
+        let r = NodeReport {
+            name,
+            cpus: 2,
+            mem_mb: 1000,
+            version: "x",
+            boot_time: 0,
+            daemon_start,
+            running,
+        };
+        st.register(&r, now).unwrap();
+    }
+
+    fn started(st: &mut State, id: u32, now: i64) -> (String, i64) {
+        st.schedule(now);
+        let j = &st.jobs[&id].info;
+        assert_eq!(j.state, JobState::Running, "{j:?}");
+        let run = (j.nodes[0].clone(), j.start_time.unwrap());
+        st.launch_result(id, run.1, Ok(()), now);
+        run
+    }
+
+    #[test]
+    fn a_silent_node_goes_down_its_job_is_requeued_and_the_stale_copy_fenced() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path(), "");
+        assert_eq!(st.heartbeat_secs(), 5);
+        let a = st.submit(spec(2), ROOT, 1000).unwrap();
+        register(&mut st, "n1", 0, &[], 1000);
+        let (node, t0) = started(&mut st, a, 1000);
+        assert_eq!(node, "n1");
+        register(&mut st, "n2", 0, &[], 1000);
+        // n2 keeps answering; n1 is silent.
+        st.heartbeat("n2", &[], 1140);
+        st.schedule(1160);
+        assert!(st.nodes[0].not_responding && !st.nodes[0].admin.down);
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        st.heartbeat("n2", &[], 1290);
+        st.schedule(1301);
+        assert!(st.nodes[0].admin.down && st.nodes[0].admin.auto_down);
+        assert_eq!(
+            st.nodes[0].admin.reason.as_deref(),
+            Some(NOT_RESPONDING_REASON)
+        );
+        let j = &st.jobs[&a].info;
+        assert_eq!((j.state, j.restarts), (JobState::Pending, 1), "{j:?}");
+        // It runs again on n2, with a new start time (the run's epoch).
+        let (node, t1) = started(&mut st, a, 1302);
+        assert_eq!(node, "n2");
+        assert_ne!(t0, t1);
+        // n1 is heard from again with the old run: it must kill it; ReturnToService=0
+        // keeps it DOWN.
+        let stale = [RunningJob {
+            job_id: a,
+            start_time: t0,
+        }];
+        assert_eq!(st.heartbeat("n1", &stale, 1303), Some(vec![a]));
+        assert!(st.nodes[0].admin.down);
+        // The stale copy's report is ignored: the job still runs on n2.
+        let report = gsched_proto::api::JobCompleteRequest {
+            job_id: a,
+            node: "n1".into(),
+            start_time: t0,
+            exit_code: 0,
+            signal: 9,
+            end_time: 1304,
+            launch_error: None,
+            terminated_for: Some(TerminateReason::NotAssigned),
+            oom_kills: 0,
+            usage: None,
+        };
+        st.complete(&report, 1304).unwrap();
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        // RESUME brings it back.
+        st.update_nodes(
+            &["n1".into()],
+            NodeStateUpdate::Resume,
+            None,
+            None,
+            ROOT,
+            1305,
+        )
+        .unwrap();
+        assert!(!st.nodes[0].admin.down);
+    }
+
+    #[test]
+    fn return_to_service_and_job_requeue() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path(), "ReturnToService=1\nJobRequeue=0\n");
+        let a = st.submit(spec(1), ROOT, 1000).unwrap();
+        let b = st.submit(
+            gsched_proto::job::JobSpec {
+                requeue: Some(true),
+                ..spec(1)
+            },
+            ROOT,
+            1000,
+        );
+        let b = b.unwrap();
+        register(&mut st, "n1", 0, &[], 1000);
+        started(&mut st, a, 1000);
+        assert_eq!(st.jobs[&b].info.nodes, vec!["n1".to_string()]);
+        st.schedule(1301);
+        // JobRequeue=0: only the --requeue job goes back to the queue.
+        assert_eq!(st.jobs[&a].info.state, JobState::NodeFail);
+        assert_eq!(st.jobs[&b].info.state, JobState::Pending);
+        assert!(st.nodes[0].admin.down);
+        // ReturnToService=1: answering again is enough.
+        st.heartbeat("n1", &[], 1302);
+        assert!(!st.nodes[0].admin.down);
+        // An administrator's DOWN is not lifted by RTS=1, only by RTS=2 at registration.
+        st.update_nodes(
+            &["n1".into()],
+            NodeStateUpdate::Down,
+            Some("bad".into()),
+            None,
+            ROOT,
+            1303,
+        )
+        .unwrap();
+        st.heartbeat("n1", &[], 1304);
+        register(&mut st, "n1", 1304, &[], 1305);
+        assert!(st.nodes[0].admin.down);
+    }
+
+    #[test]
+    fn reboot_waits_for_the_node_to_empty_and_ends_at_registration() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path(), "");
+        let a = st.submit(spec(1), ROOT, 1000).unwrap();
+        register(&mut st, "n1", 0, &[], 1000);
+        started(&mut st, a, 1000);
+        let req = RebootRequest {
+            names: vec!["n1".into()],
+            asap: true,
+            next_state: RebootNextState::Resume,
+            reason: Some("kernel".into()),
+        };
+        let nobody = Identity {
+            uid: 4242,
+            gid: 4242,
+        };
+        assert!(st.reboot_nodes(&req, nobody, 1001).is_err());
+        st.reboot_nodes(&req, ROOT, 1001).unwrap();
+        assert!(st.nodes[0].admin.drain);
+        assert_eq!(
+            st.nodes[0].admin.reason.as_deref(),
+            Some("Reboot ASAP : kernel")
+        );
+        // Busy: not yet.
+        let e = st.schedule(1002);
+        assert!(!e.iter().any(|e| matches!(e, Effect::Reboot { .. })));
+        let t = st.jobs[&a].info.start_time.unwrap();
+        let done = gsched_proto::api::JobCompleteRequest {
+            job_id: a,
+            node: "n1".into(),
+            start_time: t,
+            exit_code: 0,
+            signal: 0,
+            end_time: 1003,
+            launch_error: None,
+            terminated_for: None,
+            oom_kills: 0,
+            usage: None,
+        };
+        st.complete(&done, 1003).unwrap();
+        let e = st.schedule(1004);
+        assert!(e
+            .iter()
+            .any(|e| matches!(e, Effect::Reboot { node, program } if node == "n1" && program == "/bin/true")));
+        assert!(st.node_infos()[0].life.reboot_issued);
+        // A registration of the daemon from before the reboot does not count.
+        register(&mut st, "n1", 900, &[], 1005);
+        assert!(st.nodes[0].admin.reboot.is_some());
+        register(&mut st, "n1", 1010, &[], 1011);
+        assert!(st.nodes[0].admin.reboot.is_none());
+        assert!(!st.nodes[0].admin.drain);
+    }
+
+    #[test]
+    fn migrate_by_signals_checkpointing_jobs_and_requeues_overrunning_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path(), "");
+        let ckpt = st
+            .submit(
+                gsched_proto::job::JobSpec {
+                    warn_signal: Some(gsched_proto::job::WarnSignal {
+                        signal: 10,
+                        before_secs: 60,
+                        batch_only: true,
+                    }),
+                    time_limit: Some(600),
+                    ..spec(1)
+                },
+                ROOT,
+                1000,
+            )
+            .unwrap();
+        let short = st
+            .submit(
+                gsched_proto::job::JobSpec {
+                    time_limit: Some(2),
+                    ..spec(1)
+                },
+                ROOT,
+                1000,
+            )
+            .unwrap();
+        register(&mut st, "n1", 0, &[], 1000);
+        started(&mut st, ckpt, 1000);
+        assert_eq!(st.jobs[&short].info.state, JobState::Running);
+        let long = st
+            .submit(
+                gsched_proto::job::JobSpec {
+                    time_limit: Some(600),
+                    ..spec(1)
+                },
+                ROOT,
+                1001,
+            )
+            .unwrap();
+        register(&mut st, "n2", 0, &[], 1001);
+        st.schedule(1001);
+        assert_eq!(st.jobs[&long].info.nodes, vec!["n2".to_string()]);
+        // Drain n2 (the long job) and n1 by 1000 + 200 s (within SlurmdTimeout of the
+        // registrations, so that the nodes stay up).
+        let by = 1000 + 200;
+        st.update_nodes(
+            &["n1".into(), "n2".into()],
+            NodeStateUpdate::Drain,
+            Some("maint".into()),
+            Some(by),
+            ROOT,
+            1002,
+        )
+        .unwrap();
+        let e = st.schedule(1003);
+        // The checkpointing job gets its signal now, and is to be requeued after 60 s.
+        assert!(e
+            .iter()
+            .any(|e| matches!(e, Effect::Signal { job_id, signal: 10, .. } if *job_id == ckpt)));
+        assert_eq!(st.jobs[&ckpt].extra.migrate_at, Some(1063));
+        // The 2-minute job ends before the deadline: left alone. The long one would not.
+        assert_eq!(st.jobs[&short].extra.migrate_at, None);
+        assert_eq!(st.jobs[&long].extra.migrate_at, Some(by));
+        let e = st.schedule(1063);
+        assert!(e
+            .iter()
+            .any(|e| matches!(e, Effect::Terminate { job_id, .. } if *job_id == ckpt)));
+        assert!(st.jobs[&ckpt].extra.requeue);
+        let e = st.schedule(by);
+        assert!(e
+            .iter()
+            .any(|e| matches!(e, Effect::Terminate { job_id, .. } if *job_id == long)));
+        // MigrateBy= only goes with DRAIN.
+        assert!(st
+            .update_nodes(
+                &["n1".into()],
+                NodeStateUpdate::Down,
+                None,
+                Some(by),
+                ROOT,
+                1004
+            )
+            .is_err());
+    }
+}

@@ -189,6 +189,7 @@ const IMPLEMENTED: &[&str] = &[
     "wckey",
     "wrap",
     "qos",
+    "switches",
 ];
 
 /// Options handled only in the first pass (command line); Slurm ignores them in `#SBATCH`
@@ -328,6 +329,8 @@ pub struct Opts {
     pub wait: bool,
     /// `--test-only`.
     pub test_only: bool,
+    /// `--switches=N[@time]`, parsed.
+    pub switches: Option<gsched_proto::resv::SwitchesSpec>,
     /// `-A/--account`, lower-cased.
     pub account: Option<String>,
     /// `-q/--qos`, lower-cased.
@@ -460,6 +463,10 @@ impl Opts {
                 None => return Err(opt_err("Invalid --mail-type specification")),
             },
             "mail-user" => self.mail_user = Some(val.to_string()),
+            "switches" => match gsched_proto::resv::SwitchesSpec::parse(val) {
+                Ok(w) => self.switches = Some(w),
+                Err(e) => return Err(opt_err(&e)),
+            },
             "signal" => match crate::signals::parse_warn_signal(val) {
                 Ok(w) => self.warn_signal = Some(w),
                 Err(crate::signals::WarnSignalError::Reservation) => {
@@ -1209,6 +1216,7 @@ pub fn build(
         requeue: opts.requeue,
         comment: opts.comment.clone(),
         warn_signal: opts.warn_signal,
+        switches: opts.switches,
         account: opts.account.clone(),
         nice: opts.nice,
         nodelist: opts.nodelist.clone(),
@@ -1260,6 +1268,7 @@ pub fn build(
             requeue: o.requeue,
             comment: o.comment.clone(),
             warn_signal: o.warn_signal,
+            switches: o.switches,
             account: o.account.clone(),
             nice: o.nice,
             nodelist: o.nodelist.clone(),

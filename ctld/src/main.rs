@@ -61,6 +61,11 @@ fn run(args: Args) -> anyhow::Result<()> {
             bail!("AdminUsers: no such user {name:?}; fix the name or remove it from AdminUsers=");
         }
     }
+    if cfg.lifecycle.topology == gsched_proto::lifecycle::TopologyPlugin::Tree {
+        // TopologyPlugin=topology/tree: topology.conf must read (State::load uses it).
+        gsched_proto::topology_conf::Topology::load_beside(&cfg.path)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     let host = cfg.ctld_host.connect_addr().to_string();
     let addrs: Vec<_> = (host.as_str(), cfg.ctld_port)
         .to_socket_addrs()

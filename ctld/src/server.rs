@@ -80,6 +80,9 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::JOBS_HOLD, post(hold))
         .route(paths::JOBS_UPDATE, post(update_job))
         .route(paths::JOBS_REQUEUE, post(requeue))
+        .route(paths::RESERVATIONS, get(reservations))
+        .route(paths::RESERVATIONS_UPDATE, post(reservation_action))
+        .route(paths::NODES_REBOOT, post(reboot))
         .route(paths::JOBS_COMPLETE, post(complete))
         .route(paths::JOBS_HISTORY, post(history))
         .route(paths::METRICS, get(metrics))
@@ -388,9 +391,9 @@ async fn update_nodes(
     for n in &req.names {
         names.extend(State::expand_nodes(n)?);
     }
-    let effects = sh
-        .lock()
-        .update_nodes(&names, req.state, req.reason, who, now())?;
+    let effects =
+        sh.lock()
+            .update_nodes(&names, req.state, req.reason, req.migrate_by, who, now())?;
     dispatch::send(sh.clone(), effects);
     sh.wake.notify_one();
     Ok(Json(Ack { ok: true }))
@@ -411,12 +414,15 @@ async fn register(
         daemon_start: req.start_time,
         running: &req.running,
     };
-    let kill = sh.lock().register(&report, now())?;
+    let (kill, heartbeat_interval_secs) = {
+        let mut st = sh.lock();
+        (st.register(&report, now())?, st.heartbeat_secs())
+    };
     tracing::info!("node {} registered ({} jobs)", req.name, req.running.len());
     sh.wake.notify_one();
     Ok(Json(RegisterResponse {
         kill,
-        heartbeat_interval_secs: crate::state::HEARTBEAT_SECS,
+        heartbeat_interval_secs,
     }))
 }
 
@@ -429,6 +435,7 @@ async fn heartbeat(
     let r = {
         let mut st = sh.lock();
         let t = now();
+        st.node_load(&req.name, req.load);
         let r = st.heartbeat(&req.name, &req.running, t);
         if r.is_some() {
             st.record_progress(&req.progress, t);
@@ -475,4 +482,34 @@ async fn acct_update(
     // Priorities and limits change with the table.
     sh.wake.notify_one();
     Ok(Json(gsched_proto::acct::AcctChangeResponse { changed }))
+}
+
+/// `scontrol show reservation`, `sinfo -T`.
+async fn reservations(AxState(sh): Sh) -> Json<gsched_proto::resv::ReservationsResponse> {
+    Json(gsched_proto::resv::ReservationsResponse {
+        now: now(),
+        reservations: sh.lock().resvs.clone(),
+    })
+}
+
+/// `scontrol create|update|delete reservation` (administrators only).
+async fn reservation_action(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<gsched_proto::resv::ReservationAction>,
+) -> Result<Json<gsched_proto::resv::ReservationActionResponse>, ApiErr> {
+    let name = sh.lock().reservation_action(&req, who, now())?;
+    sh.wake.notify_one();
+    Ok(Json(gsched_proto::resv::ReservationActionResponse { name }))
+}
+
+/// `scontrol reboot` (administrators only).
+async fn reboot(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<gsched_proto::resv::RebootRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    sh.lock().reboot_nodes(&req, who, now())?;
+    sh.wake.notify_one();
+    Ok(Json(Ack { ok: true }))
 }

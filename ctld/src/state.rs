@@ -27,6 +27,7 @@ use std::sync::Arc;
 mod admission;
 mod arrays;
 mod client_opts;
+pub mod health;
 mod het;
 pub use arrays::ArrayRt;
 mod ladder;
@@ -35,6 +36,7 @@ mod notices;
 mod predict;
 mod priority;
 pub use priority::{assoc_of, Assoc, Usage};
+pub mod resv;
 mod suspend;
 
 /// How long a job may be missing from its node's job list after its launch was acknowledged
@@ -76,6 +78,8 @@ pub enum Effect {
         job_id: JobId,
         suspend: bool,
     },
+    /// Run `RebootProgram` on a node (`scontrol reboot`).
+    Reboot { node: String, program: String },
 }
 
 /// What the store keeps per job beyond the API record.
@@ -102,6 +106,9 @@ pub struct JobExtra {
     /// `bf_predict`: the runtime predicted when this run started (planning only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_secs: Option<i64>,
+    /// `MigrateBy=`: when this run is requeued off its draining node (`state/health.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrate_at: Option<i64>,
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -142,6 +149,15 @@ pub struct NodeAdmin {
     pub reason: Option<String>,
     pub reason_time: Option<i64>,
     pub reason_uid: Option<u32>,
+    /// Set DOWN by the controller for not responding (`ReturnToService=1` brings it back).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto_down: bool,
+    /// `MigrateBy=`: the drained node is emptied by this time (`state/health.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrate_by: Option<i64>,
+    /// `scontrol reboot` asked for a reboot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reboot: Option<health::RebootState>,
 }
 
 #[derive(Debug, Clone)]
@@ -165,6 +181,8 @@ pub struct NodeRt {
     pub boot_time: Option<i64>,
     pub daemon_start: Option<i64>,
     pub version: Option<String>,
+    /// Load samples and the like (`state/health.rs`).
+    pub life: health::NodeLifeRt,
 }
 
 #[derive(Debug, Clone)]
@@ -205,6 +223,10 @@ pub struct State {
     pub acct: crate::acct::AcctDb,
     /// The invalid-job ladder's view of running jobs' progress.
     ladder: ladder::LadderRt,
+    /// Reservations (`state/resv.rs`).
+    pub resvs: Vec<gsched_proto::resv::ReservationInfo>,
+    /// Leaf switch of each node (`topology/tree`); empty without a topology.
+    pub switch_of: Vec<Option<u32>>,
 }
 
 impl std::fmt::Debug for State {
@@ -265,6 +287,7 @@ impl State {
                 boot_time: None,
                 daemon_start: None,
                 version: None,
+                life: Default::default(),
             });
         }
         let mut parts = Vec::new();
@@ -335,6 +358,8 @@ impl State {
             .filter_map(|n| users::resolve_user(n).map(|u| u.uid))
             .collect();
         let sched_config = SchedConfig::from_config(&cfg);
+        let resvs = resv::load(&store)?;
+        let switch_of = resv::switches(&cfg, &nodes);
         let mut st = State {
             sched_config,
             cfg,
@@ -354,6 +379,8 @@ impl State {
             ladder: Default::default(),
             usage,
             acct,
+            resvs,
+            switch_of,
         };
         st.committed_state = st
             .jobs
@@ -687,6 +714,7 @@ impl State {
                 available: true,
                 weight: n.weight,
                 features: n.features.clone(),
+                penalty: 0,
             })
             .collect();
         let fits = |req: &ResourceRequest| {
@@ -779,7 +807,7 @@ impl State {
             expected_start: None,
             sched_nodes: Vec::new(),
             dependency,
-            requeue: spec.requeue.unwrap_or(true),
+            requeue: spec.requeue.unwrap_or(self.cfg.lifecycle.job_requeue),
             restarts: 0,
             array: None,
             priority_factors: None,
@@ -1330,6 +1358,7 @@ impl State {
         names: &[String],
         state: NodeStateUpdate,
         reason: Option<String>,
+        migrate_by: Option<i64>,
         who: Identity,
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
@@ -1348,51 +1377,45 @@ impl State {
                 }
             }
         }
+        if migrate_by.is_some() && state != NodeStateUpdate::Drain {
+            return Err(ApiError::new(
+                ErrorCode::InvalidNodeState,
+                "MigrateBy= goes with State=DRAIN only",
+            ));
+        }
         let mut effects = Vec::new();
-        let mut failed_jobs = Vec::new();
         for i in idx {
             let n = &mut self.nodes[i];
             match state {
                 NodeStateUpdate::Drain | NodeStateUpdate::Down => {
                     if state == NodeStateUpdate::Drain {
                         n.admin.drain = true;
+                        n.admin.migrate_by = migrate_by;
                     } else {
                         n.admin.down = true;
+                        n.admin.auto_down = false;
                     }
                     n.admin.reason = reason.clone();
                     n.admin.reason_time = Some(now);
                     n.admin.reason_uid = Some(who.uid);
                 }
                 NodeStateUpdate::Resume | NodeStateUpdate::Idle => {
-                    n.admin = NodeAdmin::default();
+                    // A pending reboot stays requested.
+                    let reboot = n.admin.reboot.take();
+                    n.admin = NodeAdmin {
+                        reboot,
+                        ..NodeAdmin::default()
+                    };
                 }
             }
             let name = n.name.clone();
             let rec = serde_json::to_string(&n.admin).unwrap_or_default();
             self.store.save_node(&name, &rec).map_err(internal)?;
             if state == NodeStateUpdate::Down {
-                // Slurm ends every job on a node that is set DOWN.
-                for job in self.jobs.values_mut() {
-                    if matches!(job.info.state, JobState::Running | JobState::Completing)
-                        && job.info.nodes.contains(&name)
-                    {
-                        job.info.state = JobState::NodeFail;
-                        job.info.reason = Reason::NodeDown;
-                        job.info.end_time = Some(now);
-                        failed_jobs.push(job.info.job_id);
-                        if let Some(batch) = job.info.nodes.first() {
-                            effects.push(Effect::Terminate {
-                                node: batch.clone(),
-                                job_id: job.info.job_id,
-                                reason: TerminateReason::NotAssigned,
-                                kill_wait: 0,
-                            });
-                        }
-                    }
-                }
+                // Slurm ends every job on a node that is set DOWN (requeueing those it may).
+                effects.extend(self.fail_jobs_on(i, now));
             }
         }
-        self.persist_many(&failed_jobs).map_err(internal)?;
         Ok(effects)
     }
 
@@ -1432,9 +1455,10 @@ impl State {
                     mem_mb: n.mem_mb,
                     alloc_cpus: alloc_cpus[i],
                     alloc_mem_mb: alloc_mem[i],
-                    available: Self::node_available(n),
+                    available: Self::node_available(n) && self.node_life_available(i),
                     weight: n.weight,
                     features: n.features.clone(),
+                    penalty: self.node_penalty(i),
                 })
                 .collect(),
             partitions: self
@@ -1471,6 +1495,7 @@ impl State {
                 })
                 .collect(),
             limits: Vec::new(),
+            blackouts: self.blackouts(),
         }
     }
 
@@ -1480,14 +1505,11 @@ impl State {
         let mut effects = Vec::new();
         let mut changed = Vec::new();
         let kill_wait = self.cfg.kill_wait;
-        let slurmd_timeout = self.cfg.slurmd_timeout as i64;
-        for n in &mut self.nodes {
-            if n.registered {
-                if let Some(t) = n.last_heard {
-                    n.not_responding = now - t > slurmd_timeout;
-                }
-            }
-        }
+        // Node liveness, reservations that ended, drains with a deadline, reboots.
+        effects.extend(self.node_health(now));
+        self.expire_reservations(now);
+        effects.extend(self.migrations(now));
+        effects.extend(self.reboots(now));
         // Notices of time-limit thresholds, before the jobs at their limit are ended.
         self.time_notices(now);
         // Hung and idle-GPU jobs: flag them, take the ladder's steps that are due.
@@ -1603,7 +1625,7 @@ impl State {
                     .map(|&s| predict::minutes(s))
                     .or(j.info.time_limit),
                 time_min: j.info.spec.time_min,
-                req: self.request_of(&j.info.spec),
+                req: self.with_topology(self.request_of(&j.info.spec), &j.info, now),
                 limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
             })
             .collect();
@@ -1934,6 +1956,7 @@ impl State {
         n.boot_time = Some(r.boot_time);
         n.daemon_start = Some(r.daemon_start);
         n.version = Some(r.version.to_string());
+        self.node_back(i, true, r.daemon_start, now);
         Ok(self.reconcile(name, r.running, now))
     }
 
@@ -1951,6 +1974,7 @@ impl State {
         self.nodes[i].last_heard = Some(now);
         self.nodes[i].not_responding = false;
         self.nodes[i].unreachable = false;
+        self.node_back(i, false, 0, now);
         Some(self.reconcile(name, running, now))
     }
 
@@ -2016,6 +2040,7 @@ impl State {
 
     pub fn node_infos(&self) -> Vec<NodeInfo> {
         let (cpus, mem) = self.node_alloc();
+        let now_hint = self.predict.pass_now;
         self.nodes
             .iter()
             .enumerate()
@@ -2052,6 +2077,7 @@ impl State {
                     slurmd_start_time: n.daemon_start,
                     version: n.version.clone(),
                     weight: n.weight,
+                    life: self.node_life_info(i, now_hint),
                 }
             })
             .collect()
@@ -2316,6 +2342,26 @@ pub(crate) mod tests {
                 running: &[],
             };
             st.register(&r, now).unwrap();
+        }
+    }
+
+    /// Heartbeats from both nodes at `now`, each reporting the jobs the controller runs there
+    /// (a node silent for long is not responding, then DOWN).
+    pub(crate) fn heartbeat_all(st: &mut State, now: i64) {
+        for n in ["n1", "n2"] {
+            let running: Vec<RunningJob> = st
+                .jobs
+                .values()
+                .filter(|j| {
+                    matches!(j.info.state, JobState::Running | JobState::Completing)
+                        && j.info.nodes.iter().any(|x| x == n)
+                })
+                .map(|j| RunningJob {
+                    job_id: j.info.job_id,
+                    start_time: j.info.start_time.unwrap_or(0),
+                })
+                .collect();
+            st.heartbeat(n, &running, now);
         }
     }
 

@@ -36,6 +36,8 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE usage (account TEXT NOT NULL, user TEXT NOT NULL, usage REAL NOT NULL,
         PRIMARY KEY (account, user));
      CREATE TABLE usage_jobs (id INTEGER PRIMARY KEY, counted_until INTEGER NOT NULL);",
+    // 3: reservations (scontrol create reservation), one JSON record each.
+    "CREATE TABLE reservations (name TEXT PRIMARY KEY, record TEXT NOT NULL);",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -338,6 +340,37 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Every stored reservation, as (name, record).
+    pub fn load_reservations(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, record FROM reservations ORDER BY name")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.err())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
+    }
+
+    pub fn save_reservation(&mut self, name: &str, record: &str) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO reservations (name, record) VALUES (?1, ?2)
+                 ON CONFLICT(name) DO UPDATE SET record = excluded.record",
+            )
+            .and_then(|mut s| s.execute(params![name, record]))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    pub fn delete_reservation(&mut self, name: &str) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached("DELETE FROM reservations WHERE name = ?1")
+            .and_then(|mut s| s.execute(params![name]))
+            .map_err(self.err())?;
+        Ok(())
     }
 
     /// Every stored record of one kind of the association table (`account`, `user`,

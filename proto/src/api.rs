@@ -60,6 +60,14 @@ pub mod paths {
     pub const NODE_TERMINATE: &str = "/v1/node/terminate";
     pub const JOBS_SUSPEND: &str = "/v1/jobs/suspend";
     pub const NODE_SUSPEND: &str = "/v1/node/suspend";
+    /// `GET`: the reservations (`scontrol show reservation`, `sinfo -T`).
+    pub const RESERVATIONS: &str = "/v1/reservations";
+    /// `POST`: create, update or delete a reservation.
+    pub const RESERVATIONS_UPDATE: &str = "/v1/reservations/update";
+    /// `POST`: `scontrol reboot`.
+    pub const NODES_REBOOT: &str = "/v1/nodes/reboot";
+    /// `POST` to gsnoded: run `RebootProgram`.
+    pub const NODE_REBOOT: &str = "/v1/node/reboot";
 }
 
 /// Error classes; each has Slurm's wording so that commands can print what Slurm prints.
@@ -100,6 +108,9 @@ pub enum ErrorCode {
     PathnameTooLong,
     /// The request body is larger than [`MAX_BODY_BYTES`] (HTTP 413).
     PayloadTooLarge,
+    NodesBusy,
+    ReservationInvalid,
+    ReservationNameDup,
 }
 
 impl ErrorCode {
@@ -147,6 +158,9 @@ impl ErrorCode {
                 "Pathname of a file, directory or other parameter too long"
             }
             ErrorCode::PayloadTooLarge => "Request too large",
+            ErrorCode::NodesBusy => "Requested nodes are busy",
+            ErrorCode::ReservationInvalid => "Requested reservation is invalid",
+            ErrorCode::ReservationNameDup => "Duplicate reservation name",
         }
     }
 
@@ -179,6 +193,8 @@ impl ErrorCode {
             ErrorCode::JobPending | ErrorCode::JobSuspended | ErrorCode::JobNotSuspended => 409,
             ErrorCode::Unavailable => 503,
             ErrorCode::Internal => 500,
+            ErrorCode::NodesBusy | ErrorCode::ReservationNameDup => 409,
+            ErrorCode::ReservationInvalid => 400,
         }
     }
 }
@@ -533,6 +549,10 @@ pub struct NodeUpdateRequest {
     pub names: Vec<String>,
     pub state: NodeStateUpdate,
     pub reason: Option<String>,
+    /// `MigrateBy=` (gsched, with `State=DRAIN`): epoch seconds by which the node must be
+    /// empty; running jobs are checkpointed (`--signal`) and requeued elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrate_by: Option<i64>,
 }
 
 /// `GET /v1/config`: `scontrol show config` lines, in order.
@@ -579,6 +599,9 @@ pub struct RegisterResponse {
 pub struct HeartbeatRequest {
     pub name: String,
     pub running: Vec<RunningJob>,
+    /// The node's measured CPU load (load-aware placement); `None` from older daemons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::resv::NodeLoad>,
     /// What each running job did lately (the invalid-job ladder's input).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub progress: Vec<JobProgress>,

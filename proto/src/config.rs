@@ -114,7 +114,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "JobCompUser",
     "JobContainerType",
     "JobFileAppend",
-    "JobRequeue",
     "JobSubmitPlugins",
     "KeepAliveTime",
     "KillOnBadExit",
@@ -161,7 +160,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "PropagatePrioProcess",
     "PropagateResourceLimits",
     "PropagateResourceLimitsExcept",
-    "RebootProgram",
     "ReconfigFlags",
     "RequeueExit",
     "RequeueExitHold",
@@ -172,7 +170,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "ResvEpilog",
     "ResvOverRun",
     "ResvProlog",
-    "ReturnToService",
     "SchedulerTimeSlice",
     "ScronParameters",
     "SelectType",
@@ -212,7 +209,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "TCPTimeout",
     "TmpFS",
     "TopologyParam",
-    "TopologyPlugin",
     "TrackWCKey",
     "TreeWidth",
     "UnkillableStepProgram",
@@ -333,6 +329,12 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "IdleGpuMinutes",
     "IdleGpuPercent",
     "InvalidJobLadder",
+    // Node lifecycle (crate::lifecycle::LIFECYCLE_KEYS).
+    "JobRequeue",
+    "ReturnToService",
+    "RebootProgram",
+    "TopologyPlugin",
+    "NodeLoadThreshold",
 ];
 
 /// `NodeName=` attributes gsched implements (`Procs` and `Feature` are Slurm's old
@@ -1013,6 +1015,9 @@ pub struct Config {
     pub notify: crate::notify_config::NotifyConfig,
     /// The invalid-job policy (`HangMinutes=`, `IdleGpuMinutes=`, `InvalidJobLadder=`).
     pub invalid_jobs: crate::ladder_conf::InvalidJobPolicy,
+    /// `JobRequeue=`, `ReturnToService=`, `RebootProgram=`, `TopologyPlugin=`,
+    /// `NodeLoadThreshold=`.
+    pub lifecycle: crate::lifecycle::LifecycleConfig,
     /// Human-readable warnings (ignored Slurm settings and the like), one per setting.
     pub warnings: Vec<String>,
 }
@@ -1584,6 +1589,7 @@ struct Parser {
     warned: HashSet<String>,
     notify: crate::notify_config::NotifyConfig,
     invalid_jobs: crate::ladder_conf::InvalidJobPolicy,
+    lifecycle: crate::lifecycle::LifecycleConfig,
 }
 
 impl Parser {
@@ -1601,6 +1607,7 @@ impl Parser {
             warned: HashSet::new(),
             notify: Default::default(),
             invalid_jobs: Default::default(),
+            lifecycle: Default::default(),
         }
     }
 
@@ -1743,6 +1750,9 @@ impl Parser {
         }
         if crate::ladder_conf::InvalidJobPolicy::GLOBAL_KEYS.contains(&canon) {
             return self.invalid_jobs.global(canon, value).map_err(err);
+        }
+        if crate::lifecycle::LIFECYCLE_KEYS.contains(&canon) {
+            return self.lifecycle.global(canon, value).map_err(err);
         }
         let g = &mut self.globals;
         match canon {
@@ -2196,6 +2206,7 @@ impl Parser {
             partitions,
             notify: self.notify,
             invalid_jobs: self.invalid_jobs,
+            lifecycle: self.lifecycle,
             warnings: self.warnings,
         })
     }
@@ -2383,7 +2394,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 .count(),
             1
         );
-        assert_eq!(c.warnings.len(), 21, "{:#?}", c.warnings);
+        assert_eq!(c.warnings.len(), 20, "{:#?}", c.warnings);
     }
 
     #[test]

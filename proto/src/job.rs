@@ -318,6 +318,10 @@ pub struct JobSpec {
     /// [`crate::gpu`]. `None` = no GPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<crate::gpu::GpuRequest>,
+    /// `--switches=N[@time]` (topology/tree): at most N leaf switches, waited for up to
+    /// the time; see [`crate::resv::SwitchesSpec`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switches: Option<crate::resv::SwitchesSpec>,
 }
 
 /// Parses `--constraint` (see [`crate::constraint`] for the syntax and its meaning).

@@ -17,13 +17,16 @@ pub mod het;
 pub mod hostlist;
 pub mod job;
 pub mod ladder_conf;
+pub mod lifecycle;
 pub mod mail;
 pub mod node;
 pub mod notify_config;
 pub mod openapi;
 pub mod patterns;
+pub mod resv;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod slurm_import;
+pub mod topology_conf;
 pub mod units;
 pub mod users;

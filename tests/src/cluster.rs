@@ -71,6 +71,8 @@ pub struct ClusterOpts {
     pub auth_none: bool,
     /// The private munged's socket, set by the harness when the cluster uses auth/munge.
     pub munge_socket: Option<PathBuf>,
+    /// Other files written beside gsched.conf (`topology.conf`, ...): (name, text).
+    pub files: Vec<(String, String)>,
 }
 
 impl Default for ClusterOpts {
@@ -89,6 +91,7 @@ impl Default for ClusterOpts {
             cgroup_conf: None,
             auth_none: false,
             munge_socket: None,
+            files: Vec::new(),
         }
     }
 }
@@ -141,6 +144,12 @@ impl ClusterOpts {
     /// Writes `text` as the cluster's `cgroup.conf` (jobs get cgroups).
     pub fn cgroup_conf(mut self, text: &str) -> Self {
         self.cgroup_conf = Some(text.into());
+        self
+    }
+
+    /// Writes `text` as `name` beside gsched.conf (`topology.conf`, ...).
+    pub fn file(mut self, name: &str, text: &str) -> Self {
+        self.files.push((name.into(), text.into()));
         self
     }
 
@@ -448,6 +457,13 @@ impl TestCluster {
         if let Some(cg) = &self.opts.cgroup_conf {
             fs::write(self.root.join("cgroup.conf"), cg).expect("cannot write cgroup.conf");
         }
+        for (name, text) in &self.opts.files {
+            let path = self.root.join(name);
+            fs::write(&path, text).expect("cannot write a file beside gsched.conf");
+            if name.ends_with(".sh") {
+                let _ = fs::set_permissions(&path, fs::Permissions::from_mode(0o755));
+            }
+        }
     }
 
     fn reset_for_retry(&mut self) {
@@ -563,6 +579,12 @@ impl TestCluster {
             ("SHELL".into(), "/bin/sh".into()),
             ("LANG".into(), "C".into()),
             ("GSCHED_CONF".into(), self.conf.display().to_string()),
+            // Test nodes share one host and one /proc/loadavg: a test gives a node a load
+            // of its own by writing this file (gsnoded reads /proc/loadavg without it).
+            (
+                "GSCHED_LOADAVG_FILE".into(),
+                self.root.join("loadavg-%n").display().to_string(),
+            ),
         ];
         for k in ["RUST_BACKTRACE", "GSCHED_DEBUG", "RUST_LOG"] {
             if let Ok(v) = std::env::var(k) {

@@ -408,6 +408,7 @@ fn node_calls_from_ordinary_users_are_refused() {
         name: "n1".into(),
         running: Vec::new(),
         progress: Vec::new(),
+        load: None,
     };
     let (code, msg) = api_error(
         ctld_with(&c, &as_user()).post::<_, serde_json::Value>(paths::NODES_HEARTBEAT, &beat),

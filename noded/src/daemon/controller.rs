@@ -89,6 +89,7 @@ async fn heartbeat_until_unregistered(node: &Arc<Node>, interval: Duration) {
             name: node.settings.node.clone(),
             running: node.running(),
             progress,
+            load: super::life::sample(&node.settings.node, node.settings.cpus),
         };
         let client = node.client.clone();
         let answer = tokio::task::spawn_blocking(move || {

@@ -14,6 +14,7 @@
 
 mod controller;
 mod jobs;
+pub mod life;
 mod progress;
 mod server;
 

@@ -137,6 +137,11 @@ pub enum Reason {
     AssocMaxWallDurationPerJobLimit,
     /// The user's running jobs of the QOS hold as many CPUs as `MaxTRESPerUser=cpu=N` allows.
     QOSMaxCpuPerUserLimit,
+    /// gsched: a long job deferred to a cheaper price window (`PriceWindow=`, `PriceFile=`);
+    /// its expected start is the chosen time (`gsqueue --start`).
+    PriceWindow,
+    /// The job could not end before its `--deadline` (Slurm's `DeadLine`).
+    DeadLine,
 }
 
 impl Reason {
@@ -167,6 +172,8 @@ impl Reason {
             Reason::AssocMaxJobsLimit => "AssocMaxJobsLimit",
             Reason::AssocMaxWallDurationPerJobLimit => "AssocMaxWallDurationPerJobLimit",
             Reason::QOSMaxCpuPerUserLimit => "QOSMaxCpuPerUserLimit",
+            Reason::PriceWindow => "PriceWindow",
+            Reason::DeadLine => "DeadLine",
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod node;
 pub mod notify_config;
 pub mod openapi;
 pub mod patterns;
+pub mod price_conf;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod slurm_import;

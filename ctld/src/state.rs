@@ -31,6 +31,8 @@ pub use arrays::ArrayRt;
 mod limits;
 mod notices;
 mod predict;
+mod price;
+pub use price::{account as price_account, calendar as price_calendar};
 mod priority;
 pub use priority::{assoc_of, Assoc, Usage};
 mod suspend;
@@ -201,6 +203,8 @@ pub struct State {
     predict: predict::PredictRt,
     /// Accounts, users, associations and QOS (`gsacctmgr`).
     pub acct: crate::acct::AcctDb,
+    /// Time-of-use prices, deferral and learned low-load hours (`state/price.rs`).
+    price: price::PriceRt,
 }
 
 impl std::fmt::Debug for State {
@@ -349,6 +353,7 @@ impl State {
             predict: Default::default(),
             usage,
             acct,
+            price: Default::default(),
         };
         st.committed_state = st
             .jobs
@@ -1538,6 +1543,8 @@ impl State {
         if let Err(e) = self.persist_many(&followed) {
             tracing::error!("cannot record het job components: {e}");
         }
+        // --deadline: pending jobs that can no longer end in time are removed.
+        self.deadline_pass(now);
         // Dependencies: jobs that wait for other jobs never reach the scheduler core.
         let (dep_blocked, _killed) = self.dependency_blocks(now);
         let het_blocked = self.het_blocked(&dep_blocked);
@@ -1594,7 +1601,7 @@ impl State {
                 limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
             })
             .collect();
-        let decisions = gsched_sched::decide(&view, &queue, now, &self.sched_config);
+        let decisions = self.decide_priced(&view, &queue, now);
         for j in self.jobs.values_mut() {
             if j.info.state == JobState::Pending && !dep_blocked.contains_key(&j.info.job_id) {
                 j.info.expected_start = None;

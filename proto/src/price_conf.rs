@@ -972,4 +972,27 @@ mod tests {
             .to_string();
         assert!(e.contains("p.csv:2: PriceFile: "), "{e}");
     }
+
+    /// The `gsched.conf` examples of docs/price-windows.md are accepted as written.
+    #[test]
+    fn the_documented_examples_parse() {
+        use crate::config::Config;
+        let doc = include_str!("../../docs/price-windows.md");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("prices.csv"),
+            "date,hour,price\n2026-12-03,1,80.5\n",
+        )
+        .unwrap();
+        let base = "SlurmctldHost=h\nNodeName=n1 CPUs=4\nPartitionName=p Nodes=ALL\n";
+        let mut n = 0;
+        for block in doc.split("```gsched.conf\n").skip(1) {
+            let text = block.split("```").next().unwrap();
+            let c = Config::parse(&format!("{base}{text}"), &dir.path().join("gsched.conf"))
+                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert!(c.price.enabled());
+            n += 1;
+        }
+        assert_eq!(n, 2);
+    }
 }

@@ -88,7 +88,12 @@ impl PriceSchedule {
     pub fn cheapest_start(&self, from: i64, latest: i64, len: i64) -> (i64, f64) {
         let latest = latest.max(from);
         let mut cands: Vec<i64> = vec![from, latest];
-        for iv in &self.intervals {
+        // Only boundaries in [from, latest + len] can be candidates.
+        let lo = self.intervals.partition_point(|iv| iv.end < from);
+        let hi = self
+            .intervals
+            .partition_point(|iv| iv.start <= latest.saturating_add(len));
+        for iv in &self.intervals[lo..hi.max(lo)] {
             for b in [iv.start, iv.end] {
                 for s in [b, b - len] {
                     if s > from && s < latest {

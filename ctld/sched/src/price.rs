@@ -253,10 +253,49 @@ pub fn decide_with_prices(
     config: &SchedConfig,
     input: &PriceInput,
 ) -> Decisions {
-    let defs = deferrals(queue, now, config, input);
+    let mut defs = deferrals(queue, now, config, input);
     if defs.is_empty() {
         return crate::decide(view, queue, now, config);
     }
+    let out = decide_deferring(view, queue, now, config, &defs);
+    // Capacity: a deferred job whose reservation the cluster pushed past its chosen start
+    // may land in dear hours. Where its planned cost there saves too little against starting
+    // now, it is not deferred after all (decided once more without it).
+    let by_id: BTreeMap<JobId, &QueuedJob> = queue.iter().map(|j| (j.id, j)).collect();
+    let sched = &input.schedule;
+    let pushed: BTreeSet<JobId> = out
+        .estimates
+        .iter()
+        .filter_map(|e| {
+            let d = defs.iter().find(|d| d.job_id == e.job_id)?;
+            if e.start <= d.start {
+                return None;
+            }
+            let len = planned_secs(by_id.get(&e.job_id)?, config);
+            let then = sched.integral(e.start, e.start + len);
+            let now_cost = d.mean_now * len as f64;
+            (then > now_cost - input.rules.min_saving * now_cost.abs()).then_some(e.job_id)
+        })
+        .collect();
+    if pushed.is_empty() {
+        return out;
+    }
+    defs.retain(|d| !pushed.contains(&d.job_id));
+    if defs.is_empty() {
+        return crate::decide(view, queue, now, config);
+    }
+    decide_deferring(view, queue, now, config, &defs)
+}
+
+/// One decision with `defs` applied: deferred jobs get their start as `begin_time`, hold a
+/// reservation there, and wait with [`Reason::PriceWindow`].
+fn decide_deferring(
+    view: &ClusterView,
+    queue: &[QueuedJob],
+    now: i64,
+    config: &SchedConfig,
+    defs: &[Deferral],
+) -> Decisions {
     let at: BTreeMap<JobId, i64> = defs.iter().map(|d| (d.job_id, d.start)).collect();
     let shifted: Vec<QueuedJob> = queue
         .iter()
@@ -542,5 +581,34 @@ mod tests {
         let d = decide_with_prices(&v, &q, later, &cfg, &input());
         // Deferral ends at submit + 24h = Tuesday 20:00, before Wednesday's window: so now.
         assert!(d.waiting.contains(&(1, Reason::Resources)), "{d:?}");
+    }
+
+    #[test]
+    fn a_deferral_the_cluster_would_push_into_dear_hours_is_dropped() {
+        // A 3-hour window at 0.1 from Tuesday 00:00; two 3-hour jobs that each need the whole
+        // node. The first takes the window; the second would be pushed to 03:00, where it
+        // costs as much as now, so it starts now (and ends before the first's reservation).
+        let now = MON + 20 * H;
+        let inp = PriceInput {
+            schedule: PriceSchedule {
+                intervals: vec![PriceInterval {
+                    start: MON + 24 * H,
+                    end: MON + 27 * H,
+                    price: 0.1,
+                }],
+                default_price: 0.3,
+            },
+            ..input()
+        };
+        let q = vec![job(1, 4, 180, now), job(2, 4, 180, now + 1)];
+        let cfg = SchedConfig {
+            policy: Policy::EASY,
+            ..SchedConfig::default()
+        };
+        let d = decide_with_prices(&view(), &q, now, &cfg, &inp);
+        assert!(d.waiting.contains(&(1, Reason::PriceWindow)), "{d:?}");
+        assert_eq!(d.estimates[0].start, MON + 24 * H);
+        assert_eq!(d.starts.len(), 1, "{d:?}");
+        assert_eq!(d.starts[0].job_id, 2);
     }
 }

@@ -134,6 +134,8 @@ pub const OPTIONS: &[Opt] = &[
     Opt::new("wait-all-nodes", None, &["wait-all-nodes"], Req),
     Opt::new("wckey", None, &["wckey"], Req),
     Opt::new("wrap", None, &["wrap"], Req),
+    // gsched extensions.
+    Opt::new("urgent", None, &["urgent"], No),
 ];
 
 /// Options gsched implements (or accepts because they are harmless: `--ignore-pbs`,
@@ -190,6 +192,8 @@ const IMPLEMENTED: &[&str] = &[
     "wrap",
     "qos",
     "switches",
+    "urgent",
+    "deadline",
 ];
 
 /// Options handled only in the first pass (command line); Slurm ignores them in `#SBATCH`
@@ -345,6 +349,10 @@ pub struct Opts {
     pub constraint: Option<String>,
     /// `--exclusive`.
     pub exclusive: bool,
+    /// `--urgent` (gsched): never deferred to a cheaper price window.
+    pub urgent: bool,
+    /// `--deadline`, epoch seconds.
+    pub deadline: Option<i64>,
 }
 
 /// Facts about the caller that option processing needs.
@@ -441,6 +449,12 @@ impl Opts {
                 Ok(t) => self.begin = Some(t),
                 Err(_) => return Err(opt_err("Invalid --begin specification")),
             },
+            // Slurm parses --deadline with the --begin time parser.
+            "deadline" => match gsched_proto::begin::parse_begin(val, crate::common::now()) {
+                Ok(t) => self.deadline = Some(t),
+                Err(_) => return Err(opt_err("Invalid --deadline specification")),
+            },
+            "urgent" => self.urgent = true,
             "kill-on-invalid-dep" => {
                 self.kill_on_invalid_dep = Some(match val.to_ascii_lowercase().as_str() {
                     "yes" | "y" | "1" => true,
@@ -1227,6 +1241,8 @@ pub fn build(
         mail_user: opts.mail_user.clone(),
         qos: opts.qos.clone(),
         gpu: None,
+        urgent: opts.urgent,
+        deadline: opts.deadline,
     };
     // The later components of a heterogeneous job: their own resources; the script, its
     // arguments and environment are the first component's (it runs the batch script).
@@ -1321,6 +1337,19 @@ pub fn success_line(
         (true, None) => format!("{job_id}\n"),
         (true, Some(c)) => format!("{job_id};{c}\n"),
     })
+}
+
+/// The one line gsbatch prints (to stderr) when the controller defers the job to a cheaper
+/// price window: when, the price now and then, and how to opt out.
+pub fn deferral_line(prog: &str, job_id: u32, d: &gsched_proto::api::DeferralNote) -> String {
+    format!(
+        "{prog}: job {job_id} deferred to a cheaper price window: expected start {} at {:.4}/kWh (now {:.4}/kWh; estimated cost {:.2} instead of {:.2}); use --urgent to start as soon as possible",
+        units::format_timestamp(d.start),
+        d.price_then,
+        d.price_now,
+        d.cost_then,
+        d.cost_now
+    )
 }
 
 /// `gsbatch` entry point.
@@ -1468,6 +1497,9 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
             {
                 common::out(&line);
             }
+            if let (Some(d), false) = (&r.deferral, cl.quiet) {
+                common::err_line(&deferral_line(prog, r.job_id, d));
+            }
             if built.wait {
                 return crate::sbatch_wait::wait_for_job(prog, &client, r.job_id)
                     .map_err(|f| f.with_code(error_exit));
@@ -1557,6 +1589,10 @@ pub fn help_text() -> String {
      \x20                             (without B: every process of the job, as there\n\
      \x20                             are no job steps yet)\n\
      \x20 -t, --time=minutes          time limit\n\
+     \x20     --deadline=time         remove the job if no ending is possible before\n\
+     \x20                             this deadline (start > (deadline - time[-min]))\n\
+     \x20     --urgent                (gsched) never defer the job to a cheaper price\n\
+     \x20                             window (see gsched.conf(5), PriceWindow)\n\
      \x20     --uid=user_id           user ID to run job as (user root only)\n\
      \x20     --test-only             validate the job and estimate its start, submit nothing\n\
      \x20 -v, --verbose               verbose mode (multiple -v's increase verbosity)\n\

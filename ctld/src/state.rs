@@ -34,6 +34,8 @@ mod ladder;
 mod limits;
 mod notices;
 mod predict;
+mod price;
+pub use price::{account as price_account, calendar as price_calendar};
 mod priority;
 pub use priority::{assoc_of, Assoc, Usage};
 pub mod resv;
@@ -227,6 +229,8 @@ pub struct State {
     pub resvs: Vec<gsched_proto::resv::ReservationInfo>,
     /// Leaf switch of each node (`topology/tree`); empty without a topology.
     pub switch_of: Vec<Option<u32>>,
+    /// Time-of-use prices, deferral and learned low-load hours (`state/price.rs`).
+    price: price::PriceRt,
 }
 
 impl std::fmt::Debug for State {
@@ -381,6 +385,7 @@ impl State {
             acct,
             resvs,
             switch_of,
+            price: Default::default(),
         };
         st.committed_state = st
             .jobs
@@ -1573,6 +1578,8 @@ impl State {
         if let Err(e) = self.persist_many(&followed) {
             tracing::error!("cannot record het job components: {e}");
         }
+        // --deadline: pending jobs that can no longer end in time are removed.
+        self.deadline_pass(now);
         // Dependencies: jobs that wait for other jobs never reach the scheduler core.
         let (dep_blocked, _killed) = self.dependency_blocks(now);
         let het_blocked = self.het_blocked(&dep_blocked);
@@ -1629,7 +1636,7 @@ impl State {
                 limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
             })
             .collect();
-        let decisions = gsched_sched::decide(&view, &queue, now, &self.sched_config);
+        let decisions = self.decide_priced(&view, &queue, now);
         for j in self.jobs.values_mut() {
             if j.info.state == JobState::Pending && !dep_blocked.contains_key(&j.info.job_id) {
                 j.info.expected_start = None;

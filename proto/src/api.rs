@@ -68,6 +68,9 @@ pub mod paths {
     pub const NODES_REBOOT: &str = "/v1/nodes/reboot";
     /// `POST` to gsnoded: run `RebootProgram`.
     pub const NODE_REBOOT: &str = "/v1/node/reboot";
+    /// Time-of-use prices of the next hours and the learned low-load hours (`gsinfo
+    /// --prices`, `gsinfo --lowload`).
+    pub const PRICES: &str = "/v1/prices";
 }
 
 /// Error classes; each has Slurm's wording so that commands can print what Slurm prints.
@@ -264,6 +267,24 @@ pub struct SubmitResponse {
     /// id the job would get; nothing was stored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_only: Option<TestOnlyAnswer>,
+    /// Time-of-use deferral (gsched): the job waits for a cheaper price window; gsbatch
+    /// prints it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deferral: Option<DeferralNote>,
+}
+
+/// Why and until when a submitted job is deferred to a cheaper price window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DeferralNote {
+    /// The planned start, epoch seconds.
+    pub start: i64,
+    /// Price per kWh now and at the planned start.
+    pub price_now: f64,
+    pub price_then: f64,
+    /// The expected cost of the run if started now and from the planned start (price ×
+    /// estimated kWh).
+    pub cost_now: f64,
+    pub cost_then: f64,
 }
 
 /// What `sbatch --test-only` reports.
@@ -403,6 +424,19 @@ pub struct JobsResponse {
     /// The controller's clock when the answer was made (for elapsed times).
     pub now: i64,
     pub jobs: Vec<JobInfo>,
+    /// `jobs/history` only: each started job's estimated energy and cost (gsacct
+    /// `EnergyKWh`, `Cost`, `--cost-report`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub energy: Vec<JobEnergy>,
+}
+
+/// A job's estimated energy and its cost at the prices of the hours it ran (gsched): its
+/// share of each node's `Watts=` (by CPUs) plus its GPUs' `GpuWatts=`, times the run time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobEnergy {
+    pub job_id: JobId,
+    pub kwh: f64,
+    pub cost: f64,
 }
 
 /// `POST /v1/jobs/signal`: cancel (no signal) or signal jobs.
@@ -710,4 +744,48 @@ mod tests {
         let s = serde_json::to_string(&e).unwrap();
         assert_eq!(serde_json::from_str::<ApiError>(&s).unwrap(), e);
     }
+}
+
+/// `GET /v1/prices`: the price calendar from now on, and the learned low-load hours.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PricesResponse {
+    pub now: i64,
+    /// Whether time-of-use deferral is on (price windows, a price file or learned windows).
+    pub enabled: bool,
+    /// `PriceTimeZone` (IANA name) the windows are in.
+    pub time_zone: String,
+    pub default_price: f64,
+    /// The next 24 hours, in order; time not covered costs `default_price`.
+    pub spans: Vec<PriceSpanInfo>,
+    /// `LearnLowLoadWindows=yes`.
+    pub learn_low_load: bool,
+    pub low_load_threshold: f64,
+    /// Days of utilization history the profile is made from (at most 14).
+    pub history_days: u32,
+    /// Per hour of the week with history: the median allocated-CPU fraction.
+    pub load_profile: Vec<LoadHour>,
+}
+
+/// One stretch of constant price.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PriceSpanInfo {
+    pub start: i64,
+    pub end: i64,
+    pub price: f64,
+    /// A window's name, `file` (PriceFile), `lowload` (a learned low-load hour, planned at
+    /// half price) or `default`.
+    pub source: String,
+}
+
+/// The utilization of one hour of the week.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LoadHour {
+    /// 0 = Monday, in `PriceTimeZone`.
+    pub weekday: u8,
+    pub hour: u8,
+    pub median: f64,
+    /// How many samples (one per week of history) the median is over.
+    pub samples: u32,
+    /// Below the threshold, with at least 7 days of history in all.
+    pub low: bool,
 }

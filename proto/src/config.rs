@@ -335,6 +335,20 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "RebootProgram",
     "TopologyPlugin",
     "NodeLoadThreshold",
+    // Time-of-use prices (price_conf.rs).
+    "DefaultPrice",
+    "PriceTimeZone",
+    "LongJobThreshold",
+    "ShortJobThreshold",
+    "MaxDeferral",
+    "MediumJobRule",
+    "MinDeferralSaving",
+    "PriceFile",
+    "PriceFileUnit",
+    "GpuWatts",
+    "DefaultWattsPerCPU",
+    "LearnLowLoadWindows",
+    "LowLoadThreshold",
 ];
 
 /// `NodeName=` attributes gsched implements (`Procs` and `Feature` are Slurm's old
@@ -356,6 +370,7 @@ pub const NODE_KEYS: &[&str] = &[
     "Feature",
     "State",
     "Weight",
+    "Watts",
 ];
 
 /// `PartitionName=` attributes gsched implements.
@@ -1018,6 +1033,9 @@ pub struct Config {
     /// `JobRequeue=`, `ReturnToService=`, `RebootProgram=`, `TopologyPlugin=`,
     /// `NodeLoadThreshold=`.
     pub lifecycle: crate::lifecycle::LifecycleConfig,
+    /// Time-of-use prices: `PriceWindow=` lines, `DefaultPrice=`, `PriceFile=`, thresholds,
+    /// `Watts=` of nodes and `GpuWatts=`.
+    pub price: crate::price_conf::PriceConfig,
     /// Human-readable warnings (ignored Slurm settings and the like), one per setting.
     pub warnings: Vec<String>,
 }
@@ -1590,6 +1608,9 @@ struct Parser {
     notify: crate::notify_config::NotifyConfig,
     invalid_jobs: crate::ladder_conf::InvalidJobPolicy,
     lifecycle: crate::lifecycle::LifecycleConfig,
+    price: crate::price_conf::PriceConfig,
+    /// `Watts=` of `NodeName=DEFAULT`.
+    default_watts: Option<u32>,
 }
 
 impl Parser {
@@ -1608,6 +1629,8 @@ impl Parser {
             notify: Default::default(),
             invalid_jobs: Default::default(),
             lifecycle: Default::default(),
+            price: Default::default(),
+            default_watts: None,
         }
     }
 
@@ -1688,6 +1711,12 @@ impl Parser {
                 .webhook_line(pairs)
                 .map_err(|m| syntax_err(loc, m));
         }
+        if first.eq_ignore_ascii_case("PriceWindow") {
+            return self
+                .price
+                .window_line(pairs, &loc.file, loc.line)
+                .map_err(|m| syntax_err(loc, m));
+        }
         if let Some(key) = canonical(IGNORED_LINE_KEYS, first) {
             self.warn_ignored(loc, "", key);
             return Ok(());
@@ -1704,7 +1733,7 @@ impl Parser {
                 self.warn_ignored(loc, "", k);
                 return Ok(());
             }
-            let line_start = ["NodeName", "PartitionName", "WebhookName"]
+            let line_start = ["NodeName", "PartitionName", "WebhookName", "PriceWindow"]
                 .into_iter()
                 .chain(IGNORED_LINE_KEYS.iter().copied())
                 .find(|k| k.eq_ignore_ascii_case(key));
@@ -1753,6 +1782,9 @@ impl Parser {
         }
         if crate::lifecycle::LIFECYCLE_KEYS.contains(&canon) {
             return self.lifecycle.global(canon, value).map_err(err);
+        }
+        if crate::price_conf::PRICE_GLOBAL_KEYS.contains(&canon) {
+            return self.price.global(canon, value).map_err(err);
         }
         let g = &mut self.globals;
         match canon {
@@ -1887,6 +1919,7 @@ impl Parser {
     fn node_line(&mut self, pairs: &[(String, String)], loc: &Loc) -> Result<(), ConfigError> {
         let mut attrs = NodeAttrs::default();
         let mut names_expr = "";
+        let mut watts: Option<u32> = None;
         for (i, (key, value)) in pairs.iter().enumerate() {
             let Some(canon) = canonical(NODE_KEYS, key) else {
                 if let Some(k) = canonical(IGNORED_NODE_KEYS, key) {
@@ -1922,15 +1955,24 @@ impl Parser {
                 "Features" | "Feature" => attrs.features = Some(parse_features(value)),
                 "State" => attrs.state = Some(parse_node_state(value).map_err(err)?),
                 "Weight" => attrs.weight = Some(parse_u32(value).map_err(err)?),
+                "Watts" => watts = Some(parse_u32(value).map_err(err)?),
                 _ => return Err(err(format!("invalid key \"{key}\""))),
             }
         }
         if names_expr.eq_ignore_ascii_case("DEFAULT") {
+            if watts.is_some() {
+                self.default_watts = watts;
+            }
             self.node_defaults = attrs.over(&self.node_defaults);
             return Ok(());
         }
         let names =
             hostlist::expand(names_expr).map_err(|e| value_err(loc, "NodeName", e.to_string()))?;
+        if let Some(w) = watts.or(self.default_watts) {
+            for n in &names {
+                self.price.node_watts.insert(n.clone(), w);
+            }
+        }
         let attrs = attrs.over(&self.node_defaults);
         let cpus = attrs.cpu_count().ok_or_else(|| {
             value_err(
@@ -2171,6 +2213,23 @@ impl Parser {
             }
         }
 
+        self.price.finish().map_err(|m| ConfigError::Missing {
+            file: root.clone(),
+            key: "LongJobThreshold".into(),
+            message: m,
+        })?;
+        if let Some(f) = self.price.price_file.clone() {
+            // Relative to the config file, like Include; checked now so a bad file fails at
+            // start-up with its line (gsctld re-reads it when it changes).
+            let f = root.parent().unwrap_or(Path::new("")).join(f);
+            crate::price_conf::PriceFile::load(&f, self.price.price_file_unit, &self.price.tz())
+                .map_err(|e| ConfigError::Syntax {
+                    file: e.file,
+                    line: e.line,
+                    message: format!("PriceFile: {}", e.message),
+                })?;
+            self.price.price_file = Some(f);
+        }
         Ok(Config {
             path: root,
             cluster_name: g.cluster_name.unwrap_or_else(|| "cluster".to_string()),
@@ -2207,6 +2266,7 @@ impl Parser {
             notify: self.notify,
             invalid_jobs: self.invalid_jobs,
             lifecycle: self.lifecycle,
+            price: self.price,
             warnings: self.warnings,
         })
     }

@@ -35,10 +35,12 @@ pub enum JobState {
     Timeout,
     NodeFail,
     OutOfMemory,
+    /// The job could not end before its `--deadline` and was removed (Slurm's DEADLINE).
+    Deadline,
 }
 
 impl JobState {
-    pub const ALL: [JobState; 9] = [
+    pub const ALL: [JobState; 10] = [
         JobState::Pending,
         JobState::Running,
         JobState::Completing,
@@ -48,6 +50,7 @@ impl JobState {
         JobState::Timeout,
         JobState::NodeFail,
         JobState::OutOfMemory,
+        JobState::Deadline,
     ];
 
     /// Slurm's long name (`squeue %T`, `scontrol JobState=`).
@@ -62,6 +65,7 @@ impl JobState {
             JobState::Timeout => "TIMEOUT",
             JobState::NodeFail => "NODE_FAIL",
             JobState::OutOfMemory => "OUT_OF_MEMORY",
+            JobState::Deadline => "DEADLINE",
         }
     }
 
@@ -77,6 +81,7 @@ impl JobState {
             JobState::Timeout => "TO",
             JobState::NodeFail => "NF",
             JobState::OutOfMemory => "OOM",
+            JobState::Deadline => "DL",
         }
     }
 
@@ -141,6 +146,11 @@ pub enum Reason {
     Hung,
     /// gsched's invalid-job ladder: its GPUs under `IdleGpuPercent` for `IdleGpuMinutes`.
     IdleGPU,
+    /// gsched: a long job deferred to a cheaper price window (`PriceWindow=`, `PriceFile=`);
+    /// its expected start is the chosen time (`gsqueue --start`).
+    PriceWindow,
+    /// The job could not end before its `--deadline` (Slurm's `DeadLine`).
+    DeadLine,
 }
 
 impl Reason {
@@ -173,6 +183,8 @@ impl Reason {
             Reason::QOSMaxCpuPerUserLimit => "QOSMaxCpuPerUserLimit",
             Reason::Hung => "Hung",
             Reason::IdleGPU => "IdleGPU",
+            Reason::PriceWindow => "PriceWindow",
+            Reason::DeadLine => "DeadLine",
         }
     }
 }
@@ -322,6 +334,13 @@ pub struct JobSpec {
     /// the time; see [`crate::resv::SwitchesSpec`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switches: Option<crate::resv::SwitchesSpec>,
+    /// `--urgent` (gsched): never deferred to a cheaper price window.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub urgent: bool,
+    /// `--deadline`, epoch seconds: the job is removed (state DEADLINE, reason DeadLine) when
+    /// it can no longer end by then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<i64>,
 }
 
 /// Parses `--constraint` (see [`crate::constraint`] for the syntax and its meaning).

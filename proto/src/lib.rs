@@ -23,6 +23,7 @@ pub mod node;
 pub mod notify_config;
 pub mod openapi;
 pub mod patterns;
+pub mod price_conf;
 pub mod resv;
 #[cfg(feature = "server")]
 pub mod server;

@@ -24,5 +24,6 @@ pub mod patterns;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod slurm_import;
+pub mod step;
 pub mod units;
 pub mod users;

@@ -19,4 +19,5 @@ pub mod signals;
 pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
+pub mod srun;
 pub mod sys;

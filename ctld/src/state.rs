@@ -33,8 +33,8 @@ mod notices;
 mod predict;
 mod priority;
 pub use priority::{assoc_of, Assoc, Usage};
-mod suspend;
 pub mod steps;
+mod suspend;
 
 /// How long a job may be missing from its node's job list after its launch was acknowledged
 /// before the controller concludes the node never got it (heartbeats can cross a launch).

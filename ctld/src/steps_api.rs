@@ -12,8 +12,8 @@ use gsched_proto::client::Client;
 use gsched_proto::job::JobId;
 use gsched_proto::server::{ApiErr, Body};
 use gsched_proto::step::{
-    NodeStepSignalRequest, StepCompleteRequest, StepCreateRequest, StepCreateResponse,
-    StepQuery, StepSignalRequest, StepsResponse,
+    NodeStepSignalRequest, StepCompleteRequest, StepCreateRequest, StepCreateResponse, StepQuery,
+    StepSignalRequest, StepsResponse,
 };
 use std::sync::Arc;
 use std::time::Duration;

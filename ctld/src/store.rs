@@ -453,6 +453,73 @@ impl Store {
     }
 }
 
+/// Job steps (`gsrun`): rows of the `steps` table.
+impl Store {
+    /// Inserts or replaces a step's row.
+    pub fn save_step(
+        &mut self,
+        job_id: JobId,
+        step_id: u32,
+        state: &str,
+        record: &str,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO steps (job_id, step_id, state, record) VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![job_id, step_id, state, record],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// The next free step id of a job (0 for its first step).
+    pub fn next_step_id(&self, job_id: JobId) -> Result<u32, StoreError> {
+        let max: Option<u32> = self
+            .conn
+            .query_row(
+                "SELECT MAX(step_id) FROM steps WHERE job_id = ?1",
+                [job_id],
+                |r| r.get(0),
+            )
+            .map_err(self.err())?;
+        Ok(max.map_or(0, |m| m + 1))
+    }
+
+    /// Step records: of the given jobs (all jobs when empty), or only those in `state`.
+    pub fn load_steps(
+        &self,
+        job_ids: &[JobId],
+        state: Option<&str>,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut out = Vec::new();
+        let mut push = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Result<(), StoreError> {
+            let mut st = self.conn.prepare_cached(sql).map_err(self.err())?;
+            let rows = st
+                .query_map(params, |r| r.get::<_, String>(0))
+                .map_err(self.err())?;
+            for r in rows {
+                out.push(r.map_err(self.err())?);
+            }
+            Ok(())
+        };
+        let st = state.unwrap_or("%");
+        if job_ids.is_empty() {
+            push(
+                "SELECT record FROM steps WHERE state LIKE ?1 ORDER BY job_id, step_id",
+                &[&st],
+            )?;
+        } else {
+            for id in job_ids {
+                push(
+                    "SELECT record FROM steps WHERE job_id = ?1 AND state LIKE ?2 ORDER BY step_id",
+                    &[id, &st],
+                )?;
+            }
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,72 +600,5 @@ mod tests {
         });
         assert!(r.is_err());
         assert_eq!(s.load_jobs(0).unwrap()[0].record, "{}");
-    }
-}
-
-/// Job steps (`gsrun`): rows of the `steps` table.
-impl Store {
-    /// Inserts or replaces a step's row.
-    pub fn save_step(
-        &mut self,
-        job_id: JobId,
-        step_id: u32,
-        state: &str,
-        record: &str,
-    ) -> Result<(), StoreError> {
-        self.conn
-            .execute(
-                "INSERT OR REPLACE INTO steps (job_id, step_id, state, record) VALUES (?1, ?2, ?3, ?4)",
-                rusqlite::params![job_id, step_id, state, record],
-            )
-            .map_err(self.err())?;
-        Ok(())
-    }
-
-    /// The next free step id of a job (0 for its first step).
-    pub fn next_step_id(&self, job_id: JobId) -> Result<u32, StoreError> {
-        let max: Option<u32> = self
-            .conn
-            .query_row(
-                "SELECT MAX(step_id) FROM steps WHERE job_id = ?1",
-                [job_id],
-                |r| r.get(0),
-            )
-            .map_err(self.err())?;
-        Ok(max.map_or(0, |m| m + 1))
-    }
-
-    /// Step records: of the given jobs (all jobs when empty), or only those in `state`.
-    pub fn load_steps(
-        &self,
-        job_ids: &[JobId],
-        state: Option<&str>,
-    ) -> Result<Vec<String>, StoreError> {
-        let mut out = Vec::new();
-        let mut push = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Result<(), StoreError> {
-            let mut st = self.conn.prepare_cached(sql).map_err(self.err())?;
-            let rows = st
-                .query_map(params, |r| r.get::<_, String>(0))
-                .map_err(self.err())?;
-            for r in rows {
-                out.push(r.map_err(self.err())?);
-            }
-            Ok(())
-        };
-        let st = state.unwrap_or("%");
-        if job_ids.is_empty() {
-            push(
-                "SELECT record FROM steps WHERE state LIKE ?1 ORDER BY job_id, step_id",
-                &[&st],
-            )?;
-        } else {
-            for id in job_ids {
-                push(
-                    "SELECT record FROM steps WHERE job_id = ?1 AND state LIKE ?2 ORDER BY step_id",
-                    &[id, &st],
-                )?;
-            }
-        }
-        Ok(out)
     }
 }

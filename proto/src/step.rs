@@ -96,9 +96,13 @@ pub struct StepCreateRequest {
     pub stdout: Option<String>,
     #[serde(default)]
     pub stderr: Option<String>,
-    /// What task 0 reads on stdin (gsrun's stdin when it is not a terminal), base64.
+    /// What the tasks read on stdin (gsrun's stdin when it is not a terminal, or `-i`'s
+    /// file), base64; `None`: `/dev/null`.
     #[serde(default)]
     pub stdin_b64: Option<String>,
+    /// `-i N`: only task N reads it; `None`: every task (srun's default).
+    #[serde(default)]
+    pub stdin_rank: Option<u32>,
 }
 
 /// Where one node's share of a step runs.
@@ -182,6 +186,8 @@ pub struct StepLaunchRequest {
     pub stdout: Option<String>,
     pub stderr: Option<String>,
     pub stdin_b64: Option<String>,
+    #[serde(default)]
+    pub stdin_rank: Option<u32>,
     /// The array master id and index, for `%A`/`%a` in patterns.
     #[serde(default)]
     pub array: Option<(JobId, u32)>,
@@ -350,7 +356,14 @@ mod tests {
 
     #[test]
     fn base64_round_trips() {
-        for data in [&b""[..], b"a", b"ab", b"abc", b"abcd", b"hello\nworld\xff\x00"] {
+        for data in [
+            &b""[..],
+            b"a",
+            b"ab",
+            b"abc",
+            b"abcd",
+            b"hello\nworld\xff\x00",
+        ] {
             let e = b64_encode(data);
             assert_eq!(b64_decode(&e).unwrap(), data, "{e}");
         }
@@ -376,7 +389,7 @@ mod tests {
         assert_eq!(block_layout(4, &[2, 2], 1), Some(vec![2, 2]));
         assert_eq!(block_layout(3, &[2, 2], 1), Some(vec![2, 1]));
         assert_eq!(block_layout(2, &[4, 4], 1), Some(vec![1, 1]));
-        assert_eq!(block_layout(5, &[4, 4], 2), Some(vec![2, 3]));
+        assert_eq!(block_layout(5, &[4, 4], 2), Some(vec![3, 2]));
         assert_eq!(block_layout(9, &[2, 2], 1), Some(vec![5, 4]));
         assert_eq!(block_layout(1, &[2, 2], 1), None);
     }

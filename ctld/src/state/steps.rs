@@ -160,9 +160,8 @@ impl State {
                 ),
             ));
         }
-        let per = block_layout(ntasks, &cpus, cpt).ok_or_else(|| {
-            ApiError::new(ErrorCode::BadRequest, "fewer tasks than nodes")
-        })?;
+        let per = block_layout(ntasks, &cpus, cpt)
+            .ok_or_else(|| ApiError::new(ErrorCode::BadRequest, "fewer tasks than nodes"))?;
         let nodes: Vec<String> = idx.iter().map(|&i| job.nodes[i].clone()).collect();
         let step_id = self.store.next_step_id(job.job_id).map_err(internal)?;
         let name = req.name.clone().unwrap_or_else(|| {
@@ -246,12 +245,8 @@ impl State {
                     tasks,
                     stdout: req.stdout.clone(),
                     stderr: req.stderr.clone(),
-                    // Only the node of task 0 gets the input.
-                    stdin_b64: if node_id == 0 {
-                        req.stdin_b64.clone()
-                    } else {
-                        None
-                    },
+                    stdin_b64: req.stdin_b64.clone(),
+                    stdin_rank: req.stdin_rank,
                     array: job.array.map(|a| (a.job_id, a.task_id)),
                 },
             ));

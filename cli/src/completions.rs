@@ -100,6 +100,12 @@ pub const COMMANDS: &[Command] = &[
         options: crate::sprio::OPTIONS,
         operands: Values::Free,
     },
+    Command {
+        name: "gsrun",
+        slurm: "srun",
+        options: crate::srun::OPTIONS,
+        operands: Values::Files,
+    },
 ];
 
 /// `sacctmgr`'s commands and entities that gsched implements.

@@ -173,6 +173,7 @@ pub fn help_text() -> String {
      \x20 -c, --cpus-per-task=ncpus   number of cpus required per task\n\
      \x20 -D, --chdir=path            change remote current working directory\n\
      \x20 -e, --error=err             location of stderr redirection\n\
+     \x20     --exact                 accepted (gsched does not share out CPUs between steps)\n\
      \x20     --export=env_vars|NONE  environment passed to the tasks (default ALL)\n\
      \x20 -i, --input=in              location of stdin redirection (none, a task id, a file)\n\
      \x20 -J, --job-name=jobname      name of the step\n\

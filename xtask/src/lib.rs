@@ -78,6 +78,13 @@ pub const PROGRAMS: &[Program] = &[
         description: "gsprio shows, under PriorityType=priority/multifactor, the weighted (or with -n normalized) factors of each pending job's priority as the controller last computed them: age, fair-share, job size, partition and QOS, in sprio's formats; -w shows the weights.",
     },
     Program {
+        name: "gsrun",
+        section: 1,
+        slurm: Some("srun"),
+        summary: "run a parallel job step inside an allocation",
+        description: "gsrun runs a command as a job step (N.0, N.1, ...) of a running job, from its batch script or with --jobid: the controller spreads the tasks over the job's nodes, each node's gsnoded starts them as the job's user with SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID and the SLURM_STEP_* variables, and gsrun forwards their output (labelled with -l) or writes the -o/-e files, then exits with the highest task exit code (128 + signal for a task killed by a signal), as srun does. Steps are shown by gsacct and gsqueue -s, cancelled with gscancel N.K, and end with their job.",
+    },
+    Program {
         name: "gsctld",
         section: 8,
         slurm: Some("slurmctld"),

@@ -135,6 +135,36 @@ pub fn render(
     Ok(out)
 }
 
+/// `scontrol show step`'s record of a running step (`-o`: on one line).
+pub fn scontrol_text(s: &StepInfo, now: i64, one_liner: bool) -> String {
+    let user = gsched_proto::users::user_by_uid(s.user_id)
+        .map(|u| u.name)
+        .unwrap_or_else(|| s.user_id.to_string());
+    let sep = if one_liner { " " } else { "\n   " };
+    let end = if one_liner { "\n" } else { "\n\n" };
+    let nodes = s.nodes.len();
+    format!(
+        "StepId={} UserId={user}({}) StartTime={} TimeLimit={}{sep}\
+         State={} Partition={} NodeList={}{sep}\
+         Nodes={nodes} CPUs={} Tasks={} Name={} Network=(null){sep}\
+         TRES=cpu={},node={nodes}{sep}\
+         RunTime={} Command={}{end}",
+        s.id_string(),
+        s.user_id,
+        common::make_time_str(s.start_time),
+        units::format_time_limit_scontrol(s.time_limit),
+        s.state.long(),
+        s.partition,
+        hostlist::compress(&s.nodes),
+        s.cpus(),
+        s.ntasks,
+        s.name,
+        s.cpus(),
+        units::format_secs_scontrol((now - s.start_time).max(0) as u64),
+        s.command,
+    )
+}
+
 /// `gsqueue -s [step_list]`: `only` are `N.K` names to keep (empty: every running step);
 /// `users` and `jobs` filter as for jobs.
 pub fn run(
@@ -215,6 +245,21 @@ mod tests {
             "         STEPID     NAME PARTITION      TIME NODELIST TASKS\n\
              \x20          12.0 hostname     debug      1:05 n[1-2] 4\n"
         );
-        assert!(render(&[s], "%z", false, 0).is_err());
+        assert!(render(std::slice::from_ref(&s), "%z", false, 0).is_err());
+        let t = scontrol_text(&s, 165, false);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[0].starts_with("StepId=12.0 UserId=root(0) StartTime="),
+            "{t}"
+        );
+        assert!(lines[0].ends_with(" TimeLimit=00:10:00"), "{t}");
+        assert_eq!(lines[1], "   State=RUNNING Partition=debug NodeList=n[1-2]");
+        assert_eq!(
+            lines[2],
+            "   Nodes=2 CPUs=4 Tasks=4 Name=hostname Network=(null)"
+        );
+        assert_eq!(lines[3], "   TRES=cpu=4,node=2");
+        assert_eq!(lines[4], "   RunTime=00:01:05 Command=hostname");
+        assert!(!scontrol_text(&s, 165, true).contains("\n   "));
     }
 }

@@ -122,6 +122,23 @@ fn cancel_kills_steps_and_signals_reach_them() {
     // gsqueue -s lists the running step.
     let q = c.cmd_ok("gsqueue", ["-s", "-h", "-o", "%i %j %N"]);
     assert_eq!(q.trim(), format!("{id}.0 bash n[1-2]"), "{q}");
+    let show = c.cmd_ok(
+        "gscontrol",
+        [
+            "-o".to_string(),
+            "show".into(),
+            "step".into(),
+            format!("{id}.0"),
+        ],
+    );
+    for want in [
+        format!("StepId={id}.0 "),
+        " State=RUNNING ".to_string(),
+        " NodeList=n[1-2] ".to_string(),
+        " Nodes=2 CPUs=2 Tasks=2 Name=bash ".to_string(),
+    ] {
+        assert!(show.contains(&want), "{want} in {show}");
+    }
 
     // Cancelling the job kills the step's tasks on both nodes.
     c.cmd_ok("gscancel", [id.to_string()]);

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
 use std::time::{Duration, Instant};
 
-use HasArg::{No, Optional, Required as Req};
+use HasArg::{No, Required as Req};
 
 /// gsrun's options: Slurm's names; what gsched does not implement is refused by getopt.
 pub const OPTIONS: &[Opt] = &[
@@ -54,12 +54,6 @@ pub const OPTIONS: &[Opt] = &[
     Opt::new("usage", None, &["usage"], No),
     Opt::new("version", Some('V'), &["version"], No),
     Opt::new("exact", None, &["exact"], No),
-    Opt::new(
-        "kill-on-bad-exit",
-        Some('K'),
-        &["kill-on-bad-exit"],
-        Optional,
-    ),
 ];
 
 /// Where one output stream goes.
@@ -149,7 +143,6 @@ pub struct SrunOpts {
     pub export: Option<String>,
     pub chdir: Option<String>,
     pub quiet: bool,
-    pub kill_on_bad_exit: bool,
     pub argv: Vec<String>,
 }
 
@@ -178,8 +171,6 @@ pub fn help_text() -> String {
      \x20 -i, --input=in              location of stdin redirection (none, a task id, a file)\n\
      \x20 -J, --job-name=jobname      name of the step\n\
      \x20     --jobid=id              run under already allocated job\n\
-     \x20 -K, --kill-on-bad-exit      kill the step if any task terminates with a\n\
-     \x20                             non-zero exit code\n\
      \x20 -l, --label                 prepend task number to lines of stdout/err\n\
      \x20     --mpi=none              MPI plugin (gsched: none only)\n\
      \x20 -n, --ntasks=ntasks         number of tasks to run\n\
@@ -290,9 +281,6 @@ pub fn parse(
             "chdir" => o.chdir = Some(arg),
             "quiet" => o.quiet = true,
             "verbose" => {}
-            "kill-on-bad-exit" => {
-                o.kill_on_bad_exit = arg.is_empty() || arg.trim().parse::<i64>().unwrap_or(1) != 0
-            }
             _ => {}
         }
     }
@@ -667,7 +655,6 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
         Some((at, w.signal))
     });
     let mut warned = false;
-    let mut killed_bad = false;
     let mut delay = Duration::from_millis(20);
     let mut failures = 0u32;
     let started = Instant::now();
@@ -762,13 +749,6 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
                     } else if keep(&err_dest, rank) {
                         err_sink.write(&b);
                     }
-                }
-                if o.kill_on_bad_exit
-                    && !killed_bad
-                    && ends.iter().any(|e| e.exit_code != 0 || e.signal != 0)
-                {
-                    killed_bad = true;
-                    signal_step(None);
                 }
                 ended[i] = Some((ends, resp.launch_error));
                 got = true;

@@ -106,6 +106,12 @@ pub const COMMANDS: &[Command] = &[
         options: crate::seff::OPTIONS,
         operands: Values::Free,
     },
+    Command {
+        name: "gsrun",
+        slurm: "srun",
+        options: crate::srun::OPTIONS,
+        operands: Values::Files,
+    },
 ];
 
 /// `sacctmgr`'s commands and entities that gsched implements.

@@ -21,4 +21,6 @@ pub mod signals;
 pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
+pub mod squeue_steps;
+pub mod srun;
 pub mod sys;

@@ -4,8 +4,8 @@
 //! field names, widths, `+` truncation, the `-P`/`-p` layouts, `CANCELLED by <uid>` and the
 //! `N.batch` step lines follow Slurm 22.05's sacct.
 //!
-//! Every job that started has one step, its batch script (`N.batch`); gsched has no other
-//! steps yet. `MaxRSS`, `TotalCPU`, `UserCPU` and `SystemCPU` come from the job's cgroup
+//! Every job that started has its batch script as a step (`N.batch`), followed by the steps
+//! `gsrun` ran in it (`N.0`, `N.1`, ..., from `/v1/jobs/steps/query`). `MaxRSS`, `TotalCPU`, `UserCPU` and `SystemCPU` come from the job's cgroup
 //! (nodes with a `cgroup.conf`). Fields gsched does not measure (disk I/O, energy, per-task
 //! usage) print empty, as sacct prints a value its accounting did not gather.
 
@@ -16,6 +16,7 @@ use gsched_proto::api::{paths, HistoryQuery, JobsResponse};
 use gsched_proto::begin;
 use gsched_proto::hostlist;
 use gsched_proto::job::{JobInfo, JobState};
+use gsched_proto::step::StepInfo;
 use gsched_proto::units;
 use std::collections::HashMap;
 
@@ -520,14 +521,16 @@ pub fn parse_args(
     Ok(common::Parsed::Run(p))
 }
 
-/// One output row: a job or its batch step.
+/// One output row: a job, its batch step, or one of its `gsrun` steps.
 struct Row<'a> {
     job: &'a JobInfo,
     /// The controller's estimate of the job's energy and cost (gsched).
     energy: Option<&'a gsched_proto::api::JobEnergy>,
     /// The collapsed index set of a pending array record (`N_[1-3]`).
     range: Option<&'a String>,
+    /// A step line (the batch step, or with `step` a gsrun step).
     batch: bool,
+    step: Option<&'a StepInfo>,
 }
 
 fn elapsed(j: &JobInfo, now: i64, window: (Option<i64>, Option<i64>), truncate: bool) -> i64 {
@@ -644,7 +647,74 @@ fn step_state(j: &JobInfo) -> String {
 }
 
 impl Params {
+    /// The fields of a `gsrun` step line that differ from the batch step's.
+    fn step_value(&self, col: &Column, row: &Row, s: &StepInfo, now: i64) -> Option<String> {
+        let el = (s.end_time.unwrap_or(now) - s.start_time).max(0);
+        let cpus = s.cpus();
+        let nnodes = s.nodes.len() as u32;
+        Some(match col.name {
+            "JobID" => {
+                let j = row.job;
+                let base = match j.array {
+                    Some(a) => format!("{}_{}", a.job_id, a.task_id),
+                    None => match j.het {
+                        Some(h) => h.name(),
+                        None => j.job_id.to_string(),
+                    },
+                };
+                format!("{base}.{}", s.step_id)
+            }
+            "JobIDRaw" => s.id_string(),
+            "JobName" => s.name.clone(),
+            "State" => match (s.state, s.cancelled_by) {
+                (JobState::Cancelled, Some(uid)) => format!("CANCELLED by {uid}"),
+                (st, _) => st.long().to_string(),
+            },
+            "ExitCode" => format!("{}:{}", s.exit_code, s.signal),
+            "DerivedExitCode" => String::new(),
+            "Start" => date(Some(s.start_time)),
+            "End" => date(s.end_time),
+            "Elapsed" => units::format_secs_scontrol(el as u64),
+            "ElapsedRaw" => el.to_string(),
+            "NodeList" => hostlist::compress(&s.nodes),
+            "NNodes" | "AllocNodes" => nnodes.to_string(),
+            "NTasks" => s.ntasks.to_string(),
+            "AllocCPUS" | "NCPUS" | "ReqCPUS" => cpus.to_string(),
+            "AllocTRES" => tres(cpus, 0, nnodes, self.units),
+            "CPUTime" => units::format_secs_scontrol((el * cpus as i64) as u64),
+            "CPUTimeRAW" => (el * cpus as i64).to_string(),
+            "MaxRSS" => s
+                .usage
+                .and_then(|u| u.max_rss_bytes)
+                .map(|b| bytes_str(b, self.units))
+                .unwrap_or_default(),
+            "MaxRSSNode" | "MaxRSSTask" => String::new(),
+            "TotalCPU" => s
+                .usage
+                .and_then(|u| u.total_cpu_usec())
+                .map(cpu_time_str)
+                .unwrap_or_default(),
+            "UserCPU" => s
+                .usage
+                .and_then(|u| u.user_cpu_usec)
+                .map(cpu_time_str)
+                .unwrap_or_default(),
+            "SystemCPU" => s
+                .usage
+                .and_then(|u| u.system_cpu_usec)
+                .map(cpu_time_str)
+                .unwrap_or_default(),
+            "SubmitLine" => s.command.clone(),
+            _ => return None,
+        })
+    }
+
     fn value(&self, col: &Column, row: &Row, now: i64, cluster: &str) -> String {
+        if let Some(s) = row.step {
+            if let Some(v) = self.step_value(col, row, s, now) {
+                return v;
+            }
+        }
         let j = row.job;
         let started = j.start_time.is_some() && j.state != JobState::Pending;
         let window = (self.query.start, self.query.end);
@@ -882,8 +952,18 @@ impl Params {
     }
 }
 
-/// The whole output for the jobs the controller returned.
+/// The whole output for the jobs the controller returned (no gsrun steps).
 pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> String {
+    render_with_steps(p, resp, &[], cluster)
+}
+
+/// The whole output for the jobs the controller returned and their `gsrun` steps.
+pub fn render_with_steps(
+    p: &Params,
+    resp: &JobsResponse,
+    steps: &[StepInfo],
+    cluster: &str,
+) -> String {
     let mut jobs = resp.jobs.clone();
     jobs.sort_by_key(|j| j.job_id);
     let (jobs, ranges) = if p.expand_arrays {
@@ -891,6 +971,7 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> String {
     } else {
         arrays::collapse(jobs)
     };
+    let steps_of = steps;
     let mut out = String::new();
     if p.batch_script {
         for j in &jobs {
@@ -932,7 +1013,19 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> String {
                         energy: resp.energy.iter().find(|e| e.job_id == j.job_id),
                         range,
                         batch: true,
+                        step: None,
                     });
+                }
+                for s in job_steps(steps_of, j) {
+                    if steps.iter().any(|x| *x == s.step_id.to_string()) {
+                        rows.push(Row {
+                            job: j,
+                            energy: None,
+                            range,
+                            batch: true,
+                            step: Some(s),
+                        });
+                    }
                 }
             }
             None => {
@@ -941,6 +1034,7 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> String {
                     energy: resp.energy.iter().find(|e| e.job_id == j.job_id),
                     range,
                     batch: false,
+                    step: None,
                 });
                 if started && !p.allocations {
                     rows.push(Row {
@@ -948,7 +1042,17 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> String {
                         energy: resp.energy.iter().find(|e| e.job_id == j.job_id),
                         range,
                         batch: true,
+                        step: None,
                     });
+                    for s in job_steps(steps_of, j) {
+                        rows.push(Row {
+                            job: j,
+                            energy: None,
+                            range,
+                            batch: true,
+                            step: Some(s),
+                        });
+                    }
                 }
             }
         }
@@ -961,6 +1065,12 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> String {
         }
     }
     out
+}
+
+/// The `gsrun` steps of job `j`, in step order (none for a collapsed array record).
+fn job_steps<'a>(steps: &'a [StepInfo], j: &JobInfo) -> impl Iterator<Item = &'a StepInfo> {
+    let id = j.job_id;
+    steps.iter().filter(move |s| s.job_id == id)
 }
 
 fn helpformat() -> String {
@@ -1043,9 +1153,22 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         .map_err(|e| Fail::error(prog, common::client_error_text(&e)))?;
     if p.cost_report {
         common::out(&crate::prices::render_cost_report(&resp));
-    } else {
-        common::out(&render(&p, &resp, &cfg.cluster_name));
+        return Ok(0);
     }
+    // The gsrun steps of the jobs shown (a controller without steps answers an error: none).
+    let steps = if p.allocations || p.batch_script || resp.jobs.is_empty() {
+        Vec::new()
+    } else {
+        let q = gsched_proto::step::StepQuery {
+            job_ids: resp.jobs.iter().map(|j| j.job_id).collect(),
+            running_only: false,
+        };
+        client
+            .post::<_, gsched_proto::step::StepsResponse>(paths::JOBS_STEPS_QUERY, &q)
+            .map(|r| r.steps)
+            .unwrap_or_default()
+    };
+    common::out(&render_with_steps(&p, &resp, &steps, &cfg.cluster_name));
     Ok(0)
 }
 

@@ -67,6 +67,8 @@ pub struct Params {
     /// -1 quiet, 0 normal, >0 verbose.
     pub verbose: i32,
     pub clusters: Option<String>,
+    /// Job steps named `N.K` (gsrun steps): cancelled or signalled one by one.
+    pub steps: Vec<(JobId, u32)>,
 }
 
 impl Params {
@@ -119,7 +121,7 @@ fn parse_state(s: &str, from_env: bool) -> Result<Option<JobState>, Fail> {
 
 /// Slurm's `_xlate_job_step_ids` restricted to what gsched has: job ids, array tasks (`N_K`)
 /// and het job components (`N+K`, whose id is N + K), several of them comma-joined in one
-/// argument. Step (`N.S`) ids name nothing in gsched and are refused.
+/// argument. Step ids (`N.S`) are taken apart by `parse_args` (gsrun steps).
 pub fn parse_ids(prog: &str, args: &[String]) -> Result<Vec<JobId>, Fail> {
     let (ids, tasks) = parse_refs(prog, args)?;
     match tasks.first() {
@@ -269,7 +271,24 @@ pub fn parse_args(
     if let Some(e) = split.err {
         return Err(Fail::usage(prog, &e, 1));
     }
-    (p.ids, p.tasks) = parse_refs(prog, &split.operands)?;
+    // `N.K` names a job step; the rest are jobs, array tasks and het components.
+    let (steps, jobs): (Vec<&String>, Vec<&String>) = split.operands.iter().partition(|a| {
+        a.split_once('.').is_some_and(|(j, s)| {
+            !j.is_empty()
+                && !s.is_empty()
+                && j.bytes().all(|b| b.is_ascii_digit())
+                && s.bytes().all(|b| b.is_ascii_digit())
+        })
+    });
+    for st in steps {
+        let (j, s) = st.split_once('.').unwrap_or_default();
+        match (j.parse::<JobId>(), s.parse::<u32>()) {
+            (Ok(j), Ok(s)) if j > 0 => p.steps.push((j, s)),
+            _ => return Err(Fail::error(prog, format!("Invalid job id {st}"))),
+        }
+    }
+    let jobs: Vec<String> = jobs.into_iter().cloned().collect();
+    (p.ids, p.tasks) = parse_refs(prog, &jobs)?;
     if let Some(u) = &p.user_name {
         match common::resolve_uid(u) {
             Some(uid) => p.user_id = Some(uid),
@@ -282,7 +301,7 @@ pub fn parse_args(
                 .map_err(|_| Fail::error(prog, format!("Invalid node list: {n}")))?,
         );
     }
-    if p.ids.is_empty() && p.tasks.is_empty() && !p.has_filters() {
+    if p.ids.is_empty() && p.tasks.is_empty() && p.steps.is_empty() && !p.has_filters() {
         return Err(Fail::error(prog, "No job identification provided"));
     }
     Ok(Parsed::Run(Box::new(p)))
@@ -479,6 +498,26 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         return Ok(0);
     };
     let (_, client) = common::connect(prog, p.clusters.as_deref())?;
+    let mut step_code = 0;
+    for &(job_id, step_id) in &p.steps {
+        let req = gsched_proto::step::StepSignalRequest {
+            job_id,
+            step_id,
+            signal: p.signal,
+        };
+        if let Err(e) = client.post::<_, gsched_proto::api::Ack>(paths::JOBS_STEPS_SIGNAL, &req) {
+            step_code = 1;
+            if p.verbose >= 0 {
+                common::err_line(&format!(
+                    "{prog}: error: Kill job error on job id {job_id}.{step_id}: {}",
+                    common::client_error_text(&e)
+                ));
+            }
+        }
+    }
+    if !p.steps.is_empty() && p.ids.is_empty() && p.tasks.is_empty() && !p.has_filters() {
+        return Ok(step_code);
+    }
     let outcome = if !p.has_filters() {
         act(prog, &client, &p, p.ids.clone(), p.tasks.clone())
     } else {
@@ -508,7 +547,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
     for l in &outcome.lines {
         common::err_line(l);
     }
-    Ok(outcome.code)
+    Ok(outcome.code.max(step_code))
 }
 
 pub fn usage_text() -> String {

@@ -173,6 +173,13 @@ pub trait Api {
     fn reboot(&self, _req: &gsched_proto::resv::RebootRequest) -> Result<(), String> {
         Err("reboot is not available".into())
     }
+    /// Running job steps (`show step`).
+    fn steps(
+        &self,
+        _q: &gsched_proto::step::StepQuery,
+    ) -> Result<gsched_proto::step::StepsResponse, String> {
+        Err("job steps are not available".into())
+    }
 }
 
 /// The real controller.
@@ -186,6 +193,12 @@ fn err_text<T>(r: Result<T, ClientError>) -> Result<T, String> {
 }
 
 impl Api for Remote {
+    fn steps(
+        &self,
+        q: &gsched_proto::step::StepQuery,
+    ) -> Result<gsched_proto::step::StepsResponse, String> {
+        err_text(self.client.post(paths::JOBS_STEPS_QUERY, q))
+    }
     fn jobs(&self, filter: JobFilter) -> Result<JobsResponse, String> {
         err_text(self.client.post(paths::JOBS_QUERY, &JobQuery { filter }))
     }
@@ -538,7 +551,7 @@ impl Session<'_> {
         } else if kw(tag, "slurmd", 2) {
             entity_unsupported(self, out, "slurmd");
         } else if kw(tag, "steps", 2) {
-            entity_unsupported(self, out, "steps");
+            self.show_steps(out, val.as_deref());
         } else if kw(tag, "topology", 1) {
             entity_unsupported(self, out, "topology");
         } else {
@@ -663,6 +676,64 @@ impl Session<'_> {
                 }
             }
             Err(e) => self.perror(out, "slurm_load_jobs error", &e),
+        }
+    }
+
+    /// `show step [N[.K]]`: running job steps (gsrun).
+    fn show_steps(&self, out: &mut Out, id: Option<&str>) {
+        let (job, step) = match id.map(|s| s.split_once('.').unwrap_or((s, ""))) {
+            None => (None, None),
+            Some((j, st)) => match (j.parse::<u32>(), st) {
+                (Ok(j), "") => (Some(j), None),
+                (Ok(j), st) => match st.parse::<u32>() {
+                    Ok(k) => (Some(j), Some(k)),
+                    Err(_) => {
+                        return self.perror(
+                            out,
+                            "slurm_get_job_steps error",
+                            "Invalid job id specified",
+                        )
+                    }
+                },
+                _ => {
+                    return self.perror(
+                        out,
+                        "slurm_get_job_steps error",
+                        "Invalid job id specified",
+                    )
+                }
+            },
+        };
+        let Some(api) = self.connect(out) else { return };
+        let q = gsched_proto::step::StepQuery {
+            job_ids: job.into_iter().collect(),
+            running_only: true,
+        };
+        match api.steps(&q) {
+            Ok(r) => {
+                let steps: Vec<_> = r
+                    .steps
+                    .iter()
+                    .filter(|s| step.is_none_or(|k| s.step_id == k))
+                    .collect();
+                if steps.is_empty() {
+                    if let Some(id) = id {
+                        out.print(&format!("Job step {id} not found\n"));
+                        out.fail();
+                    } else if !self.quiet() {
+                        out.print("No job steps in the system\n");
+                    }
+                    return;
+                }
+                for s in steps {
+                    out.print(&crate::squeue_steps::scontrol_text(
+                        s,
+                        r.now,
+                        self.flags.one_liner,
+                    ));
+                }
+            }
+            Err(e) => self.perror(out, "slurm_get_job_steps error", &e),
         }
     }
 

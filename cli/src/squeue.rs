@@ -920,6 +920,10 @@ pub struct Params {
     pub warnings: Vec<String>,
     /// `-r/--array`: one line per array task instead of one per array's pending tasks.
     pub expand_arrays: bool,
+    /// `-s/--steps[=list]`: list running job steps instead of jobs (`crate::squeue_steps`),
+    /// with the `-o` format as given.
+    pub steps: Option<Vec<String>>,
+    pub step_format: Option<String>,
 }
 
 /// What the command decided.
@@ -993,6 +997,7 @@ pub fn parse_args(
                         "-o (--format) is incompatible with -O (--Format)",
                     ));
                 }
+                p.step_format = Some(val.clone());
                 format = Some(val);
                 override_env = true;
             }
@@ -1011,7 +1016,8 @@ pub fn parse_args(
             "json" => p.json = true,
             "accounts" => p.filters.accounts = Some(lower_list(&val)),
             "qos" => p.filters.qos = Some(lower_list(&val)),
-            "licenses" | "reservation" | "steps" | "yaml" => {
+            "steps" => p.steps = Some(split_list(&val)),
+            "licenses" | "reservation" | "yaml" => {
                 return Err(Fail::not_supported(prog, &format!("--{id}")))
             }
             _ => {}
@@ -1171,6 +1177,19 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         }
     }
     let (cfg, client) = common::connect(prog, p.clusters.as_deref())?;
+    if let Some(only) = &p.steps {
+        let jobs: Vec<u32> = p.filters.jobs.iter().flatten().map(|&(id, _)| id).collect();
+        let users = p.filters.users.clone().unwrap_or_default();
+        return crate::squeue_steps::run(
+            prog,
+            &client,
+            only,
+            &users,
+            &jobs,
+            p.step_format.as_deref(),
+            p.no_header,
+        );
+    }
     let mut filter = JobFilter::default();
     if let Some(ids) = &p.filters.jobs {
         filter.ids = ids
@@ -1265,6 +1284,8 @@ pub fn help_text() -> String {
      \x20 -r, --array                     display one job array element per line\n\
      \x20     --sibling                   Report information about all sibling jobs\n\
      \x20                                 on a federated cluster. Implies --federation.\n\
+     \x20 -s, --steps=step(s)             comma separated list of job steps\n\
+     \x20                                 to view, default is all\n\
      \x20 -S, --sort=fields               comma separated list of fields to sort on\n\
      \x20     --start                     print expected start times of pending jobs\n\
      \x20 -t, --states=states             comma separated list of states to view,\n\
@@ -1276,7 +1297,7 @@ pub fn help_text() -> String {
      \x20 -w, --nodelist=hostlist         list of nodes to view, default is\n\
      \x20                                 all nodes\n\
      \n\
-     Not supported by gsched yet: -L/--licenses, -R/--reservation, -s/--steps,\n\
+     Not supported by gsched yet: -L/--licenses, -R/--reservation,\n\
      --yaml.\n\
      \n\
      Help options:\n\

@@ -60,6 +60,45 @@ pub fn stdin_is_tty() -> bool {
     unsafe { libc::isatty(0) == 1 }
 }
 
+/// The last signal gsrun caught and has not forwarded yet (0: none).
+static FORWARD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn remember_signal(sig: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    FORWARD.store(sig, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// gsrun: SIGINT, SIGTERM, SIGHUP and SIGQUIT are caught to be forwarded to the step's
+/// tasks ([`take_forwarded_signal`]); SIGUSR1 and SIGUSR2 are ignored (they reach the tasks
+/// through their nodes). `SA_RESTART`, so that the HTTP calls are not interrupted.
+pub fn forward_signals_setup() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: a zeroed sigaction is valid; the handler only stores into an atomic, which
+        // is async-signal-safe; sigemptyset/sigaction get valid pointers to our locals.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = remember_signal as extern "C" fn(libc::c_int) as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+    for sig in [libc::SIGUSR1, libc::SIGUSR2] {
+        // SAFETY: setting a signal's disposition to SIG_IGN touches no memory of ours.
+        unsafe {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+}
+
+/// The signal caught since the last call, if any.
+pub fn take_forwarded_signal() -> Option<i32> {
+    match FORWARD.swap(0, std::sync::atomic::Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,6 +57,8 @@ fn run(sh: &Arc<Shared>, e: Effect) {
             reason,
             kill_wait,
         } => {
+            // The job's steps on its other nodes end with it.
+            crate::steps_api::to_other_nodes(sh, job_id, libc::SIGTERM, true, kill_wait);
             let Some(c) = client(sh, &node) else { return };
             let req = TerminateRequest {
                 job_id,
@@ -80,6 +82,10 @@ fn run(sh: &Arc<Shared>, e: Effect) {
             signal,
             batch_only,
         } => {
+            if !batch_only {
+                // `--signal` without `B:` and `gscancel --signal` reach every step's tasks.
+                crate::steps_api::to_other_nodes(sh, job_id, signal, false, 0);
+            }
             let Some(c) = client(sh, &node) else { return };
             let req = NodeSignalRequest {
                 job_id,

@@ -13,4 +13,5 @@ pub mod notify;
 pub mod server;
 pub mod smtp;
 pub mod state;
+pub mod steps_api;
 pub mod store;

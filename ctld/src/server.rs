@@ -97,6 +97,10 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::ACCT_UPDATE, post(acct_update))
         .route(paths::JOBS_SUSPEND, post(suspend))
         .route(paths::PRICES, get(prices))
+        .route(paths::JOBS_STEPS, post(crate::steps_api::create))
+        .route(paths::JOBS_STEPS_COMPLETE, post(crate::steps_api::complete))
+        .route(paths::JOBS_STEPS_QUERY, post(crate::steps_api::query))
+        .route(paths::JOBS_STEPS_SIGNAL, post(crate::steps_api::signal))
         .fallback(|| async {
             ApiErr(ApiError::new(
                 ErrorCode::NotFound,
@@ -405,6 +409,7 @@ async fn complete(
 ) -> Result<Json<Ack>, ApiErr> {
     require_slurm_user(&sh, &who)?;
     sh.lock().complete(&req, now())?;
+    crate::steps_api::job_ended(&sh, req.job_id);
     sh.wake.notify_one();
     Ok(Json(Ack { ok: true }))
 }

@@ -39,6 +39,7 @@ pub use price::{account as price_account, calendar as price_calendar};
 mod priority;
 pub use priority::{assoc_of, Assoc, Usage};
 pub mod resv;
+pub mod steps;
 mod suspend;
 
 /// How long a job may be missing from its node's job list after its launch was acknowledged

@@ -40,6 +40,10 @@ const MIGRATIONS: &[&str] = &[
     "CREATE TABLE reservations (name TEXT PRIMARY KEY, record TEXT NOT NULL);",
     // 4: hourly cluster utilization (allocated CPU fraction) for learned low-load windows.
     "CREATE TABLE load_hours (hour INTEGER PRIMARY KEY, cpu_frac REAL NOT NULL);",
+    // 5: job steps (gsrun): one row per step, the record as JSON (`gsched_proto::step::StepInfo`).
+    "CREATE TABLE steps (job_id INTEGER NOT NULL, step_id INTEGER NOT NULL,
+        state TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (job_id, step_id));
+     CREATE INDEX steps_state ON steps(state);",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -506,6 +510,73 @@ impl Store {
             .optional()
             .map_err(self.err())?;
         Ok((rows, counted, at.and_then(|s| s.parse().ok())))
+    }
+}
+
+/// Job steps (`gsrun`): rows of the `steps` table.
+impl Store {
+    /// Inserts or replaces a step's row.
+    pub fn save_step(
+        &mut self,
+        job_id: JobId,
+        step_id: u32,
+        state: &str,
+        record: &str,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO steps (job_id, step_id, state, record) VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![job_id, step_id, state, record],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// The next free step id of a job (0 for its first step).
+    pub fn next_step_id(&self, job_id: JobId) -> Result<u32, StoreError> {
+        let max: Option<u32> = self
+            .conn
+            .query_row(
+                "SELECT MAX(step_id) FROM steps WHERE job_id = ?1",
+                [job_id],
+                |r| r.get(0),
+            )
+            .map_err(self.err())?;
+        Ok(max.map_or(0, |m| m + 1))
+    }
+
+    /// Step records: of the given jobs (all jobs when empty), or only those in `state`.
+    pub fn load_steps(
+        &self,
+        job_ids: &[JobId],
+        state: Option<&str>,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut out = Vec::new();
+        let mut push = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Result<(), StoreError> {
+            let mut st = self.conn.prepare_cached(sql).map_err(self.err())?;
+            let rows = st
+                .query_map(params, |r| r.get::<_, String>(0))
+                .map_err(self.err())?;
+            for r in rows {
+                out.push(r.map_err(self.err())?);
+            }
+            Ok(())
+        };
+        let st = state.unwrap_or("%");
+        if job_ids.is_empty() {
+            push(
+                "SELECT record FROM steps WHERE state LIKE ?1 ORDER BY job_id, step_id",
+                &[&st],
+            )?;
+        } else {
+            for id in job_ids {
+                push(
+                    "SELECT record FROM steps WHERE job_id = ?1 AND state LIKE ?2 ORDER BY step_id",
+                    &[id, &st],
+                )?;
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -12,6 +12,8 @@
 //! * [`jobdir`] — the files of a job folder.
 //! * [`procfs`] — process parents and start times from `/proc`.
 //! * [`cgroup`] — the core allocator and the limits of a job's cgroup (`cgroup.conf`).
+//! * [`step`] — job steps (`gsrun`): the step folder and `gsstepd --step`, which runs one
+//!   node's tasks of a step.
 //! * [`sys`] — the only module with `unsafe` code (raw system calls).
 
 pub mod cgroup;
@@ -19,5 +21,6 @@ pub mod daemon;
 pub mod env;
 pub mod jobdir;
 pub mod procfs;
+pub mod step;
 pub mod stepd;
 pub mod sys;

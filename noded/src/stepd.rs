@@ -133,7 +133,7 @@ pub fn run(folder: &Path) -> Result<StatusFile, StepdError> {
 
 /// gsstepd must outlive the job: the signals an interactive `kill` or a hang-up would send
 /// are blocked (std resets the mask in the child, so the job gets them normally).
-fn block_daemon_signals() {
+pub(crate) fn block_daemon_signals() {
     let mut set = SigSet::empty();
     for s in [
         Signal::SIGHUP,
@@ -487,7 +487,7 @@ fn wait_for_shell(shell: i32) -> (i32, i32) {
 /// SIGKILLs every remaining descendant and reaps until nothing is left. As a child
 /// subreaper, every orphan of the job ends up as our child, so "no children" means "nothing
 /// of the job is left".
-fn kill_leftovers() {
+pub(crate) fn kill_leftovers() {
     let me = std::process::id() as i32;
     let deadline = Instant::now() + CLEANUP_LIMIT;
     let mut killed = 0usize;

@@ -71,6 +71,16 @@ pub mod paths {
     /// Time-of-use prices of the next hours and the learned low-load hours (`gsinfo
     /// --prices`, `gsinfo --lowload`).
     pub const PRICES: &str = "/v1/prices";
+    /// Job steps (`gsrun`): create, complete, list, signal (see `crate::step`).
+    pub const JOBS_STEPS: &str = "/v1/jobs/steps";
+    pub const JOBS_STEPS_COMPLETE: &str = "/v1/jobs/steps/complete";
+    pub const JOBS_STEPS_QUERY: &str = "/v1/jobs/steps/query";
+    pub const JOBS_STEPS_SIGNAL: &str = "/v1/jobs/steps/signal";
+    /// gsnoded: start a step's tasks (from gsctld), signal them (from gsctld), and read
+    /// their output (from the step's user).
+    pub const NODE_STEP_LAUNCH: &str = "/v1/node/step_launch";
+    pub const NODE_STEP_SIGNAL: &str = "/v1/node/step_signal";
+    pub const NODE_STEP_IO: &str = "/v1/node/step_io";
 }
 
 /// Error classes; each has Slurm's wording so that commands can print what Slurm prints.

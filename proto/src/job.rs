@@ -356,7 +356,8 @@ pub struct WarnSignal {
     /// Seconds before the end of the time limit (0..=65535; Slurm's default 60).
     pub before_secs: u32,
     /// `B:`: only the batch shell. Without it Slurm signals every job step, not the batch
-    /// shell; gsched has no steps yet and signals every process of the job instead.
+    /// shell; gsched signals every process of the job, the tasks of its steps (`gsrun`)
+    /// on every node included.
     #[serde(default)]
     pub batch_only: bool,
 }

@@ -28,6 +28,7 @@ pub mod resv;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod slurm_import;
+pub mod step;
 pub mod topology_conf;
 pub mod units;
 pub mod users;

@@ -102,6 +102,13 @@ pub fn document() -> Value {
         op::<crate::resv::ReservationAction, crate::resv::ReservationActionResponse>(&mut g, paths::RESERVATIONS_UPDATE, "post", "gsctld", "Create, update or delete a reservation (administrators)"),
         op::<crate::resv::RebootRequest, Ack>(&mut g, paths::NODES_REBOOT, "post", "gsctld", "Reboot nodes with RebootProgram (gscontrol reboot; administrators)"),
         op::<crate::resv::NodeRebootRequest, Ack>(&mut g, paths::NODE_REBOOT, "post", "gsnoded", "Run RebootProgram (from gsctld)"),
+        op::<crate::step::StepCreateRequest, crate::step::StepCreateResponse>(&mut g, paths::JOBS_STEPS, "post", "gsctld", "Create a job step in a running job and start its tasks (gsrun)"),
+        op::<crate::step::StepCompleteRequest, Ack>(&mut g, paths::JOBS_STEPS_COMPLETE, "post", "gsctld", "A step's tasks all ended (gsrun)"),
+        op::<crate::step::StepQuery, crate::step::StepsResponse>(&mut g, paths::JOBS_STEPS_QUERY, "post", "gsctld", "Job steps of some jobs, or the running ones (gsacct, gsqueue -s)"),
+        op::<crate::step::StepSignalRequest, Ack>(&mut g, paths::JOBS_STEPS_SIGNAL, "post", "gsctld", "Cancel or signal one step (gscancel N.K)"),
+        op::<crate::step::StepLaunchRequest, Ack>(&mut g, paths::NODE_STEP_LAUNCH, "post", "gsnoded", "Start one node's tasks of a step (from gsctld)"),
+        op::<crate::step::NodeStepSignalRequest, Ack>(&mut g, paths::NODE_STEP_SIGNAL, "post", "gsnoded", "Signal or end a step's tasks, or every step of a job (from gsctld)"),
+        op::<crate::step::StepIoRequest, crate::step::StepIoResponse>(&mut g, paths::NODE_STEP_IO, "post", "gsnoded", "New output of a step's tasks and how they ended (the step's user: gsrun)"),
     ];
     let error = schema_value(g.subschema_for::<api::ApiError>());
     let mut paths_obj = Map::new();

@@ -1,7 +1,7 @@
 """submitit (unmodified) against gsched through Slurm's command names: a function is
 pickled, submitted with `sbatch`, run by `srun --unbuffered --output %j_%t_log.out ...`
 inside the job, and its result read back; the state is polled with `sacct --parsable2`.
-Usage: submitit_add.py <folder>. Prints result=<value>."""
+Usage: submitit_add.py <folder>. Prints job=<id> and result=<value>."""
 import sys
 
 import submitit

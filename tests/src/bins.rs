@@ -22,6 +22,7 @@ pub const COMMANDS: &[&str] = &[
     "gscontrol",
     "gsacctmgr",
     "gsprio",
+    "gsrun",
 ];
 
 /// The directory holding the binaries under test.

@@ -2,6 +2,8 @@
 //! (`scripts/install.sh --slurm-names` into the test's own prefix). The clients are installed
 //! from PyPI at pinned versions into `.clients-venv/` by `tests/clients/setup.sh`, which
 //! `.ci/run` runs; where that virtual environment is missing the test says so and skips.
+//! dask-jobqueue uses sbatch/squeue/scancel; submitit and snakemake also run job steps with
+//! srun (gsrun) inside their jobs.
 
 use gsched_tests::{secs, ClusterOpts, TestCluster};
 use std::path::{Path, PathBuf};
@@ -94,4 +96,47 @@ fn dask_jobqueue_computes_on_gsched_workers() {
         let j = c.wait_terminal(id, secs(60));
         assert_eq!(j.name, "dask-worker", "{j:?}");
     }
+}
+
+/// submitit's `SlurmExecutor` pickles a function, submits it with `sbatch`, runs it inside the
+/// job with `srun --unbuffered --output <folder>/%j_%t_log.out --error ...` (a job step, so
+/// `gsrun` must expand `%j %t` exactly like srun), polls `sacct --parsable2 -j <id>`, and
+/// reads the result back.
+#[test]
+fn submitit_runs_a_function_through_sbatch_and_srun() {
+    let Some(py) = venv_python("submitit") else {
+        return;
+    };
+    let c = TestCluster::start(ClusterOpts::named("submitit").nodes(1).cpus(2));
+    let path = slurm_path(&c, &py);
+    let folder = c.dir().join("submitit");
+    let out = Command::new(&py)
+        .arg(repo_root().join("tests/clients/submitit_add.py"))
+        .arg(&folder)
+        .env_clear()
+        .envs(c.base_env())
+        .env("PATH", path)
+        .current_dir(c.workdir())
+        .output()
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("result=5"),
+        "submitit run failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    let id: u32 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("job="))
+        .expect("job id printed")
+        .parse()
+        .expect("numeric job id");
+    // The function ran in step 0, whose %j_%t log submitit named itself.
+    assert!(folder.join(format!("{id}_0_log.out")).is_file());
+    let acct = c.cmd_ok(
+        "gsacct",
+        ["-P", "-n", "-o", "JobID,State", "-j", &id.to_string()],
+    );
+    assert!(acct.contains(&format!("{id}.0|COMPLETED")), "{acct}");
 }

@@ -85,6 +85,13 @@ pub const PROGRAMS: &[Program] = &[
         description: "gseff prints, in the layout of Slurm's seff, a job's CPU time against its core-walltime and its peak memory against its allocation, from the controller's own store (the figures come from the job's cgroup when it ended). Options: -h (usage), -v (version), -d (the raw figures first). A job that is not known exits with status 2 and 'Job not found.'.",
     },
     Program {
+        name: "gsrun",
+        section: 1,
+        slurm: Some("srun"),
+        summary: "run a parallel job step inside an allocation",
+        description: "gsrun runs a command as a job step (N.0, N.1, ...) of a running job, from its batch script or with --jobid: the controller spreads the tasks over the job's nodes, each node's gsnoded starts them as the job's user with SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID and the SLURM_STEP_* variables, and gsrun forwards their output (labelled with -l) or writes the -o/-e files, then exits with the highest task exit code (128 + signal for a task killed by a signal), as srun does. Steps are shown by gsacct and gsqueue -s, cancelled with gscancel N.K, and end with their job.",
+    },
+    Program {
         name: "gsctld",
         section: 8,
         slurm: Some("slurmctld"),

@@ -9,7 +9,8 @@ use super::*;
 ///
 /// Slurm checks warnings about once a minute; gsched sends the signal on the first
 /// scheduling pass at or after `limit − sec` (passes run every second). Without `B:` Slurm
-/// signals the job steps only; gsched has no steps yet and signals every process of the job.
+/// signals the job steps only; gsched signals every process of the job, its steps' tasks on
+/// every node included.
 pub(super) fn warn_signal_due(job: &mut Job, start: i64, limit: u32, now: i64) -> Option<Effect> {
     let w = job.info.spec.warn_signal?;
     if job.extra.warn_signal_sent || now < w.due_at(start, limit) {

@@ -1,4 +1,5 @@
-//! `gsstepd <job-folder>`: runs one batch job for gsnoded (see `gsched_noded::stepd`).
+//! `gsstepd <job-folder>`: runs one batch job for gsnoded (see `gsched_noded::stepd`);
+//! `gsstepd --step <step-folder>`: runs one node's tasks of a job step (`gsched_noded::step`).
 //! Exits 0 once `status.json` is written, 1 when it could not be (gsnoded then reports the
 //! job as failed), 2 on bad usage.
 
@@ -6,8 +7,20 @@ use std::path::PathBuf;
 
 fn main() {
     let mut args = std::env::args_os().skip(1);
-    let (Some(folder), None) = (args.next(), args.next()) else {
-        eprintln!("usage: gsstepd <job-folder>   (started by gsnoded, not by hand)");
+    let first = args.next();
+    if first.as_deref() == Some(std::ffi::OsStr::new("--step")) {
+        let (Some(folder), None) = (args.next(), args.next()) else {
+            eprintln!("usage: gsstepd --step <step-folder>   (started by gsnoded, not by hand)");
+            std::process::exit(2);
+        };
+        if let Err(e) = gsched_noded::step::run(std::path::Path::new(&folder)) {
+            eprintln!("gsstepd[{}]: error: {e:#}", std::process::id());
+            std::process::exit(1);
+        }
+        return;
+    }
+    let (Some(folder), None) = (first, args.next()) else {
+        eprintln!("usage: gsstepd <job-folder> | --step <step-folder>   (started by gsnoded, not by hand)");
         std::process::exit(2);
     };
     if folder == "-V" || folder == "--version" {

@@ -574,6 +574,8 @@ impl Node {
         })
         .await;
         self.cores().release(id);
+        // The job's steps end with it (as when Slurm's batch step ends).
+        self.job_steps_end(id).await;
         match report {
             Ok(report) => {
                 tracing::info!(
@@ -679,7 +681,7 @@ impl Node {
     }
 
     /// `POST /v1/node/signal`.
-    pub(crate) async fn signal(&self, req: NodeSignalRequest) -> Result<(), ApiError> {
+    pub(crate) async fn signal(self: &Arc<Self>, req: NodeSignalRequest) -> Result<(), ApiError> {
         let id = req.job_id;
         if !(1..=sys::MAX_SIGNAL).contains(&req.signal) {
             return Err(ApiError::new(
@@ -715,6 +717,10 @@ impl Node {
             "job {id}: signal {sig} sent to {n} process(es){}",
             if batch_only { " (batch shell)" } else { "" }
         );
+        if !batch_only {
+            drop(_guard);
+            self.signal_steps(id, None, sig, false, 0).await;
+        }
         Ok(())
     }
 
@@ -806,6 +812,9 @@ impl Node {
             job.start_time,
             Duration::from_secs(req.kill_wait.into()),
         );
+        drop(_guard);
+        self.signal_steps(id, None, libc::SIGTERM, true, req.kill_wait)
+            .await;
         Ok(())
     }
 
@@ -928,6 +937,9 @@ impl Node {
             }
         }
         self.remove_stale_cgroups().await;
+        let spool = self.settings.spool_dir.clone();
+        let held: Vec<JobId> = self.jobs().keys().copied().collect();
+        let _ = blocking(move || super::steps::sweep_stale_step_dirs(&spool, &held)).await;
     }
 
     /// Removes the cgroups of jobs this node no longer holds (left by a crash or a reboot

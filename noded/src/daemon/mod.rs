@@ -11,12 +11,14 @@
 //! * `server` — routes, the one place that checks protocol version and credentials.
 //! * `jobs` — the job table, launch, signal, terminate, watching, reports, re-adoption.
 //! * `controller` — registration and heartbeats.
+//! * `steps` — job steps (`gsrun`): launch, signal, output for gsrun.
 
 mod controller;
 mod jobs;
 pub mod life;
 mod progress;
 mod server;
+mod steps;
 
 pub use jobs::default_stepd_path;
 pub use server::router;
@@ -140,6 +142,8 @@ pub struct Node {
     pub(crate) boot_time: i64,
     /// Which cores each job holds (used with `ConstrainCores`, rebuilt on re-adoption).
     pub(crate) cores: Mutex<crate::cgroup::CoreAllocator>,
+    /// Job steps running (or ended, not yet collected) here.
+    pub(crate) steps: Mutex<BTreeMap<(JobId, u32), steps::StepRt>>,
 }
 
 impl std::fmt::Debug for Node {
@@ -171,6 +175,7 @@ impl Node {
         let cores = crate::cgroup::CoreAllocator::new(settings.cpus);
         Ok(Arc::new(Node {
             cores: Mutex::new(cores),
+            steps: Mutex::new(BTreeMap::new()),
             settings,
             auth,
             client,
@@ -189,6 +194,10 @@ impl Node {
 
     pub(crate) fn cores(&self) -> MutexGuard<'_, crate::cgroup::CoreAllocator> {
         self.cores.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn steps(&self) -> MutexGuard<'_, BTreeMap<(JobId, u32), steps::StepRt>> {
+        self.steps.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn jobs(&self) -> MutexGuard<'_, BTreeMap<JobId, jobs::Job>> {

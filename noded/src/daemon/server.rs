@@ -1,6 +1,7 @@
 //! gsnoded's side of the API (`/v1/node/...`): the routes, and the one place where every
 //! request's protocol version and credential are checked. Only root, `SlurmUser` and
-//! gsnoded's own user may call it; in practice that is the controller.
+//! gsnoded's own user may call it (in practice that is the controller), except
+//! `node/step_io`, which a step's own user (gsrun) may call for that step.
 
 use super::{now, Node};
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -17,8 +18,10 @@ use std::sync::Arc;
 
 async fn auth_layer(State(node): State<Arc<Node>>, mut req: Request, next: Next) -> Response {
     let peer = request_peer(&req);
+    // A step's output is read by the step's own user (gsrun); the handler checks the uid.
+    let users_may_call = req.uri().path() == paths::NODE_STEP_IO;
     match check_request(node.auth.clone(), req.headers(), peer, "gsnoded").await {
-        Ok(id) if node.may_call(id.uid) => {
+        Ok(id) if users_may_call || node.may_call(id.uid) => {
             req.extensions_mut().insert(id);
             next.run(req).await
         }
@@ -51,6 +54,9 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(paths::NODE_TERMINATE, post(terminate))
         .route(paths::NODE_SUSPEND, post(suspend))
         .route(paths::NODE_REBOOT, post(reboot))
+        .route(paths::NODE_STEP_LAUNCH, post(step_launch))
+        .route(paths::NODE_STEP_SIGNAL, post(step_signal))
+        .route(paths::NODE_STEP_IO, post(step_io))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(node.clone(), auth_layer))
         .layer(DefaultBodyLimit::max(api::MAX_BODY_BYTES))
@@ -115,6 +121,30 @@ async fn reboot(
         ))
     })?;
     Ok(Json(Ack { ok: true }))
+}
+
+async fn step_launch(
+    State(node): Node_,
+    Body(req): Body<gsched_proto::step::StepLaunchRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    node.step_launch(req).await?;
+    Ok(Json(Ack { ok: true }))
+}
+
+async fn step_signal(
+    State(node): Node_,
+    Body(req): Body<gsched_proto::step::NodeStepSignalRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    node.step_signal(req).await?;
+    Ok(Json(Ack { ok: true }))
+}
+
+async fn step_io(
+    State(node): Node_,
+    axum::Extension(who): axum::Extension<gsched_proto::auth::Identity>,
+    Body(req): Body<gsched_proto::step::StepIoRequest>,
+) -> Result<Json<gsched_proto::step::StepIoResponse>, ApiErr> {
+    Ok(Json(node.step_io(req, &who).await?))
 }
 
 async fn not_found(req: Request) -> ApiErr {

@@ -2326,6 +2326,7 @@ pub(crate) mod tests {
             terminated_for: None,
             oom_kills: 0,
             usage: None,
+            gpu_failure: None,
         };
         st.complete(&done, 1010).unwrap();
         assert_eq!(st.jobs[&a].info.state, JobState::Failed);
@@ -2358,6 +2359,7 @@ pub(crate) mod tests {
             terminated_for: None,
             oom_kills: 1,
             usage: Some(usage),
+            gpu_failure: None,
         };
         st.complete(&done, 1010).unwrap();
         let info = &st.jobs[&a].info;

@@ -485,6 +485,11 @@ pub struct JobCompleteRequest {
     /// What the job used, read from its cgroup.
     #[serde(default)]
     pub usage: Option<crate::job::JobUsage>,
+    /// gsnoded killed the job because the MPS daemon or server of a GPU it shared died: not
+    /// the job's fault, so the controller requeues it without charging it. The text says what
+    /// failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_failure: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -565,6 +570,9 @@ pub struct RegisterResponse {
 pub struct HeartbeatRequest {
     pub name: String,
     pub running: Vec<RunningJob>,
+    /// GPU usage sampled since the last heartbeat (`GpuSampleInterval`); empty without GPUs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_samples: Vec<crate::gpu_sample::GpuSample>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]

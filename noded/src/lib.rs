@@ -12,12 +12,16 @@
 //! * [`jobdir`] — the files of a job folder.
 //! * [`procfs`] — process parents and start times from `/proc`.
 //! * [`cgroup`] — the core allocator and the limits of a job's cgroup (`cgroup.conf`).
+//! * [`gpu`] — a job's GPU environment and device rules, GPU samples per job (`gres.conf`).
+//! * [`mps`] — one CUDA MPS control daemon per shared GPU.
 //! * [`sys`] — the only module with `unsafe` code (raw system calls).
 
 pub mod cgroup;
 pub mod daemon;
 pub mod env;
+pub mod gpu;
 pub mod jobdir;
+pub mod mps;
 pub mod procfs;
 pub mod stepd;
 pub mod sys;

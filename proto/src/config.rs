@@ -320,6 +320,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "SchedulerType",
     "StateSaveLocation",
     "StateSyncMode",
+    "GpuSampleInterval",
 ];
 
 /// `NodeName=` attributes gsched implements (`Procs` and `Feature` are Slurm's old
@@ -939,6 +940,9 @@ pub struct Config {
     pub max_array_size: u32,
     /// `SlurmdTimeout=` seconds, default 300.
     pub slurmd_timeout: u32,
+    /// gsched: `GpuSampleInterval=` seconds between GPU usage samples on the nodes
+    /// (default 30; 0 turns sampling off).
+    pub gpu_sample_interval: u32,
     /// `AuthType=`, default `auth/munge`.
     pub auth_type: AuthType,
     /// `AuthInfo=` as written.
@@ -1501,6 +1505,7 @@ struct Globals {
     min_job_age: Option<u32>,
     max_array_size: Option<u32>,
     slurmd_timeout: Option<u32>,
+    gpu_sample_interval: Option<u32>,
     auth_type: Option<AuthType>,
     auth_info: Option<String>,
     slurm_user: Option<String>,
@@ -1703,6 +1708,7 @@ impl Parser {
             "MinJobAge" => g.min_job_age = Some(parse_u32(value).map_err(err)?),
             "MaxArraySize" => g.max_array_size = Some(parse_u32(value).map_err(err)?),
             "SlurmdTimeout" => g.slurmd_timeout = Some(parse_u32(value).map_err(err)?),
+            "GpuSampleInterval" => g.gpu_sample_interval = Some(parse_u32(value).map_err(err)?),
             "AuthType" => {
                 g.auth_type = Some(match value.to_ascii_lowercase().as_str() {
                     "auth/munge" => AuthType::Munge,
@@ -2103,6 +2109,7 @@ impl Parser {
             min_job_age: g.min_job_age.unwrap_or(300),
             max_array_size: g.max_array_size.unwrap_or(DEFAULT_MAX_ARRAY_SIZE),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
+            gpu_sample_interval: g.gpu_sample_interval.unwrap_or(30),
             auth_type: g.auth_type.unwrap_or(AuthType::Munge),
             auth_info: g.auth_info,
             slurm_user: g.slurm_user.unwrap_or_else(|| "root".to_string()),

@@ -10,9 +10,11 @@
 //!
 //! * `server` — routes, the one place that checks protocol version and credentials.
 //! * `jobs` — the job table, launch, signal, terminate, watching, reports, re-adoption.
-//! * `controller` — registration and heartbeats.
+//! * `controller` — registration and heartbeats (with the GPUs found and their samples).
+//! * `gpus` — MPS daemons at launch and end, their watch, and GPU sampling.
 
 mod controller;
+mod gpus;
 mod jobs;
 mod server;
 
@@ -58,6 +60,8 @@ pub struct NodeSettings {
     /// Job cgroups (`cgroup.conf` beside the config); `None`: jobs are tracked as gsstepd's
     /// descendants only and nothing is confined.
     pub cgroups: Option<crate::cgroup::CgroupSetup>,
+    /// The node's GPUs (`gres.conf` beside the config; none without one).
+    pub gpus: crate::gpu::GpuSetup,
 }
 
 /// Why gsnoded cannot start.
@@ -99,6 +103,10 @@ impl NodeSettings {
             slurm_uid: gsched_proto::users::user_by_name(&cfg.slurm_user).map(|u| u.uid),
             stepd,
             cgroups: None,
+            gpus: crate::gpu::GpuSetup {
+                sample_interval: cfg.gpu_sample_interval,
+                ..Default::default()
+            },
         })
     }
 }
@@ -135,6 +143,10 @@ pub struct Node {
     pub(crate) boot_time: i64,
     /// Which cores each job holds (used with `ConstrainCores`, rebuilt on re-adoption).
     pub(crate) cores: Mutex<crate::cgroup::CoreAllocator>,
+    /// The MPS daemons of shared GPUs (when the node has GPUs).
+    pub(crate) mps: Option<Arc<crate::mps::Mps>>,
+    /// GPU samples not yet sent with a heartbeat.
+    pub(crate) gpu_samples: Mutex<Vec<gsched_proto::gpu_sample::GpuSample>>,
 }
 
 impl std::fmt::Debug for Node {
@@ -164,8 +176,16 @@ impl Node {
             Client::new(settings.controller.clone(), auth.clone()).with_timeout(CONTROLLER_TIMEOUT);
         let own_uid = nix::unistd::getuid().as_raw();
         let cores = crate::cgroup::CoreAllocator::new(settings.cpus);
+        let mps = (!settings.gpus.devices.is_empty()).then(|| {
+            Arc::new(crate::mps::Mps::new(
+                Box::new(crate::mps::RealControl::default()),
+                &settings.spool_dir,
+            ))
+        });
         Ok(Arc::new(Node {
             cores: Mutex::new(cores),
+            mps,
+            gpu_samples: Mutex::new(Vec::new()),
             settings,
             auth,
             client,
@@ -207,11 +227,15 @@ impl Node {
     ) -> std::io::Result<()> {
         self.adopt_spool().await;
         let ctl = tokio::spawn(controller::run(self.clone()));
+        let gpu_tasks = self.clone().start_gpu_tasks();
         let app = router(self.clone()).into_make_service_with_connect_info::<server::ConnPeer>();
         let result = axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
             .await;
         ctl.abort();
+        for t in gpu_tasks {
+            t.abort();
+        }
         result
     }
 }

@@ -426,7 +426,14 @@ async fn heartbeat(
     Body(req): Body<HeartbeatRequest>,
 ) -> Result<Json<HeartbeatResponse>, ApiErr> {
     require_slurm_user(&sh, &who)?;
-    let r = sh.lock().heartbeat(&req.name, &req.running, now());
+    let r = {
+        let mut st = sh.lock();
+        let r = st.heartbeat(&req.name, &req.running, now());
+        if r.is_some() {
+            st.record_gpu_samples(&req.name, &req.gpu_samples, now());
+        }
+        r
+    };
     Ok(Json(match r {
         Some(kill) => HeartbeatResponse {
             registered: true,

@@ -28,6 +28,8 @@ mod arrays;
 mod client_opts;
 mod het;
 pub use arrays::ArrayRt;
+mod gpu_fail;
+mod gpu_samples;
 mod limits;
 mod notices;
 mod predict;
@@ -1803,6 +1805,9 @@ impl State {
     /// A job with OOM kills ends OUT_OF_MEMORY even when its script exited 0 (a child was
     /// killed), unless it was cancelled or timed out first, as in Slurm.
     pub fn complete(&mut self, req: &JobCompleteRequest, now: i64) -> Result<(), ApiError> {
+        if let Some(r) = self.complete_gpu_failure(req, now) {
+            return r;
+        }
         let job = self
             .jobs
             .get_mut(&req.job_id)

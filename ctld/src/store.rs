@@ -36,7 +36,15 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE usage (account TEXT NOT NULL, user TEXT NOT NULL, usage REAL NOT NULL,
         PRIMARY KEY (account, user));
      CREATE TABLE usage_jobs (id INTEGER PRIMARY KEY, counted_until INTEGER NOT NULL);",
+    // 3 (gpu_samples): GPU usage samples from the nodes' heartbeats, kept 14 days; job_id
+    // NULL is the whole GPU, else one job's part of it.
+    "CREATE TABLE gpu_samples (node TEXT NOT NULL, time INTEGER NOT NULL, gpu INTEGER NOT NULL,
+        job_id INTEGER, util INTEGER NOT NULL, mem_mb INTEGER NOT NULL);
+     CREATE INDEX gpu_samples_time ON gpu_samples(time);
+     CREATE INDEX gpu_samples_job ON gpu_samples(job_id);",
 ];
+
+mod gpu_samples;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

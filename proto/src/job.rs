@@ -137,6 +137,9 @@ pub enum Reason {
     AssocMaxWallDurationPerJobLimit,
     /// The user's running jobs of the QOS hold as many CPUs as `MaxTRESPerUser=cpu=N` allows.
     QOSMaxCpuPerUserLimit,
+    /// gsched: requeued because the MPS daemon or server of a GPU it shared died (the job
+    /// is not charged for that run).
+    GpuMpsFailure,
 }
 
 impl Reason {
@@ -167,6 +170,7 @@ impl Reason {
             Reason::AssocMaxJobsLimit => "AssocMaxJobsLimit",
             Reason::AssocMaxWallDurationPerJobLimit => "AssocMaxWallDurationPerJobLimit",
             Reason::QOSMaxCpuPerUserLimit => "QOSMaxCpuPerUserLimit",
+            Reason::GpuMpsFailure => "GpuMpsFailure",
         }
     }
 }

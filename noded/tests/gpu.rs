@@ -75,28 +75,8 @@ fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
-const FAKE_MPS: &str = r#"#!/bin/sh
-# Fake nvidia-cuda-mps-control for tests: logs what it gets; the "daemon" is a sleep.
-pidf="$CUDA_MPS_PIPE_DIRECTORY/fake-daemon.pid"
-alive() {
-  pid=$(cat "$pidf" 2>/dev/null) || return 1
-  st=$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)
-  [ -n "$st" ] && [ "$st" != Z ]
-}
-if [ "$1" = "-d" ]; then
-  echo "$CUDA_MPS_PIPE_DIRECTORY -d visible=$CUDA_VISIBLE_DEVICES log=$CUDA_MPS_LOG_DIRECTORY" >> "$FAKE_MPS_LOG"
-  sleep 1000 </dev/null >/dev/null 2>&1 &
-  echo $! > "$pidf"
-  exit 0
-fi
-read cmd
-echo "$CUDA_MPS_PIPE_DIRECTORY $cmd" >> "$FAKE_MPS_LOG"
-if ! alive; then echo "Cannot find MPS control daemon process" >&2; exit 1; fi
-case "$cmd" in
-  quit) kill "$(cat "$pidf")"; rm -f "$pidf" ;;
-esac
-exit 0
-"#;
+/// The fake `nvidia-cuda-mps-control` (shared with the cluster test in tests/tests/gpu_node.rs).
+const FAKE_MPS: &str = include_str!("../../plugins/gpu/tests/fake-mps-control.sh");
 
 struct Node {
     _rt: tokio::runtime::Runtime,
@@ -592,4 +572,68 @@ fn gpus_registered_isolated_shared_and_sampled() {
         node.mps_log().contains(&format!("{pipe0} quit"))
     });
     assert!(!node.spool().join("mps/gpu0/state.json").exists());
+}
+
+/// Bad GPU settings stop gsnoded at start-up with the file, the line and what to do.
+#[test]
+fn gpu_start_up_errors_are_clear() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let conf = t.join("gsched.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "SlurmctldHost=localhost(127.0.0.1)\nAuthType=auth/none\nSlurmdSpoolDir={}/spool\n\
+             NodeName=n1 NodeAddr=127.0.0.1 Port=1 Gres=gpu:2\n",
+            t.display()
+        ),
+    )
+    .unwrap();
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_gsnoded"))
+            .args(["-N", "n1", "-f"])
+            .arg(&conf)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("LD_LIBRARY_PATH", t.join("nolib"))
+            .env("GSCHED_STEPD", env!("CARGO_BIN_EXE_gsstepd"))
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let gres = t.join("gres.conf");
+    let cases = [
+        (
+            "Name=gpu File=/dev/null Links=0",
+            "gres.conf:1: Links= is a Slurm gres.conf key gsched does not implement",
+        ),
+        (
+            "AutoDetect=rsmi",
+            "gres.conf:1: AutoDetect=rsmi is not supported; valid values: nvml, off",
+        ),
+        (
+            "\nName=gpu File=/etc/hostname",
+            "gres.conf:2: File=/etc/hostname is not a character device",
+        ),
+    ];
+    for (text, want) in cases {
+        std::fs::write(&gres, text).unwrap();
+        let (code, err) = run();
+        assert_eq!(code, 1, "{text}: {err}");
+        assert!(err.contains(want), "{text}: {err}");
+    }
+    // Only on a machine without the NVIDIA driver (this test's premise).
+    if !Path::new("/dev/nvidiactl").exists() {
+        std::fs::write(&gres, "AutoDetect=nvml\n").unwrap();
+        let (code, err) = run();
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains("AutoDetect=nvml but NVML cannot be used"),
+            "{err}"
+        );
+        assert!(err.contains("set AutoDetect=off in gres.conf"), "{err}");
+    }
 }

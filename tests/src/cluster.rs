@@ -71,6 +71,13 @@ pub struct ClusterOpts {
     pub auth_none: bool,
     /// The private munged's socket, set by the harness when the cluster uses auth/munge.
     pub munge_socket: Option<PathBuf>,
+    /// The text of a `gres.conf` written beside gsched.conf (the nodes' GPUs).
+    pub gres_conf: Option<String>,
+    /// `Gres=` of every node line (`gpu:a100:2`).
+    pub node_gres: Option<String>,
+    /// Extra environment of the daemons (fake GPU libraries and tools); a `PATH` entry is
+    /// put in front of the harness's `PATH`.
+    pub daemon_env: Vec<(String, String)>,
 }
 
 impl Default for ClusterOpts {
@@ -89,6 +96,9 @@ impl Default for ClusterOpts {
             cgroup_conf: None,
             auth_none: false,
             munge_socket: None,
+            gres_conf: None,
+            node_gres: None,
+            daemon_env: Vec::new(),
         }
     }
 }
@@ -144,6 +154,24 @@ impl ClusterOpts {
         self
     }
 
+    /// Writes `text` as the cluster's `gres.conf` (the nodes' GPUs).
+    pub fn gres_conf(mut self, text: &str) -> Self {
+        self.gres_conf = Some(text.into());
+        self
+    }
+
+    /// `Gres=gres` on every node line.
+    pub fn node_gres(mut self, gres: &str) -> Self {
+        self.node_gres = Some(gres.into());
+        self
+    }
+
+    /// Sets `key=value` in the daemons' environment (`PATH`: put in front of the harness's).
+    pub fn daemon_env(mut self, key: &str, value: &str) -> Self {
+        self.daemon_env.push((key.into(), value.into()));
+        self
+    }
+
     /// `AuthType=auth/none` even where MUNGE is available.
     pub fn auth_none(mut self) -> Self {
         self.auth_none = true;
@@ -187,9 +215,13 @@ pub fn render_config(
     for (name, port) in opts.node_names().iter().zip(node_ports) {
         let _ = writeln!(
             s,
-            "NodeName={name} NodeAddr=127.0.0.1 Port={port} CPUs={} RealMemory={} State=UNKNOWN{}",
+            "NodeName={name} NodeAddr=127.0.0.1 Port={port} CPUs={} RealMemory={} State=UNKNOWN{}{}",
             opts.cpus,
             opts.real_memory_mb,
+            opts.node_gres
+                .as_ref()
+                .map(|g| format!(" Gres={g}"))
+                .unwrap_or_default(),
             opts.node_features
                 .iter()
                 .find(|(n, _)| n == name)
@@ -447,6 +479,9 @@ impl TestCluster {
         fs::write(&self.conf, text).expect("cannot write gsched.conf");
         if let Some(cg) = &self.opts.cgroup_conf {
             fs::write(self.root.join("cgroup.conf"), cg).expect("cannot write cgroup.conf");
+        }
+        if let Some(g) = &self.opts.gres_conf {
+            fs::write(self.root.join("gres.conf"), g).expect("cannot write gres.conf");
         }
     }
 
@@ -894,10 +929,19 @@ impl TestCluster {
             now_secs()
         );
         let err = log.try_clone().expect("cannot clone log handle");
+        let mut env = self.base_env();
+        for (k, v) in &self.opts.daemon_env {
+            let v = match env.iter().find(|(x, _)| x == "PATH") {
+                Some((_, base)) if k == "PATH" => format!("{v}:{base}"),
+                _ => v.clone(),
+            };
+            env.retain(|(x, _)| x != k);
+            env.push((k.clone(), v));
+        }
         let child = Command::new(bins::bin(binary))
             .args(args)
             .env_clear()
-            .envs(self.base_env())
+            .envs(env)
             .current_dir(&self.root)
             .stdin(Stdio::null())
             .stdout(log)

@@ -143,7 +143,10 @@ fn gres_conf_page_documents_exactly_its_keys() {
 fn gres_conf_page_renders_without_groff_warnings() {
     let Ok(out) = std::process::Command::new("groff")
         .args(["-wall", "-man", "-Tutf8", "-z"])
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../man/man5/gres.conf.5"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../man/man5/gres.conf.5"
+        ))
         .output()
     else {
         eprintln!("groff not installed: rendering not checked");

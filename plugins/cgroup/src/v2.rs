@@ -6,8 +6,9 @@
 //! Processes live only in leaves (`step_*`), as v2 requires. Killing is `cgroup.kill`
 //! (Linux 5.14+; else freeze, SIGKILL, repeat), freezing is `cgroup.freeze`, OOM kills are
 //! the `oom_kill` of the job's `memory.events` (hierarchical), the peak is `memory.peak`, CPU
-//! time is `cpu.stat` (always present). Device rules need an eBPF program on v2, which
-//! gsched does not load: a non-empty deny list is refused with a clear error.
+//! time is `cpu.stat` (always present). Device rules need an eBPF program on v2; gsched
+//! builds it ([`crate::bpf`]) but does not load it yet: a non-empty deny list is refused with
+//! a clear error (use cgroup/v1 for GPU isolation until then).
 
 use crate::fsutil::{self, format_cpu_list};
 use crate::{
@@ -146,7 +147,7 @@ impl Cgroups for V2 {
         if let Some(rules) = &limits.denied_devices {
             if !rules.is_empty() {
                 return Err(CgroupError::Unsupported(format!(
-                    "ConstrainDevices on cgroup/v2 needs an eBPF device filter, which gsched does not load yet; cannot deny {}",
+                    "ConstrainDevices on cgroup/v2 needs an eBPF device filter, which gsched does not load yet; cannot deny {} (use CgroupPlugin=cgroup/v1 to confine GPUs, or turn ConstrainDevices off)",
                     rules
                         .iter()
                         .map(|r| r.to_string())

@@ -13,8 +13,8 @@
 #
 # Needs: an NVIDIA GPU and driver (nvidia-smi, libnvidia-ml.so.1, libcuda.so.1), cc, cargo
 # (unless GSCHED_BIN names built binaries), and for the MPS part nvidia-cuda-mps-control.
-# As root the jobs get cgroups (ConstrainDevices=yes on cgroup v1); as another user they run
-# unconfined and the device-file check is skipped.
+# As root the jobs get cgroups (ConstrainDevices=yes: v1 devices.deny, or an eBPF program on
+# cgroup v2); as another user they run unconfined and the device-file check is skipped.
 #
 # Environment:
 #   GSCHED_BIN       folder with gsctld, gsnoded, gsstepd, gsbatch, ... (default: build
@@ -120,6 +120,10 @@ CONFINED=0
 if [[ $(id -u) == 0 && -f /sys/fs/cgroup/devices/devices.deny ]]; then
   printf 'CgroupPlugin=cgroup/v1\nConstrainDevices=yes\nCgroupSubdir=gsched-devcheck_%%n\n' >"$WORK/cgroup.conf"
   CONFINED=1
+elif [[ $(id -u) == 0 && -f /sys/fs/cgroup/cgroup.controllers ]]; then
+  # cgroup v2: the devices cgroup is an eBPF program gsnoded attaches to each job's cgroup.
+  printf 'CgroupPlugin=cgroup/v2\nConstrainDevices=yes\nCgroupSubdir=gsched-devcheck_%%n\n' >"$WORK/cgroup.conf"
+  CONFINED=1
 fi
 cp "$WORK"/*.conf "$OUT/"
 export GSCHED_CONF="$WORK/gsched.conf"
@@ -223,7 +227,7 @@ if [[ -f $w ]]; then
       && result PASS "whole-GPU job: opens 1 of the $NGPU GPU device files" \
       || result FAIL "whole-GPU job: device files: $(grep -c ': ok' "$w") of $NGPU open"
   else
-    result SKIP "device-file isolation (needs root, cgroup v1 devices and more than one GPU)"
+    result SKIP "device-file isolation (needs root, cgroups and more than one GPU)"
   fi
   grep -q 'allocated 8192 MiB (all asked)' "$w" \
     && result PASS "whole-GPU job: allocated 8 GiB" \

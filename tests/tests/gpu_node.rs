@@ -88,8 +88,17 @@ impl Fakes {
         std::fs::read_to_string(self.path("mps.log")).unwrap_or_default()
     }
 
-    /// A cluster of one node `n1` with these GPUs, ConstrainDevices and the fakes.
+    /// A cluster of one node `n1` with these GPUs, ConstrainDevices (cgroup v1) and the fakes.
     fn opts(&self, name: &str, gpus: u32, subdir: &str) -> ClusterOpts {
+        self.opts_with(
+            name,
+            gpus,
+            &format!("CgroupPlugin=cgroup/v1\nConstrainDevices=yes\nCgroupSubdir={subdir}_%n\n"),
+        )
+    }
+
+    /// The same with this `cgroup.conf`.
+    fn opts_with(&self, name: &str, gpus: u32, cgroup_conf: &str) -> ClusterOpts {
         ClusterOpts::named(name)
             .nodes(1)
             .node_gres(&format!("gpu:a100:{gpus}"))
@@ -99,9 +108,7 @@ impl Fakes {
                 gpus - 1,
                 100 * gpus
             ))
-            .cgroup_conf(&format!(
-                "CgroupPlugin=cgroup/v1\nConstrainDevices=yes\nCgroupSubdir={subdir}_%n\n"
-            ))
+            .cgroup_conf(cgroup_conf)
             .daemon_env("LD_LIBRARY_PATH", &self.path("lib").display().to_string())
             .daemon_env("FAKE_NVML_GPUS", &gpus.to_string())
             .daemon_env("FAKE_MPS_LOG", &self.path("mps.log").display().to_string())
@@ -115,7 +122,7 @@ struct CgroupCleanup(String);
 impl Drop for CgroupCleanup {
     fn drop(&mut self) {
         for c in [
-            "devices", "freezer", "cpuacct", "cpu", "memory", "pids", "cpuset",
+            "devices", "freezer", "cpuacct", "cpu", "memory", "pids", "cpuset", "unified", ".",
         ] {
             let base = Path::new("/sys/fs/cgroup")
                 .join(c)
@@ -193,6 +200,15 @@ fn gpus_are_found_and_confined() {
     assert!(!text.contains("SLURM_JOB_GPUS"), "{text}");
 
     // A launch with GPU 1, as the controller sends it: only GPU 1 opens (ENXIO: no driver).
+    launch_gpu1_and_check(&c, &fakes);
+
+    // MPS through the controller, once GPU placement is there.
+    mps_part(&c, &fakes);
+}
+
+/// Sends gsnoded a launch with GPU 1 (as the controller would) and checks that the job sees
+/// GPU 1 only: its variables, and only its device file opens (ENXIO: no driver here).
+fn launch_gpu1_and_check(c: &TestCluster, fakes: &Fakes) {
     let out = c.work_file("gpu1.out");
     let uid = nix::unistd::getuid().as_raw();
     let req = LaunchRequest {
@@ -202,7 +218,7 @@ fn gpus_are_found_and_confined() {
         uid,
         gid: nix::unistd::getgid().as_raw(),
         user_name: c.user().to_string(),
-        script: probe(&fakes, 2, &out, ""),
+        script: probe(fakes, 2, &out, ""),
         argv: vec![],
         work_dir: c.workdir().display().to_string(),
         stdout: None,
@@ -223,7 +239,7 @@ fn gpus_are_found_and_confined() {
         .with_timeout(Duration::from_secs(10))
         .post::<_, Ack>(paths::NODE_LAUNCH, &req)
         .unwrap_or_else(|e| panic!("{}", c.failure(&format!("direct launch: {e}"))));
-    let text = wait_for_file(&c, &out);
+    let text = wait_for_file(c, &out);
     for want in [
         "CUDA_VISIBLE_DEVICES=0\n".to_string(),
         "SLURM_JOB_GPUS=1\n".to_string(),
@@ -233,8 +249,12 @@ fn gpus_are_found_and_confined() {
     ] {
         assert!(text.contains(&want), "{want:?} not in:\n{text}");
     }
+}
 
-    // MPS through the controller, once GPU placement is there.
+/// Two jobs sharing a GPU through MPS (gsbatch --gpu-mem): one daemon, limits in their
+/// environment; when the daemon dies both are requeued and then run to the end.
+fn mps_part(c: &TestCluster, fakes: &Fakes) {
+    let uid = nix::unistd::getuid().as_raw();
     let hold = c.work_file("hold");
     let mut ids = Vec::new();
     for k in 0..2 {
@@ -242,7 +262,7 @@ fn gpus_are_found_and_confined() {
         let script = c.write_script(
             &format!("mps{k}.sh"),
             &probe(
-                &fakes,
+                fakes,
                 2,
                 &out,
                 &format!("while [ ! -e {} ]; do sleep 0.2; done", hold.display()),
@@ -265,7 +285,7 @@ fn gpus_are_found_and_confined() {
     }
     for (id, out) in &ids {
         c.wait_state(*id, JobState::Running, secs(30));
-        let text = wait_for_file(&c, out);
+        let text = wait_for_file(c, out);
         assert!(text.contains("CUDA_MPS_PIPE_DIRECTORY="), "{text}");
         assert!(
             text.contains("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=10240M"),
@@ -312,4 +332,29 @@ fn gpus_are_found_and_confined() {
         );
         assert_eq!(info.restarts, 1);
     }
+}
+
+/// The same isolation with cgroup v2, where the devices cgroup is an eBPF program.
+#[test]
+fn gpus_are_confined_on_cgroup_v2() {
+    let Some(mount) = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("cgroup.controllers").is_file())
+    else {
+        eprintln!("skipping: no cgroup2 file system on this host");
+        return;
+    };
+    let Some(fakes) = Fakes::new(2) else { return };
+    let subdir = format!("gsched-it-gpu2-{}", std::process::id());
+    let _cleanup = CgroupCleanup(subdir.clone());
+    let c = TestCluster::start(fakes.opts_with(
+        "gpu-node-v2",
+        2,
+        &format!(
+            "CgroupPlugin=cgroup/v2\nCgroupMountpoint={}\nConstrainDevices=yes\nCgroupSubdir={subdir}_%n\n",
+            mount.display()
+        ),
+    ));
+    launch_gpu1_and_check(&c, &fakes);
 }

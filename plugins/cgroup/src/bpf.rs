@@ -2,15 +2,16 @@
 //! `BPF_PROG_TYPE_CGROUP_DEVICE` attached to the job's cgroup, not a `devices.deny` file.
 //! This module builds that program from the same [`DeviceRule`]s v1 writes (a deny list:
 //! every other device stays allowed, as under v1 where a job's cgroup starts from its
-//! parent's "a *:* rwm"), as raw instruction bytes, and interprets it in the tests so the
-//! decision each rule makes is checked without a kernel.
+//! parent's "a *:* rwm"), as raw instruction bytes, interprets it in the unit tests so the
+//! decision each rule makes is checked without a kernel, and attaches it ([`attach`]; checked
+//! against the kernel in `tests/real.rs`).
 //!
-//! Loading is designed but not done yet (v2 still refuses a job that needs device rules, with
-//! that reason): `bpf(BPF_PROG_LOAD)` with `prog_type = BPF_PROG_TYPE_CGROUP_DEVICE` (15),
-//! these instructions and license "GPL", then `bpf(BPF_PROG_ATTACH)` with the job cgroup's
-//! directory fd, `attach_type = BPF_CGROUP_DEVICE` (6) and `BPF_F_ALLOW_MULTI`; the program
-//! goes with the cgroup when it is removed. That is the only part that needs `unsafe`
-//! (the `bpf` system call) and root, which is why it belongs in `noded::sys` when it comes.
+//! [`attach`] loads it: `bpf(BPF_PROG_LOAD)` with `prog_type = BPF_PROG_TYPE_CGROUP_DEVICE`
+//! (15), these instructions and license "GPL", then `bpf(BPF_PROG_ATTACH)` with the job
+//! cgroup's directory fd, `attach_type = BPF_CGROUP_DEVICE` (6) and `BPF_F_ALLOW_MULTI` (so
+//! programs of the cgroups above, such as systemd's, still apply too); the program goes with
+//! the cgroup when it is removed, so nothing else tracks it. The `bpf` system call is the only
+//! `unsafe` code of this crate (module `sys`); it needs root (CAP_BPF and CAP_SYS_ADMIN).
 //!
 //! The program sees `struct bpf_cgroup_dev_ctx { u32 access_type; u32 major; u32 minor; }`,
 //! `access_type` = access bits (mknod 1, read 2, write 4) << 16 | type (block 1, char 2),
@@ -119,6 +120,94 @@ pub fn device_program(rules: &[DeviceRule]) -> Vec<Insn> {
     p.push(Insn::new(ALU64_MOV_K, 0, 0, 0, 1));
     p.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
     p
+}
+
+/// `BPF_PROG_TYPE_CGROUP_DEVICE`, `BPF_CGROUP_DEVICE`, `BPF_F_ALLOW_MULTI`, commands.
+const PROG_TYPE_CGROUP_DEVICE: u32 = 15;
+const ATTACH_CGROUP_DEVICE: u32 = 6;
+const F_ALLOW_MULTI: u32 = 2;
+const BPF_PROG_LOAD: i32 = 5;
+const BPF_PROG_ATTACH: i32 = 8;
+
+#[allow(unsafe_code)]
+mod sys {
+    use std::os::fd::{FromRawFd, OwnedFd};
+
+    /// `bpf(cmd, attr, sizeof attr)`; a returned descriptor is owned.
+    pub fn bpf(cmd: i32, attr: &mut [u8; 128]) -> std::io::Result<Option<OwnedFd>> {
+        // SAFETY: `attr` is a valid, writable buffer of the size passed; the pointers inside
+        // it (instructions, license, log) are the caller's live borrows.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                libc::c_long::from(cmd),
+                attr.as_mut_ptr(),
+                attr.len() as libc::c_long,
+            )
+        };
+        if r < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: for BPF_PROG_LOAD the kernel returned a new descriptor that nothing else
+        // owns; other commands return 0 and no descriptor.
+        Ok((r > 0).then(|| unsafe { OwnedFd::from_raw_fd(r as i32) }))
+    }
+}
+
+fn put_u32(a: &mut [u8; 128], at: usize, v: u32) {
+    a[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+}
+
+fn put_u64(a: &mut [u8; 128], at: usize, v: u64) {
+    a[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+}
+
+/// Loads the program denying `rules` and attaches it to the cgroup folder `dir`.
+pub fn attach(dir: &std::path::Path, rules: &[DeviceRule]) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let insns = program_bytes(rules);
+    let license = b"GPL\0";
+    let mut log = vec![0u8; 64 * 1024];
+    let load = |log_level: u32, log: &mut Vec<u8>| {
+        let mut attr = [0u8; 128];
+        put_u32(&mut attr, 0, PROG_TYPE_CGROUP_DEVICE);
+        put_u32(&mut attr, 4, (insns.len() / 8) as u32);
+        put_u64(&mut attr, 8, insns.as_ptr() as u64);
+        put_u64(&mut attr, 16, license.as_ptr() as u64);
+        if log_level > 0 {
+            put_u32(&mut attr, 24, log_level);
+            put_u32(&mut attr, 28, log.len() as u32);
+            put_u64(&mut attr, 32, log.as_mut_ptr() as u64);
+        }
+        sys::bpf(BPF_PROG_LOAD, &mut attr)
+    };
+    let prog = match load(0, &mut log) {
+        Ok(Some(fd)) => fd,
+        Ok(None) => return Err("BPF_PROG_LOAD returned no descriptor".into()),
+        Err(e) => {
+            // Again with the verifier's log, for the message.
+            let _ = load(1, &mut log);
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let why = String::from_utf8_lossy(&log[..end]).trim().to_string();
+            return Err(format!(
+                "cannot load the device filter: {e}{}",
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({why})")
+                }
+            ));
+        }
+    };
+    let cg = std::fs::File::open(dir).map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
+    let mut attr = [0u8; 128];
+    put_u32(&mut attr, 0, cg.as_raw_fd() as u32);
+    put_u32(&mut attr, 4, prog.as_raw_fd() as u32);
+    put_u32(&mut attr, 8, ATTACH_CGROUP_DEVICE);
+    put_u32(&mut attr, 12, F_ALLOW_MULTI);
+    sys::bpf(BPF_PROG_ATTACH, &mut attr)
+        .map_err(|e| format!("cannot attach the device filter to {}: {e}", dir.display()))?;
+    Ok(())
 }
 
 /// The program as the bytes `BPF_PROG_LOAD` takes.

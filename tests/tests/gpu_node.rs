@@ -9,7 +9,9 @@
 //! * a job without GPUs, submitted with gsbatch, can open none of the node's GPU files (the
 //!   real cgroup v1 devices controller);
 //! * a launch with a whole GPU (sent straight to gsnoded, as the controller sends it) sees its
-//!   GPU only, in its environment and in the device files it can open;
+//!   GPU only, in its environment and in the device files it can open (cgroup v1, and v2 with
+//!   its eBPF device program);
+//! * the GPUs' samples (utilization from the fake NVML) reach the controller's store;
 //! * with GPU placement in the controller (`gsbatch --gpu-mem`), two MPS-shared jobs share one
 //!   MPS daemon, and when that daemon dies both are requeued (Restarts=1). Without it (gsbatch
 //!   refuses `--gpu-mem`), that part says so and is skipped.
@@ -111,6 +113,8 @@ impl Fakes {
             .cgroup_conf(cgroup_conf)
             .daemon_env("LD_LIBRARY_PATH", &self.path("lib").display().to_string())
             .daemon_env("FAKE_NVML_GPUS", &gpus.to_string())
+            .daemon_env("FAKE_NVML_UTIL", "33")
+            .config_line("GpuSampleInterval=1")
             .daemon_env("FAKE_MPS_LOG", &self.path("mps.log").display().to_string())
             .daemon_env("PATH", &self.path("bin").display().to_string())
     }
@@ -201,6 +205,23 @@ fn gpus_are_found_and_confined() {
 
     // A launch with GPU 1, as the controller sends it: only GPU 1 opens (ENXIO: no driver).
     launch_gpu1_and_check(&c, &fakes);
+
+    // GPU samples (every GpuSampleInterval=1 s) reach the controller's store.
+    let db = c.dir().join("state/gsched.db");
+    c.wait_until(secs(30), "GPU samples in the controller's store", || {
+        let Ok(conn) = rusqlite::Connection::open_with_flags(
+            &db,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        ) else {
+            return false;
+        };
+        conn.query_row(
+            "SELECT count(DISTINCT gpu) FROM gpu_samples WHERE node = 'n1' AND util = 33 AND job_id IS NULL",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .is_ok_and(|n| n == 2)
+    });
 
     // MPS through the controller, once GPU placement is there.
     mps_part(&c, &fakes);

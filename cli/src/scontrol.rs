@@ -131,6 +131,8 @@ fn import_slurm_conf(out: &mut Out, args: &[String]) {
     }
 }
 
+mod resv;
+
 /// Session flags (set by options or by the `oneliner`, `details`, ... commands).
 #[derive(Debug, Clone, Default)]
 pub struct Flags {
@@ -159,6 +161,18 @@ pub trait Api {
     }
     fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)>;
     fn update_nodes(&self, req: &NodeUpdateRequest) -> Result<(), String>;
+    fn reservations(&self) -> Result<gsched_proto::resv::ReservationsResponse, String> {
+        Err("reservations are not available".into())
+    }
+    fn reservation_action(
+        &self,
+        _req: &gsched_proto::resv::ReservationAction,
+    ) -> Result<String, String> {
+        Err("reservations are not available".into())
+    }
+    fn reboot(&self, _req: &gsched_proto::resv::RebootRequest) -> Result<(), String> {
+        Err("reboot is not available".into())
+    }
 }
 
 /// The real controller.
@@ -207,6 +221,25 @@ impl Api for Remote {
     }
     fn update_nodes(&self, req: &NodeUpdateRequest) -> Result<(), String> {
         err_text(self.client.post::<_, Ack>(paths::NODES_UPDATE, req)).map(|_| ())
+    }
+    fn reservations(&self) -> Result<gsched_proto::resv::ReservationsResponse, String> {
+        err_text(self.client.get(paths::RESERVATIONS))
+    }
+    fn reservation_action(
+        &self,
+        req: &gsched_proto::resv::ReservationAction,
+    ) -> Result<String, String> {
+        err_text(
+            self.client
+                .post::<_, gsched_proto::resv::ReservationActionResponse>(
+                    paths::RESERVATIONS_UPDATE,
+                    req,
+                ),
+        )
+        .map(|r| r.name)
+    }
+    fn reboot(&self, req: &gsched_proto::resv::RebootRequest) -> Result<(), String> {
+        err_text(self.client.post::<_, Ack>(paths::NODES_REBOOT, req)).map(|_| ())
     }
 }
 
@@ -274,7 +307,7 @@ impl Session<'_> {
         } else if kw(tag, "cluster", 2) {
             self.unsupported(&mut out, "cluster");
         } else if kw(tag, "create", 2) {
-            self.unsupported(&mut out, "create");
+            self.create(&mut out, &argv[1..]);
         } else if kw(tag, "details", 1) {
             if n > 1 {
                 too_many(&mut out);
@@ -321,7 +354,7 @@ impl Session<'_> {
             }
             out.quit = true;
         } else if kw(tag, "reboot_nodes", 3) {
-            self.unsupported(&mut out, "reboot");
+            self.reboot(&mut out, &argv[1..]);
         } else if kw(tag, "reconfigure", 3) {
             self.unsupported(&mut out, "reconfigure");
         } else if tag.len() >= 11 && tag[..11].eq_ignore_ascii_case("requeuehold") {
@@ -381,7 +414,7 @@ impl Session<'_> {
                 self.update(&mut out, &argv[1..]);
             }
         } else if kw(tag, "delete", 1) {
-            self.unsupported(&mut out, "delete");
+            self.delete(&mut out, &argv[1..]);
         } else if kw(tag, "verbose", 4) {
             if n > 1 {
                 out.err(format!("too many arguments for {tag} keyword"));
@@ -501,13 +534,7 @@ impl Session<'_> {
         } else if kw(tag, "partitions", 2) || kw(tag, "partitionname", 2) {
             self.show_partitions(out, val.as_deref());
         } else if kw(tag, "reservations", 1) || kw(tag, "reservationname", 1) {
-            match val {
-                Some(v) => {
-                    out.print(&format!("Reservation {v} not found\n"));
-                    out.fail();
-                }
-                None => out.print("No reservations in the system\n"),
-            }
+            self.show_reservations(out, val.as_deref());
         } else if kw(tag, "slurmd", 2) {
             entity_unsupported(self, out, "slurmd");
         } else if kw(tag, "steps", 2) {
@@ -856,7 +883,7 @@ impl Session<'_> {
         } else if step {
             unsupported(out, "job steps");
         } else if resv {
-            unsupported(out, "reservations");
+            self.update_reservation(out, args);
         } else if node {
             self.update_node(out, args);
         } else if front {
@@ -1039,6 +1066,7 @@ impl Session<'_> {
         let mut state: Option<NodeStateUpdate> = None;
         let mut state_needs_reason = false;
         let mut reason: Option<String> = None;
+        let mut migrate_by: Option<i64> = None;
         let mut count = 0;
         for a in args {
             let Some((tag, val)) = a.split_once('=') else {
@@ -1064,6 +1092,15 @@ impl Session<'_> {
                 return;
             } else if kw(tag, "NodeName", 1) {
                 names = Some(val.to_string());
+            } else if kw(tag, "MigrateBy", 3) {
+                match resv::parse_when(val, self.now) {
+                    Ok(t) => migrate_by = Some(t),
+                    Err(e) => {
+                        out.err(format!("Invalid MigrateBy value: {val} ({e})"));
+                        out.stderr.push("Request aborted".into());
+                        return;
+                    }
+                }
             } else if kw(tag, "Reason", 1) {
                 let v = val.strip_prefix('"').unwrap_or(val);
                 let v = v.strip_suffix('"').unwrap_or(v);
@@ -1118,6 +1155,7 @@ impl Session<'_> {
             names: names.into_iter().collect(),
             state,
             reason,
+            migrate_by,
         };
         if let Err(e) = api.update_nodes(&req) {
             out.err(format!("slurm_update error: {e}"));
@@ -1453,8 +1491,12 @@ pub fn format_node(n: &NodeInfo, one_liner: bool, slurmd_port: u16) -> String {
     let le = if one_liner { " " } else { "\n   " };
     let mut o = String::new();
     o.push_str(&format!("NodeName={} CoresPerSocket=1 {le}", n.name));
+    let load = n
+        .life
+        .cpu_load
+        .map_or_else(|| "N/A".to_string(), |l| format!("{l:.2}"));
     o.push_str(&format!(
-        "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad=N/A{le}",
+        "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad={load}{le}",
         n.alloc_cpus, n.cpus, n.cpus
     ));
     let feats = if n.features.is_empty() {
@@ -1827,6 +1869,7 @@ mod tests {
             Ok(JobsResponse {
                 now: 1_003_761,
                 jobs: self.jobs.iter().filter(|j| f.names(j)).cloned().collect(),
+                energy: Vec::new(),
             })
         }
         fn nodes(&self) -> Result<NodesResponse, String> {
@@ -1894,6 +1937,7 @@ mod tests {
             slurmd_start_time: None,
             version: Some("0.1.0".into()),
             weight: 1,
+            life: Default::default(),
         }
     }
 

@@ -44,6 +44,9 @@ pub const OPTIONS: &[Opt] = &[
     Opt::new("version", Some('V'), &["version"], No),
     Opt::new("json", None, &["json"], No),
     Opt::new("yaml", None, &["yaml"], No),
+    // gsched extensions.
+    Opt::new("prices", None, &["prices"], No),
+    Opt::new("lowload", None, &["lowload"], No),
 ];
 
 const FMT_DEFAULT: &str =
@@ -357,6 +360,8 @@ pub fn parse_states(prog: &str, s: &str) -> Result<Option<(Vec<StateSel>, bool)>
 /// The command line.
 #[derive(Debug, Clone, Default)]
 pub struct Params {
+    /// `-T/--reservation`: list the reservations instead.
+    pub reservation: bool,
     pub format: Format,
     pub no_header: bool,
     pub long: bool,
@@ -377,6 +382,10 @@ pub struct Params {
     pub part_auto: bool,
     /// Node list column width is computed (`-N`).
     pub node_auto: bool,
+    /// `--prices` (gsched): the next 24 hours of prices and windows.
+    pub prices: bool,
+    /// `--lowload` (gsched): the learned low-load hours.
+    pub lowload: bool,
 }
 
 pub type Parsed = common::Parsed<Box<Params>>;
@@ -438,9 +447,12 @@ pub fn parse_args(
             "summarize" => summarize = true,
             "sort" => p.sort = Some(arg),
             "states" => p.states = parse_states(prog, &arg)?,
-            "reservation" | "yaml" => return Err(Fail::not_supported(prog, &format!("--{id}"))),
+            "reservation" => p.reservation = true,
+            "yaml" => return Err(Fail::not_supported(prog, &format!("--{id}"))),
             "verbose" => p.verbose += 1,
             "json" => p.json = true,
+            "prices" => p.prices = true,
+            "lowload" => p.lowload = true,
             _ => {}
         }
     }
@@ -1006,6 +1018,48 @@ pub fn listing(
     render(p, &recs, cluster, slurmd_port)
 }
 
+/// `sinfo -T`: one line per reservation, in Slurm's layout (the name column as wide as the
+/// longest name, at least 9).
+pub fn reservation_listing(
+    r: &gsched_proto::resv::ReservationsResponse,
+    no_header: bool,
+) -> String {
+    let w = r
+        .reservations
+        .iter()
+        .map(|x| x.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    let mut s = String::new();
+    let mut line = |a: &str, b: &str, c: &str, d: &str, e: &str, f: &str| {
+        s.push_str(&format!(
+            "{a:<w$}  {b:>8}  {c:>19}  {d:>19}  {e:>11}  {f}\n"
+        ));
+    };
+    if !no_header {
+        line(
+            "RESV_NAME",
+            "STATE",
+            "START_TIME",
+            "END_TIME",
+            "DURATION",
+            "NODELIST",
+        );
+    }
+    for x in &r.reservations {
+        line(
+            &x.name,
+            x.state(r.now),
+            &common::make_time_str(x.start_time),
+            &common::make_time_str(x.end_time),
+            &gsched_proto::units::format_secs_scontrol((x.end_time - x.start_time).max(0) as u64),
+            &hostlist::compress(&x.nodes),
+        );
+    }
+    s
+}
+
 /// `gsinfo` entry point.
 pub fn main(args: Vec<String>) -> i32 {
     common::run_main(&args, "sinfo", run)
@@ -1023,7 +1077,38 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         }
     }
     let (cfg, client) = common::connect(prog, p.clusters.as_deref())?;
+    if p.prices || p.lowload {
+        let r: gsched_proto::api::PricesResponse = client
+            .get(paths::PRICES)
+            .map_err(|e| Fail::error(prog, common::client_error_text(&e)))?;
+        if p.json {
+            common::out(&(serde_json::to_string_pretty(&r).unwrap_or_default() + "\n"));
+            return Ok(0);
+        }
+        if p.prices {
+            common::out(&crate::prices::render_prices(&r));
+        }
+        if p.lowload {
+            common::out(&crate::prices::render_lowload(&r));
+        }
+        return Ok(0);
+    }
     let mut code = 0;
+    if p.reservation {
+        return match client.get::<gsched_proto::resv::ReservationsResponse>(paths::RESERVATIONS) {
+            Ok(r) => {
+                common::out(&reservation_listing(&r, p.no_header));
+                Ok(0)
+            }
+            Err(e) => {
+                common::err_line(&format!(
+                    "slurm_load_reservations: {}",
+                    common::client_error_text(&e)
+                ));
+                Ok(1)
+            }
+        };
+    }
     let dated = !p.no_header && (p.iterate.is_some() || p.verbose > 0 || p.long);
     common::repeat(p.iterate, dated, || {
         let parts = client.get::<PartitionsResponse>(paths::PARTITIONS);
@@ -1077,6 +1162,7 @@ pub fn help_text() -> String {
      \x20     --local                show only local cluster in a federation.\n\
      \x20                            Overrides --federation.\n\
      \x20 -l, --long                 long output - displays more information\n\
+     \x20     --lowload              (gsched) learned low-load hours of the week\n\
      \x20 -M, --clusters=names       clusters to issue commands to (only the local\n\
      \x20                            cluster here).\n\
      \x20 -n, --nodes=NODES          report on specific node(s)\n\
@@ -1087,6 +1173,7 @@ pub fn help_text() -> String {
      \x20 -O, --Format=format        long format specification\n\
      \x20 -p, --partition=PARTITION  report on specific partition\n\
      \x20 -r, --responding           report only responding nodes\n\
+     \x20     --prices               (gsched) prices and price windows of the next 24 h\n\
      \x20 -R, --list-reasons         list reason nodes are down or drained\n\
      \x20 -s, --summarize            report state summary only\n\
      \x20 -S, --sort=fields          comma separated list of fields to sort on\n\
@@ -1132,6 +1219,7 @@ mod tests {
             slurmd_start_time: None,
             version: Some("0.1.0".into()),
             weight: 1,
+            life: Default::default(),
         }
     }
 
@@ -1317,12 +1405,41 @@ mod tests {
         );
         let e = parse_args("sinfo", &a(&["--foo"]), &|_| None).unwrap_err();
         assert_eq!(e.lines[0], "sinfo: unrecognized option '--foo'");
-        let e = parse_args("sinfo", &a(&["-T"]), &|_| None).unwrap_err();
+        let e = parse_args("sinfo", &a(&["--yaml"]), &|_| None).unwrap_err();
         assert!(e.lines[0].contains("not supported by gsched yet"));
+        let Parsed::Run(p) = parse_args("sinfo", &a(&["-T"]), &|_| None).unwrap() else {
+            panic!()
+        };
+        assert!(p.reservation);
         let env = |k: &str| (k == "SINFO_FORMAT").then(|| "%P".to_string());
         let Parsed::Run(p) = parse_args("sinfo", &[], &env).unwrap() else {
             panic!()
         };
         assert_eq!(p.format, parse_format("%P"));
+    }
+
+    #[test]
+    fn reservation_listing_is_slurms_layout() {
+        let r = gsched_proto::resv::ReservationsResponse {
+            now: 1_000,
+            reservations: vec![gsched_proto::resv::ReservationInfo {
+                name: "maint".into(),
+                start_time: 500,
+                end_time: 500 + 3600,
+                nodes: vec!["n1".into(), "n2".into()],
+                flags: vec!["MAINT".into()],
+                users: vec!["root".into()],
+                cpus: 4,
+            }],
+        };
+        let text = reservation_listing(&r, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "RESV_NAME     STATE           START_TIME             END_TIME     DURATION  NODELIST"
+        );
+        assert!(lines[1].starts_with("maint        ACTIVE  "), "{text}");
+        assert!(lines[1].ends_with("     01:00:00  n[1-2]"), "{text}");
+        assert_eq!(reservation_listing(&r, true).lines().count(), 1);
     }
 }

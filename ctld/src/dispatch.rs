@@ -104,5 +104,12 @@ fn run(sh: &Arc<Shared>, e: Effect) {
                 );
             }
         }
+        Effect::Reboot { node, program } => {
+            let Some(c) = client(sh, &node) else { return };
+            let req = gsched_proto::resv::NodeRebootRequest { program };
+            if let Err(e) = c.post::<_, Ack>(paths::NODE_REBOOT, &req) {
+                tracing::warn!("node {node}: reboot request failed: {e}");
+            }
+        }
     }
 }

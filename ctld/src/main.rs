@@ -61,6 +61,11 @@ fn run(args: Args) -> anyhow::Result<()> {
             bail!("AdminUsers: no such user {name:?}; fix the name or remove it from AdminUsers=");
         }
     }
+    if cfg.lifecycle.topology == gsched_proto::lifecycle::TopologyPlugin::Tree {
+        // TopologyPlugin=topology/tree: topology.conf must read (State::load uses it).
+        gsched_proto::topology_conf::Topology::load_beside(&cfg.path)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     let host = cfg.ctld_host.connect_addr().to_string();
     let addrs: Vec<_> = (host.as_str(), cfg.ctld_port)
         .to_socket_addrs()
@@ -134,11 +139,8 @@ fn run(args: Args) -> anyhow::Result<()> {
             }
         });
         let app = server::router(shared.clone());
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<server::ConnPeer>(),
-        )
-        .with_graceful_shutdown(async {
+        let header_timeout = std::time::Duration::from_secs(cfg.message_timeout.into());
+        gsched_proto::server::serve_api(listener, app, header_timeout, async {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
                     .expect("signal handler");

@@ -80,6 +80,9 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::JOBS_HOLD, post(hold))
         .route(paths::JOBS_UPDATE, post(update_job))
         .route(paths::JOBS_REQUEUE, post(requeue))
+        .route(paths::RESERVATIONS, get(reservations))
+        .route(paths::RESERVATIONS_UPDATE, post(reservation_action))
+        .route(paths::NODES_REBOOT, post(reboot))
         .route(paths::JOBS_COMPLETE, post(complete))
         .route(paths::JOBS_HISTORY, post(history))
         .route(paths::METRICS, get(metrics))
@@ -93,6 +96,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::ACCT, get(acct))
         .route(paths::ACCT_UPDATE, post(acct_update))
         .route(paths::JOBS_SUSPEND, post(suspend))
+        .route(paths::PRICES, get(prices))
         .fallback(|| async {
             ApiErr(ApiError::new(
                 ErrorCode::NotFound,
@@ -132,10 +136,16 @@ async fn submit(
         return Ok(Json(SubmitResponse {
             job_id,
             test_only: Some(answer),
+            deferral: None,
         }));
     }
     let held = req.spec.hold;
-    let id = sh.lock().submit(req.spec, who, now())?;
+    let (id, deferral) = {
+        let mut st = sh.lock();
+        let t = now();
+        let id = st.submit(req.spec, who, t)?;
+        (id, st.deferral_note(id, t))
+    };
     sh.metrics.submitted(1);
     // A held job cannot start anything; the periodic pass still sees it.
     if !held {
@@ -144,6 +154,7 @@ async fn submit(
     Ok(Json(SubmitResponse {
         job_id: id,
         test_only: None,
+        deferral,
     }))
 }
 
@@ -172,6 +183,7 @@ fn submit_het(
     Ok(Json(SubmitResponse {
         job_id: id,
         test_only: None,
+        deferral: None,
     }))
 }
 
@@ -199,7 +211,11 @@ async fn query(
     } else {
         Vec::new()
     };
-    Json(JobsResponse { now: now(), jobs })
+    Json(JobsResponse {
+        now: now(),
+        jobs,
+        energy: Vec::new(),
+    })
 }
 
 async fn openapi() -> Response {
@@ -235,25 +251,48 @@ async fn history(
         return Ok(Json(JobsResponse {
             now: now(),
             jobs: Vec::new(),
+            energy: Vec::new(),
         }));
     }
     let db = sh.cfg.state_save_location.join(crate::store::DB_FILE);
-    let jobs = tokio::task::spawn_blocking(move || crate::history::query(&db, &q))
-        .await
-        .map_err(|e| {
-            ApiErr(ApiError::new(
-                ErrorCode::Internal,
-                format!("accounting query failed: {e}"),
-            ))
-        })?
-        .map_err(|e| {
-            tracing::error!("accounting query: {e}");
-            ApiErr(ApiError::new(
-                ErrorCode::Internal,
-                format!("accounting query failed: {e}"),
-            ))
-        })?;
-    Ok(Json(JobsResponse { now: now(), jobs }))
+    let cfg = sh.cfg.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        let jobs = crate::history::query(&db, &q)?;
+        // Estimated energy and cost at the calendar's prices (state/price.rs).
+        let energy = match crate::state::price_calendar(&cfg) {
+            Ok(cal) => crate::state::price_account(&cfg, &cal, &jobs, now()),
+            Err(e) => {
+                tracing::error!("accounting: no cost estimates: {e}");
+                Vec::new()
+            }
+        };
+        Ok::<_, crate::store::StoreError>((jobs, energy))
+    })
+    .await
+    .map_err(|e| {
+        ApiErr(ApiError::new(
+            ErrorCode::Internal,
+            format!("accounting query failed: {e}"),
+        ))
+    })?
+    .map_err(|e| {
+        tracing::error!("accounting query: {e}");
+        ApiErr(ApiError::new(
+            ErrorCode::Internal,
+            format!("accounting query failed: {e}"),
+        ))
+    })?;
+    let (jobs, energy) = answer;
+    Ok(Json(JobsResponse {
+        now: now(),
+        jobs,
+        energy,
+    }))
+}
+
+/// `gsinfo --prices`, `gsinfo --lowload`.
+async fn prices(AxState(sh): Sh) -> Json<api::PricesResponse> {
+    Json(sh.lock().prices_response(now()))
 }
 
 fn results(r: Vec<(u32, Option<ApiError>)>) -> Json<JobActionResponse> {
@@ -388,9 +427,9 @@ async fn update_nodes(
     for n in &req.names {
         names.extend(State::expand_nodes(n)?);
     }
-    let effects = sh
-        .lock()
-        .update_nodes(&names, req.state, req.reason, who, now())?;
+    let effects =
+        sh.lock()
+            .update_nodes(&names, req.state, req.reason, req.migrate_by, who, now())?;
     dispatch::send(sh.clone(), effects);
     sh.wake.notify_one();
     Ok(Json(Ack { ok: true }))
@@ -411,12 +450,15 @@ async fn register(
         daemon_start: req.start_time,
         running: &req.running,
     };
-    let kill = sh.lock().register(&report, now())?;
+    let (kill, heartbeat_interval_secs) = {
+        let mut st = sh.lock();
+        (st.register(&report, now())?, st.heartbeat_secs())
+    };
     tracing::info!("node {} registered ({} jobs)", req.name, req.running.len());
     sh.wake.notify_one();
     Ok(Json(RegisterResponse {
         kill,
-        heartbeat_interval_secs: crate::state::HEARTBEAT_SECS,
+        heartbeat_interval_secs,
     }))
 }
 
@@ -428,9 +470,12 @@ async fn heartbeat(
     require_slurm_user(&sh, &who)?;
     let r = {
         let mut st = sh.lock();
-        let r = st.heartbeat(&req.name, &req.running, now());
+        let t = now();
+        st.node_load(&req.name, req.load);
+        let r = st.heartbeat(&req.name, &req.running, t);
         if r.is_some() {
-            st.record_gpu_samples(&req.name, &req.gpu_samples, now());
+            st.record_progress(&req.progress, t);
+            st.record_gpu_samples(&req.name, &req.gpu_samples, t);
         }
         r
     };
@@ -474,4 +519,34 @@ async fn acct_update(
     // Priorities and limits change with the table.
     sh.wake.notify_one();
     Ok(Json(gsched_proto::acct::AcctChangeResponse { changed }))
+}
+
+/// `scontrol show reservation`, `sinfo -T`.
+async fn reservations(AxState(sh): Sh) -> Json<gsched_proto::resv::ReservationsResponse> {
+    Json(gsched_proto::resv::ReservationsResponse {
+        now: now(),
+        reservations: sh.lock().resvs.clone(),
+    })
+}
+
+/// `scontrol create|update|delete reservation` (administrators only).
+async fn reservation_action(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<gsched_proto::resv::ReservationAction>,
+) -> Result<Json<gsched_proto::resv::ReservationActionResponse>, ApiErr> {
+    let name = sh.lock().reservation_action(&req, who, now())?;
+    sh.wake.notify_one();
+    Ok(Json(gsched_proto::resv::ReservationActionResponse { name }))
+}
+
+/// `scontrol reboot` (administrators only).
+async fn reboot(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<gsched_proto::resv::RebootRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    sh.lock().reboot_nodes(&req, who, now())?;
+    sh.wake.notify_one();
+    Ok(Json(Ack { ok: true }))
 }

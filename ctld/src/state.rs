@@ -24,17 +24,23 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+mod admission;
 mod arrays;
 mod client_opts;
+pub mod health;
 mod het;
 pub use arrays::ArrayRt;
 mod gpu_fail;
 mod gpu_samples;
+mod ladder;
 mod limits;
 mod notices;
 mod predict;
+mod price;
+pub use price::{account as price_account, calendar as price_calendar};
 mod priority;
 pub use priority::{assoc_of, Assoc, Usage};
+pub mod resv;
 mod suspend;
 
 /// How long a job may be missing from its node's job list after its launch was acknowledged
@@ -76,6 +82,8 @@ pub enum Effect {
         job_id: JobId,
         suspend: bool,
     },
+    /// Run `RebootProgram` on a node (`scontrol reboot`).
+    Reboot { node: String, program: String },
 }
 
 /// What the store keeps per job beyond the API record.
@@ -102,6 +110,9 @@ pub struct JobExtra {
     /// `bf_predict`: the runtime predicted when this run started (planning only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_secs: Option<i64>,
+    /// `MigrateBy=`: when this run is requeued off its draining node (`state/health.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrate_at: Option<i64>,
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -142,6 +153,15 @@ pub struct NodeAdmin {
     pub reason: Option<String>,
     pub reason_time: Option<i64>,
     pub reason_uid: Option<u32>,
+    /// Set DOWN by the controller for not responding (`ReturnToService=1` brings it back).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto_down: bool,
+    /// `MigrateBy=`: the drained node is emptied by this time (`state/health.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrate_by: Option<i64>,
+    /// `scontrol reboot` asked for a reboot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reboot: Option<health::RebootState>,
 }
 
 #[derive(Debug, Clone)]
@@ -165,6 +185,8 @@ pub struct NodeRt {
     pub boot_time: Option<i64>,
     pub daemon_start: Option<i64>,
     pub version: Option<String>,
+    /// Load samples and the like (`state/health.rs`).
+    pub life: health::NodeLifeRt,
 }
 
 #[derive(Debug, Clone)]
@@ -203,6 +225,14 @@ pub struct State {
     predict: predict::PredictRt,
     /// Accounts, users, associations and QOS (`gsacctmgr`).
     pub acct: crate::acct::AcctDb,
+    /// The invalid-job ladder's view of running jobs' progress.
+    ladder: ladder::LadderRt,
+    /// Reservations (`state/resv.rs`).
+    pub resvs: Vec<gsched_proto::resv::ReservationInfo>,
+    /// Leaf switch of each node (`topology/tree`); empty without a topology.
+    pub switch_of: Vec<Option<u32>>,
+    /// Time-of-use prices, deferral and learned low-load hours (`state/price.rs`).
+    price: price::PriceRt,
 }
 
 impl std::fmt::Debug for State {
@@ -263,6 +293,7 @@ impl State {
                 boot_time: None,
                 daemon_start: None,
                 version: None,
+                life: Default::default(),
             });
         }
         let mut parts = Vec::new();
@@ -333,6 +364,8 @@ impl State {
             .filter_map(|n| users::resolve_user(n).map(|u| u.uid))
             .collect();
         let sched_config = SchedConfig::from_config(&cfg);
+        let resvs = resv::load(&store)?;
+        let switch_of = resv::switches(&cfg, &nodes);
         let mut st = State {
             sched_config,
             cfg,
@@ -349,8 +382,12 @@ impl State {
             committed_state: HashMap::new(),
             notices: Default::default(),
             predict: Default::default(),
+            ladder: Default::default(),
             usage,
             acct,
+            resvs,
+            switch_of,
+            price: Default::default(),
         };
         st.committed_state = st
             .jobs
@@ -529,6 +566,10 @@ impl State {
     ) -> Result<(JobId, Option<TestOnlyAnswer>), ApiError> {
         let id = self.next_id;
         let (info, array) = self.prepare(spec, &who, now, id, true)?;
+        self.check_job_count(
+            array.as_ref().map_or(1, |a| a.indices.len()),
+            array.is_some(),
+        )?;
         if test_only {
             let answer = self.test_only_answer(&info, now);
             return Ok((id, Some(answer)));
@@ -570,6 +611,7 @@ impl State {
         id: JobId,
         batch: bool,
     ) -> Result<(JobInfo, Option<gsched_proto::array::ArraySpec>), ApiError> {
+        self.check_field_sizes(&spec)?;
         if batch && !spec.script.starts_with("#!") {
             return Err(ApiError::new(
                 ErrorCode::BadRequest,
@@ -679,6 +721,7 @@ impl State {
                 available: true,
                 weight: n.weight,
                 features: n.features.clone(),
+                penalty: 0,
             })
             .collect();
         let fits = |req: &ResourceRequest| {
@@ -771,7 +814,7 @@ impl State {
             expected_start: None,
             sched_nodes: Vec::new(),
             dependency,
-            requeue: spec.requeue.unwrap_or(true),
+            requeue: spec.requeue.unwrap_or(self.cfg.lifecycle.job_requeue),
             restarts: 0,
             array: None,
             priority_factors: None,
@@ -780,6 +823,7 @@ impl State {
             usage: None,
             suspended_since: None,
             suspended_secs: 0,
+            invalid: None,
         };
         Ok((info, array))
     }
@@ -1321,6 +1365,7 @@ impl State {
         names: &[String],
         state: NodeStateUpdate,
         reason: Option<String>,
+        migrate_by: Option<i64>,
         who: Identity,
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
@@ -1339,51 +1384,45 @@ impl State {
                 }
             }
         }
+        if migrate_by.is_some() && state != NodeStateUpdate::Drain {
+            return Err(ApiError::new(
+                ErrorCode::InvalidNodeState,
+                "MigrateBy= goes with State=DRAIN only",
+            ));
+        }
         let mut effects = Vec::new();
-        let mut failed_jobs = Vec::new();
         for i in idx {
             let n = &mut self.nodes[i];
             match state {
                 NodeStateUpdate::Drain | NodeStateUpdate::Down => {
                     if state == NodeStateUpdate::Drain {
                         n.admin.drain = true;
+                        n.admin.migrate_by = migrate_by;
                     } else {
                         n.admin.down = true;
+                        n.admin.auto_down = false;
                     }
                     n.admin.reason = reason.clone();
                     n.admin.reason_time = Some(now);
                     n.admin.reason_uid = Some(who.uid);
                 }
                 NodeStateUpdate::Resume | NodeStateUpdate::Idle => {
-                    n.admin = NodeAdmin::default();
+                    // A pending reboot stays requested.
+                    let reboot = n.admin.reboot.take();
+                    n.admin = NodeAdmin {
+                        reboot,
+                        ..NodeAdmin::default()
+                    };
                 }
             }
             let name = n.name.clone();
             let rec = serde_json::to_string(&n.admin).unwrap_or_default();
             self.store.save_node(&name, &rec).map_err(internal)?;
             if state == NodeStateUpdate::Down {
-                // Slurm ends every job on a node that is set DOWN.
-                for job in self.jobs.values_mut() {
-                    if matches!(job.info.state, JobState::Running | JobState::Completing)
-                        && job.info.nodes.contains(&name)
-                    {
-                        job.info.state = JobState::NodeFail;
-                        job.info.reason = Reason::NodeDown;
-                        job.info.end_time = Some(now);
-                        failed_jobs.push(job.info.job_id);
-                        if let Some(batch) = job.info.nodes.first() {
-                            effects.push(Effect::Terminate {
-                                node: batch.clone(),
-                                job_id: job.info.job_id,
-                                reason: TerminateReason::NotAssigned,
-                                kill_wait: 0,
-                            });
-                        }
-                    }
-                }
+                // Slurm ends every job on a node that is set DOWN (requeueing those it may).
+                effects.extend(self.fail_jobs_on(i, now));
             }
         }
-        self.persist_many(&failed_jobs).map_err(internal)?;
         Ok(effects)
     }
 
@@ -1423,9 +1462,10 @@ impl State {
                     mem_mb: n.mem_mb,
                     alloc_cpus: alloc_cpus[i],
                     alloc_mem_mb: alloc_mem[i],
-                    available: Self::node_available(n),
+                    available: Self::node_available(n) && self.node_life_available(i),
                     weight: n.weight,
                     features: n.features.clone(),
+                    penalty: self.node_penalty(i),
                 })
                 .collect(),
             partitions: self
@@ -1462,6 +1502,7 @@ impl State {
                 })
                 .collect(),
             limits: Vec::new(),
+            blackouts: self.blackouts(),
         }
     }
 
@@ -1471,16 +1512,15 @@ impl State {
         let mut effects = Vec::new();
         let mut changed = Vec::new();
         let kill_wait = self.cfg.kill_wait;
-        let slurmd_timeout = self.cfg.slurmd_timeout as i64;
-        for n in &mut self.nodes {
-            if n.registered {
-                if let Some(t) = n.last_heard {
-                    n.not_responding = now - t > slurmd_timeout;
-                }
-            }
-        }
+        // Node liveness, reservations that ended, drains with a deadline, reboots.
+        effects.extend(self.node_health(now));
+        self.expire_reservations(now);
+        effects.extend(self.migrations(now));
+        effects.extend(self.reboots(now));
         // Notices of time-limit thresholds, before the jobs at their limit are ended.
         self.time_notices(now);
+        // Hung and idle-GPU jobs: flag them, take the ladder's steps that are due.
+        effects.extend(self.run_ladder(now));
         // Time limits and terminate retries.
         for job in self.jobs.values_mut() {
             match job.info.state {
@@ -1540,6 +1580,8 @@ impl State {
         if let Err(e) = self.persist_many(&followed) {
             tracing::error!("cannot record het job components: {e}");
         }
+        // --deadline: pending jobs that can no longer end in time are removed.
+        self.deadline_pass(now);
         // Dependencies: jobs that wait for other jobs never reach the scheduler core.
         let (dep_blocked, _killed) = self.dependency_blocks(now);
         let het_blocked = self.het_blocked(&dep_blocked);
@@ -1592,11 +1634,11 @@ impl State {
                     .map(|&s| predict::minutes(s))
                     .or(j.info.time_limit),
                 time_min: j.info.spec.time_min,
-                req: self.request_of(&j.info.spec),
+                req: self.with_topology(self.request_of(&j.info.spec), &j.info, now),
                 limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
             })
             .collect();
-        let decisions = gsched_sched::decide(&view, &queue, now, &self.sched_config);
+        let decisions = self.decide_priced(&view, &queue, now);
         for j in self.jobs.values_mut() {
             if j.info.state == JobState::Pending && !dep_blocked.contains_key(&j.info.job_id) {
                 j.info.expected_start = None;
@@ -1836,7 +1878,9 @@ impl State {
             (JobState::Failed, Reason::JobLaunchFailure)
         } else {
             match terminate {
-                Some(TerminateReason::Cancelled) => (JobState::Cancelled, Reason::None),
+                Some(TerminateReason::Cancelled) => {
+                    (JobState::Cancelled, ladder::cancel_reason(&job.info))
+                }
                 Some(TerminateReason::TimeLimit) => (JobState::Timeout, Reason::TimeLimit),
                 Some(TerminateReason::NotAssigned) => (JobState::NodeFail, Reason::NodeDown),
                 // The kernel's OOM killer ended a process of the job (its cgroup's counter):
@@ -1881,7 +1925,7 @@ impl State {
                 let (st, r) = match job.extra.terminate {
                     Some(TerminateReason::TimeLimit) => (JobState::Timeout, Reason::TimeLimit),
                     Some(TerminateReason::NotAssigned) => (JobState::NodeFail, Reason::NodeDown),
-                    _ => (JobState::Cancelled, Reason::None),
+                    _ => (JobState::Cancelled, ladder::cancel_reason(&job.info)),
                 };
                 job.info.state = st;
                 job.info.reason = r;
@@ -1924,6 +1968,7 @@ impl State {
         n.boot_time = Some(r.boot_time);
         n.daemon_start = Some(r.daemon_start);
         n.version = Some(r.version.to_string());
+        self.node_back(i, true, r.daemon_start, now);
         Ok(self.reconcile(name, r.running, now))
     }
 
@@ -1941,6 +1986,7 @@ impl State {
         self.nodes[i].last_heard = Some(now);
         self.nodes[i].not_responding = false;
         self.nodes[i].unreachable = false;
+        self.node_back(i, false, 0, now);
         Some(self.reconcile(name, running, now))
     }
 
@@ -2006,6 +2052,7 @@ impl State {
 
     pub fn node_infos(&self) -> Vec<NodeInfo> {
         let (cpus, mem) = self.node_alloc();
+        let now_hint = self.predict.pass_now;
         self.nodes
             .iter()
             .enumerate()
@@ -2042,6 +2089,7 @@ impl State {
                     slurmd_start_time: n.daemon_start,
                     version: n.version.clone(),
                     weight: n.weight,
+                    life: self.node_life_info(i, now_hint),
                 }
             })
             .collect()
@@ -2094,6 +2142,11 @@ impl State {
             ("ClusterName".into(), c.cluster_name.clone()),
             ("KillWait".into(), format!("{} sec", c.kill_wait)),
             ("MaxArraySize".into(), c.max_array_size.to_string()),
+            ("MaxJobCount".into(), c.max_job_count.to_string()),
+            (
+                "MessageTimeout".into(),
+                format!("{} sec", c.message_timeout),
+            ),
             ("MinJobAge".into(), format!("{} sec", c.min_job_age)),
             ("PriorityType".into(), c.priority.priority_type.to_string()),
             ("PrivateData".into(), c.private_data.to_string()),
@@ -2301,6 +2354,26 @@ pub(crate) mod tests {
                 running: &[],
             };
             st.register(&r, now).unwrap();
+        }
+    }
+
+    /// Heartbeats from both nodes at `now`, each reporting the jobs the controller runs there
+    /// (a node silent for long is not responding, then DOWN).
+    pub(crate) fn heartbeat_all(st: &mut State, now: i64) {
+        for n in ["n1", "n2"] {
+            let running: Vec<RunningJob> = st
+                .jobs
+                .values()
+                .filter(|j| {
+                    matches!(j.info.state, JobState::Running | JobState::Completing)
+                        && j.info.nodes.iter().any(|x| x == n)
+                })
+                .map(|j| RunningJob {
+                    job_id: j.info.job_id,
+                    start_time: j.info.start_time.unwrap_or(0),
+                })
+                .collect();
+            st.heartbeat(n, &running, now);
         }
     }
 

@@ -36,7 +36,11 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE usage (account TEXT NOT NULL, user TEXT NOT NULL, usage REAL NOT NULL,
         PRIMARY KEY (account, user));
      CREATE TABLE usage_jobs (id INTEGER PRIMARY KEY, counted_until INTEGER NOT NULL);",
-    // 3 (gpu_samples): GPU usage samples from the nodes' heartbeats, kept 14 days; job_id
+    // 3: reservations (scontrol create reservation), one JSON record each.
+    "CREATE TABLE reservations (name TEXT PRIMARY KEY, record TEXT NOT NULL);",
+    // 4: hourly cluster utilization (allocated CPU fraction) for learned low-load windows.
+    "CREATE TABLE load_hours (hour INTEGER PRIMARY KEY, cpu_frac REAL NOT NULL);",
+    // 5: GPU usage samples from the nodes' heartbeats, kept 14 days; job_id
     // NULL is the whole GPU, else one job's part of it.
     "CREATE TABLE gpu_samples (node TEXT NOT NULL, time INTEGER NOT NULL, gpu INTEGER NOT NULL,
         job_id INTEGER, util INTEGER NOT NULL, mem_mb INTEGER NOT NULL);
@@ -346,6 +350,62 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Every stored reservation, as (name, record).
+    pub fn load_reservations(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, record FROM reservations ORDER BY name")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.err())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
+    }
+
+    pub fn save_reservation(&mut self, name: &str, record: &str) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO reservations (name, record) VALUES (?1, ?2)
+                 ON CONFLICT(name) DO UPDATE SET record = excluded.record",
+            )
+            .and_then(|mut s| s.execute(params![name, record]))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    pub fn delete_reservation(&mut self, name: &str) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached("DELETE FROM reservations WHERE name = ?1")
+            .and_then(|mut s| s.execute(params![name]))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Stores the mean allocated-CPU fraction of the hour starting at `hour` (epoch seconds),
+    /// replacing an earlier value for it.
+    pub fn save_load_hour(&mut self, hour: i64, frac: f64) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO load_hours (hour, cpu_frac) VALUES (?1, ?2)
+                 ON CONFLICT(hour) DO UPDATE SET cpu_frac = excluded.cpu_frac",
+                params![hour, frac],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// The hourly utilization from `since` on, oldest first.
+    pub fn load_load_hours(&self, since: i64) -> Result<Vec<(i64, f64)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT hour, cpu_frac FROM load_hours WHERE hour >= ?1 ORDER BY hour")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map(params![since], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.err())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
     }
 
     /// Every stored record of one kind of the association table (`account`, `user`,

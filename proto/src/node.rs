@@ -41,6 +41,29 @@ pub struct NodeInfo {
     pub slurmd_start_time: Option<i64>,
     pub version: Option<String>,
     pub weight: u32,
+    /// The node's state flags of its lifecycle (reboot, maintenance, load).
+    #[serde(default)]
+    pub life: NodeLifeInfo,
+}
+
+/// A node's lifecycle flags, as the API reports them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NodeLifeInfo {
+    /// `scontrol reboot` asked for a reboot that was not sent yet (`REBOOT_REQUESTED`).
+    #[serde(default)]
+    pub reboot_requested: bool,
+    /// The reboot was sent to the node; it has not registered since (`REBOOT_ISSUED`).
+    #[serde(default)]
+    pub reboot_issued: bool,
+    /// In an active `Flags=MAINT` reservation (`MAINT`).
+    #[serde(default)]
+    pub maint: bool,
+    /// `MigrateBy=`: epoch seconds by which the drained node is emptied.
+    #[serde(default)]
+    pub migrate_by: Option<i64>,
+    /// The last one-minute load average reported (`CPULoad=`).
+    #[serde(default)]
+    pub cpu_load: Option<f64>,
 }
 
 impl NodeBaseState {
@@ -74,6 +97,14 @@ impl NodeInfo {
         if self.not_responding {
             s.push('*');
         }
+        if self.life.maint {
+            s.push_str("+MAINT");
+        }
+        if self.life.reboot_issued {
+            s.push_str("+REBOOT_ISSUED");
+        } else if self.life.reboot_requested {
+            s.push_str("+REBOOT_REQUESTED");
+        }
         s
     }
 
@@ -83,8 +114,16 @@ impl NodeInfo {
         if self.drain {
             s.push_str("+DRAIN");
         }
+        if self.life.maint {
+            s.push_str("+MAINT");
+        }
         if self.not_responding {
             s.push_str("+NOT_RESPONDING");
+        }
+        if self.life.reboot_issued {
+            s.push_str("+REBOOT_ISSUED");
+        } else if self.life.reboot_requested {
+            s.push_str("+REBOOT_REQUESTED");
         }
         s
     }
@@ -92,6 +131,21 @@ impl NodeInfo {
     /// Slurm's compact state (`sinfo %t`): `idle`, `mix`, `alloc`, `drain`, `drng`, `down`, `unk`,
     /// with `*` when not responding.
     pub fn state_compact(&self) -> String {
+        if self.life.reboot_issued {
+            // Slurm's sinfo: `boot^` while the reboot is under way.
+            return if self.not_responding {
+                "boot^*".into()
+            } else {
+                "boot^".into()
+            };
+        }
+        if self.life.maint && !self.drain && self.base != NodeBaseState::Down {
+            let mut s = String::from("maint");
+            if self.not_responding {
+                s.push('*');
+            }
+            return s;
+        }
         let mut s = String::from(match (self.base, self.drain) {
             (NodeBaseState::Down, _) => "down",
             (NodeBaseState::Idle, true) | (NodeBaseState::Unknown, true) => "drain",
@@ -101,6 +155,10 @@ impl NodeInfo {
             (NodeBaseState::Mixed, false) => "mix",
             (NodeBaseState::Allocated, false) => "alloc",
         });
+        if self.life.reboot_requested {
+            // Slurm's sinfo: `@` marks a node pending reboot.
+            s.push('@');
+        }
         if self.not_responding {
             s.push('*');
         }

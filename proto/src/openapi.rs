@@ -92,11 +92,16 @@ pub fn document() -> Value {
         op::<(), ConfigResponse>(&mut g, paths::CONFIG, "get", "gsctld", "The running configuration (gscontrol show config)"),
         op::<(), AcctResponse>(&mut g, paths::ACCT, "get", "gsctld", "Accounts, users, associations, QOS and fair-share usage (gsacctmgr, gsprio)"),
         op::<AcctChange, AcctChangeResponse>(&mut g, paths::ACCT_UPDATE, "post", "gsctld", "Change the association table (administrators)"),
+        op::<(), api::PricesResponse>(&mut g, paths::PRICES, "get", "gsctld", "Time-of-use prices of the next 24 hours and learned low-load hours (gsinfo --prices, --lowload)"),
         op::<(), PingResponse>(&mut g, paths::NODE_PING, "get", "gsnoded", "Is the node daemon up"),
         op::<LaunchRequest, Ack>(&mut g, paths::NODE_LAUNCH, "post", "gsnoded", "Start a job (from gsctld)"),
         op::<NodeSignalRequest, Ack>(&mut g, paths::NODE_SIGNAL, "post", "gsnoded", "Signal a job's processes (from gsctld)"),
         op::<TerminateRequest, Ack>(&mut g, paths::NODE_TERMINATE, "post", "gsnoded", "End a job: SIGTERM, then SIGKILL after KillWait (from gsctld)"),
         op::<NodeSuspendRequest, Ack>(&mut g, paths::NODE_SUSPEND, "post", "gsnoded", "Freeze or thaw a job (from gsctld)"),
+        op::<(), crate::resv::ReservationsResponse>(&mut g, paths::RESERVATIONS, "get", "gsctld", "Reservations (gscontrol show reservation, gsinfo -T)"),
+        op::<crate::resv::ReservationAction, crate::resv::ReservationActionResponse>(&mut g, paths::RESERVATIONS_UPDATE, "post", "gsctld", "Create, update or delete a reservation (administrators)"),
+        op::<crate::resv::RebootRequest, Ack>(&mut g, paths::NODES_REBOOT, "post", "gsctld", "Reboot nodes with RebootProgram (gscontrol reboot; administrators)"),
+        op::<crate::resv::NodeRebootRequest, Ack>(&mut g, paths::NODE_REBOOT, "post", "gsnoded", "Run RebootProgram (from gsctld)"),
     ];
     let error = schema_value(g.subschema_for::<api::ApiError>());
     let mut paths_obj = Map::new();

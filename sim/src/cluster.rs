@@ -34,6 +34,7 @@ fn node(name: String, cpus: u32, mem_mb: u64) -> NodeView {
         available: true,
         weight: 1,
         features: Vec::new(),
+        penalty: 0,
     }
 }
 
@@ -76,6 +77,7 @@ impl Cluster {
             }],
             running: Vec::new(),
             limits: Vec::new(),
+            blackouts: Vec::new(),
         };
         Ok(Cluster::finish(
             view,
@@ -104,6 +106,7 @@ impl Cluster {
             }],
             running: Vec::new(),
             limits: Vec::new(),
+            blackouts: Vec::new(),
         };
         let n = trace.nodes.len();
         Ok(Cluster::finish(
@@ -150,6 +153,7 @@ impl Cluster {
                 ),
                 weight: n.weight,
                 features: n.features.clone(),
+                penalty: 0,
             })
             .collect();
         let partitions: Vec<PartitionView> = cfg
@@ -206,6 +210,7 @@ impl Cluster {
             partitions,
             running: Vec::new(),
             limits: Vec::new(),
+            blackouts: Vec::new(),
         };
         Ok(Cluster::finish(view, part, Some(sched), describe))
     }

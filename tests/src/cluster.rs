@@ -71,8 +71,8 @@ pub struct ClusterOpts {
     pub auth_none: bool,
     /// The private munged's socket, set by the harness when the cluster uses auth/munge.
     pub munge_socket: Option<PathBuf>,
-    /// The text of a `gres.conf` written beside gsched.conf (the nodes' GPUs).
-    pub gres_conf: Option<String>,
+    /// Other files written beside gsched.conf (`topology.conf`, ...): (name, text).
+    pub files: Vec<(String, String)>,
     /// `Gres=` of every node line (`gpu:a100:2`).
     pub node_gres: Option<String>,
     /// Extra environment of the daemons (fake GPU libraries and tools); a `PATH` entry is
@@ -96,7 +96,7 @@ impl Default for ClusterOpts {
             cgroup_conf: None,
             auth_none: false,
             munge_socket: None,
-            gres_conf: None,
+            files: Vec::new(),
             node_gres: None,
             daemon_env: Vec::new(),
         }
@@ -154,9 +154,9 @@ impl ClusterOpts {
         self
     }
 
-    /// Writes `text` as the cluster's `gres.conf` (the nodes' GPUs).
-    pub fn gres_conf(mut self, text: &str) -> Self {
-        self.gres_conf = Some(text.into());
+    /// Writes `text` as `name` beside gsched.conf (`topology.conf`, ...).
+    pub fn file(mut self, name: &str, text: &str) -> Self {
+        self.files.push((name.into(), text.into()));
         self
     }
 
@@ -480,8 +480,12 @@ impl TestCluster {
         if let Some(cg) = &self.opts.cgroup_conf {
             fs::write(self.root.join("cgroup.conf"), cg).expect("cannot write cgroup.conf");
         }
-        if let Some(g) = &self.opts.gres_conf {
-            fs::write(self.root.join("gres.conf"), g).expect("cannot write gres.conf");
+        for (name, text) in &self.opts.files {
+            let path = self.root.join(name);
+            fs::write(&path, text).expect("cannot write a file beside gsched.conf");
+            if name.ends_with(".sh") {
+                let _ = fs::set_permissions(&path, fs::Permissions::from_mode(0o755));
+            }
         }
     }
 
@@ -598,6 +602,12 @@ impl TestCluster {
             ("SHELL".into(), "/bin/sh".into()),
             ("LANG".into(), "C".into()),
             ("GSCHED_CONF".into(), self.conf.display().to_string()),
+            // Test nodes share one host and one /proc/loadavg: a test gives a node a load
+            // of its own by writing this file (gsnoded reads /proc/loadavg without it).
+            (
+                "GSCHED_LOADAVG_FILE".into(),
+                self.root.join("loadavg-%n").display().to_string(),
+            ),
         ];
         for k in ["RUST_BACKTRACE", "GSCHED_DEBUG", "RUST_LOG"] {
             if let Ok(v) = std::env::var(k) {

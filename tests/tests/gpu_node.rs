@@ -104,12 +104,15 @@ impl Fakes {
         ClusterOpts::named(name)
             .nodes(1)
             .node_gres(&format!("gpu:a100:{gpus}"))
-            .gres_conf(&format!(
+            .file(
+                "gres.conf",
+                &format!(
                 "AutoDetect=nvml\nName=gpu Type=a100 File={}/dev/nvidia[0-{}]\nName=mps Count={}\n",
                 self.dir.path().display(),
                 gpus - 1,
                 100 * gpus
-            ))
+                ),
+            )
             .cgroup_conf(cgroup_conf)
             .daemon_env("LD_LIBRARY_PATH", &self.path("lib").display().to_string())
             .daemon_env("FAKE_NVML_GPUS", &gpus.to_string())

@@ -65,6 +65,7 @@ fn cluster(rng: &mut Rng) -> ClusterView {
             available: true,
             weight: if big { 2 } else { 1 },
             features: Vec::new(),
+            penalty: 0,
         });
     }
     v.partitions.push(PartitionView {

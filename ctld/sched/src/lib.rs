@@ -44,8 +44,11 @@ mod het;
 mod place;
 mod plan;
 pub mod predict;
+pub mod price;
 pub mod priority;
+pub mod score;
 mod timeline;
+pub mod topology;
 
 pub use het::HetMember;
 pub use place::{place, NodeAlloc, Placement};
@@ -71,6 +74,8 @@ pub struct NodeView {
     pub weight: u32,
     /// The node's features (`Features=`), matched by `--constraint`.
     pub features: Vec<String>,
+    /// Scored down for placement by this much (0: not at all); see [`score`].
+    pub penalty: u32,
 }
 
 impl NodeView {
@@ -119,6 +124,27 @@ pub struct ClusterView {
     /// Counted limits (QOS `MaxJobsPerUser`, association `MaxJobs`, ...) that queued jobs
     /// name in [`QueuedJob::limits`]; each start takes from what is left.
     pub limits: Vec<LimitSlot>,
+    /// Windows in which nodes take no job (maintenance reservations): nothing is started or
+    /// planned on a node that would still run when its window begins.
+    pub blackouts: Vec<Blackout>,
+}
+
+/// Nodes that take no job over `[start, end)` (a `Flags=MAINT` reservation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blackout {
+    /// Indices into [`ClusterView::nodes`].
+    pub nodes: Vec<usize>,
+    pub start: i64,
+    pub end: i64,
+}
+
+impl ClusterView {
+    /// Whether node `i` is in a blackout at some time of `[s, e)`.
+    pub fn blacked_out(&self, i: usize, s: i64, e: i64) -> bool {
+        self.blackouts
+            .iter()
+            .any(|b| b.start < e && s < b.end && b.nodes.contains(&i))
+    }
 }
 
 /// What a counted limit counts.
@@ -266,6 +292,9 @@ pub struct NodeFilter {
     /// Node counts (`--constraint=[a*2&b*1]`): per term, which nodes satisfy it and how many
     /// of the placement's nodes (distinct per term) must. Empty: no counts.
     pub counts: Vec<(Vec<bool>, u32)>,
+    /// Topology (`topology/tree`): the nodes' leaf switches and the job's `--switches`
+    /// limit; placement spans as few switches as it can. `None`: no topology.
+    pub topology: Option<Arc<topology::SwitchLimit>>,
 }
 
 impl NodeFilter {
@@ -340,6 +369,7 @@ impl NodeFilter {
             required: req,
             alternatives,
             counts,
+            topology: None,
         }
     }
 
@@ -487,10 +517,22 @@ pub fn decide(
     now: i64,
     config: &SchedConfig,
 ) -> Decisions {
+    decide_inner(view, queue, now, config, &Default::default())
+}
+
+/// [`decide`], where the jobs in `deferred` (time-of-use deferral, `price.rs`: their
+/// `begin_time` is their chosen start) always hold a reservation under backfill.
+pub(crate) fn decide_inner(
+    view: &ClusterView,
+    queue: &[QueuedJob],
+    now: i64,
+    config: &SchedConfig,
+    deferred: &std::collections::BTreeSet<JobId>,
+) -> Decisions {
     match config.policy {
         Policy::Fifo => decide_fifo(view, queue, now, config),
         Policy::Easy { .. } | Policy::Conservative => {
-            backfill::decide_backfill(view, queue, now, config)
+            backfill::decide_backfill(view, queue, now, config, deferred)
         }
     }
 }
@@ -585,7 +627,17 @@ fn decide_fifo(
             let placement = match pl.first_fit_now(p, &job.req, len) {
                 Some(placement) => Some(placement),
                 None if job.req.nodes.is_none() && one_node && !job.req.constrained() => None,
-                None => place(&nodes, &view.partitions[p].nodes, &job.req),
+                None => {
+                    // Nodes whose maintenance window begins before the job would end are
+                    // not candidates (the planner's timeline knows them already).
+                    let cands: Vec<usize> = view.partitions[p]
+                        .nodes
+                        .iter()
+                        .copied()
+                        .filter(|&i| !view.blacked_out(i, now, now.saturating_add(len)))
+                        .collect();
+                    place(&nodes, &cands, &job.req)
+                }
             };
             if let Some(placement) = placement {
                 if let Some(r) = left.refuses(job, &placement, view) {

@@ -95,7 +95,7 @@ pub fn place(nodes: &[NodeView], candidates: &[usize], req: &ResourceRequest) ->
         .map(|i| (i, capacity(&nodes[i], req)))
         .filter(|&(_, c)| c > 0)
         .collect();
-    cands.sort_by_key(|&(i, _)| (nodes[i].weight, i));
+    cands.sort_by_key(|&(i, _)| crate::score::preference(&nodes[i], i));
     cands.dedup_by_key(|c| c.0);
     place_caps(&cands, req, |i| (nodes[i].cpus, nodes[i].mem_mb))
 }
@@ -112,6 +112,20 @@ pub(crate) fn place_caps(
     let Some(f) = req.filter.as_deref() else {
         return place_required(cands, req, &[], &node_res);
     };
+    if let Some(t) = f.topology.as_deref() {
+        // Over as few leaf switches as possible (topology.rs), then the rules below.
+        return t.place_with(cands, |sub| place_filtered(sub, req, f, &node_res));
+    }
+    place_filtered(cands, req, f, &node_res)
+}
+
+/// [`place_caps`] with the filter `f` (matching OR, node counts, required nodes).
+fn place_filtered(
+    cands: &[(usize, u32)],
+    req: &ResourceRequest,
+    f: &crate::NodeFilter,
+    node_res: &impl Fn(usize) -> (u32, u64),
+) -> Option<Placement> {
     if !f.alternatives.is_empty() {
         // Matching OR: the first alternative, in order, whose nodes hold the job.
         return f.alternatives.iter().find_map(|alt| {
@@ -120,10 +134,10 @@ pub(crate) fn place_caps(
                 .copied()
                 .filter(|&(i, _)| alt.get(i).copied().unwrap_or(false))
                 .collect();
-            place_with_counts(&sub, req, f, &node_res)
+            place_with_counts(&sub, req, f, node_res)
         });
     }
-    place_with_counts(cands, req, f, &node_res)
+    place_with_counts(cands, req, f, node_res)
 }
 
 /// [`place_required`] after choosing, for every node count term of `f`, the first nodes in

@@ -344,7 +344,7 @@ impl<'a> Planner<'a> {
                     .copied()
                     .filter(|&i| i < view.nodes.len() && view.nodes[i].available)
                     .collect();
-                v.sort_by_key(|&i| (view.nodes[i].weight, i));
+                v.sort_by_key(|&i| crate::score::preference(&view.nodes[i], i));
                 v.dedup();
                 v
             })

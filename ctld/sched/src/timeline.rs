@@ -176,7 +176,19 @@ impl Timeline {
                 NodeLine { steps }
             })
             .collect();
-        Timeline { now, lines }
+        let mut tl = Timeline { now, lines };
+        // Maintenance windows: the whole node is taken over the window.
+        for b in &view.blackouts {
+            if b.end <= now {
+                continue;
+            }
+            for &i in &b.nodes {
+                if let Some(n) = view.nodes.get(i) {
+                    tl.add(i, b.start, b.end, n.cpus, n.mem_mb);
+                }
+            }
+        }
+        tl
     }
 
     /// Puts `cpus`/`mem_mb` in use on `node` over `[s, e)`.

@@ -9,7 +9,8 @@
 //! horizon 604800           # optional, seconds
 //! default_limit 86400      # optional, seconds, for jobs without a time limit
 //! plan_depth 2             # optional: planned estimates, then "not before" bounds
-//! node n1 cpus=4 mem=8000 [weight=1] [down]
+//! node n1 cpus=4 mem=8000 [weight=1] [down] [penalty=10] [switch=0]  # load score, leaf switch
+//! maint n1,n2 start=+600 end=+4200                   # a maintenance window (Blackout)
 //! partition batch nodes=n1,n2 [maxtime=60] [down]   # default: one partition "all"
 //! running 100 end=+3600 n1:4c n2:2c/1000m           # end=unlimited for no limit
 //! job 1 n=16 t=120 [N=4] [c=1] [tpn=4] [mem=1000 | mempercpu=100 | mem=0]
@@ -19,6 +20,7 @@
 //! limit u1 jobs=2 reason=QOSMaxJobsPerUserLimit      # or cpus=N; before the jobs naming it
 //!       [het=10+1/3]           # component 1 of the 3 of het job 10
 //!       [C=[r1|r2]]            # --constraint (a&b, a|b, (a|b)&c, [a|b], [a*2&b*1])
+//!       [topo] [sw=1]          # topology/tree placement (the nodes' switch=), --switches
 //! == decisions
 //! start 2 in all on n3:4c            # "limit 45" added when --time-min lowered it
 //! wait 1 Resources, reserved at +3600 on n1:4c,n2:4c,n3:4c,n4:4c
@@ -36,6 +38,7 @@ use gsched_sched::{
 };
 
 struct Scenario {
+    switch_of: Vec<Option<u32>>,
     limit_names: Vec<String>,
     view: ClusterView,
     queue: Vec<QueuedJob>,
@@ -52,6 +55,7 @@ fn time(v: &str, now: i64) -> i64 {
 
 fn parse(text: &str) -> Scenario {
     let mut s = Scenario {
+        switch_of: Vec::new(),
         limit_names: Vec::new(),
         view: ClusterView::default(),
         queue: Vec::new(),
@@ -93,17 +97,29 @@ fn parse(text: &str) -> Scenario {
             "horizon" => s.config.horizon_secs = rest[0].parse().unwrap(),
             "default_limit" => s.config.default_limit_secs = rest[0].parse().unwrap(),
             "plan_depth" => s.config.plan_depth = rest[0].parse().unwrap(),
-            "node" => s.view.nodes.push(NodeView {
-                name: rest[0].into(),
-                cpus: kv("cpus").unwrap().parse().unwrap(),
-                mem_mb: kv("mem").map_or(0, |m| m.parse().unwrap()),
-                alloc_cpus: 0,
-                alloc_mem_mb: 0,
-                available: !flag("down"),
-                weight: kv("weight").map_or(1, |w| w.parse().unwrap()),
-                features: kv("features")
-                    .map_or(Vec::new(), |f| f.split(',').map(String::from).collect()),
+            "node" => s.view.nodes.push({
+                s.switch_of.push(kv("switch").map(|w| w.parse().unwrap()));
+                NodeView {
+                    name: rest[0].into(),
+                    cpus: kv("cpus").unwrap().parse().unwrap(),
+                    mem_mb: kv("mem").map_or(0, |m| m.parse().unwrap()),
+                    alloc_cpus: 0,
+                    alloc_mem_mb: 0,
+                    available: !flag("down"),
+                    weight: kv("weight").map_or(1, |w| w.parse().unwrap()),
+                    features: kv("features")
+                        .map_or(Vec::new(), |f| f.split(',').map(String::from).collect()),
+                    penalty: kv("penalty").map_or(0, |p| p.parse().unwrap()),
+                }
             }),
+            "maint" => {
+                let nodes = rest[0].split(',').map(|n| node_index(&s.view, n)).collect();
+                s.view.blackouts.push(gsched_sched::Blackout {
+                    nodes,
+                    start: time(kv("start").unwrap(), s.now),
+                    end: time(kv("end").unwrap(), s.now),
+                });
+            }
             "partition" => {
                 parts_declared = true;
                 let nodes = kv("nodes")
@@ -219,15 +235,25 @@ fn parse(text: &str) -> Scenario {
                             })
                             .collect()
                     }),
-                    het: kv("het").map(|h| {
-                        let (leader, rest) = h.split_once('+').expect("het=N+K/COUNT");
-                        let (offset, count) = rest.split_once('/').expect("het=N+K/COUNT");
-                        HetMember {
-                            leader: leader.parse().unwrap(),
-                            offset: offset.parse().unwrap(),
-                            count: count.parse().unwrap(),
-                        }
-                    }),
+                    het: None,
+                });
+                if flag("topo") || kv("sw").is_some() {
+                    let req = &mut s.queue.last_mut().unwrap().req;
+                    let mut f = req.filter.as_deref().cloned().unwrap_or_default();
+                    f.topology = Some(std::sync::Arc::new(gsched_sched::topology::SwitchLimit {
+                        leaf: s.switch_of.clone(),
+                        max_switches: kv("sw").map(|w| w.parse().unwrap()),
+                    }));
+                    req.filter = Some(std::sync::Arc::new(f));
+                }
+                s.queue.last_mut().unwrap().het = kv("het").map(|h| {
+                    let (leader, rest) = h.split_once('+').expect("het=N+K/COUNT");
+                    let (offset, count) = rest.split_once('/').expect("het=N+K/COUNT");
+                    HetMember {
+                        leader: leader.parse().unwrap(),
+                        offset: offset.parse().unwrap(),
+                        count: count.parse().unwrap(),
+                    }
                 });
             }
             k => panic!("unknown line kind {k}"),

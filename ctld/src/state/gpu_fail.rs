@@ -108,7 +108,8 @@ mod tests {
         assert_eq!(j.restarts, 1);
         assert!(j.nodes.is_empty() && j.start_time.is_none());
         assert!(st.usage.by_assoc[&key] < 1.0, "{:?}", st.usage.by_assoc);
-        // It runs again.
+        // It runs again (the nodes heard from lately, or they would count as not responding).
+        register_all(&mut st, 1199);
         st.schedule(1200);
         assert_eq!(st.jobs[&a].info.state, JobState::Running);
         // A report of the old run is ignored.

@@ -1,4 +1,4 @@
-//! The `gpu_samples` table (migration 3): GPU utilization and memory per GPU and per job,
+//! The `gpu_samples` table (migration 5): GPU utilization and memory per GPU and per job,
 //! as the nodes sample them (`GpuSampleInterval`) and send them with their heartbeats. Kept
 //! [`GPU_SAMPLE_DAYS`] days for the monitoring and idle-GPU work.
 

@@ -12,7 +12,7 @@ use gsched_proto::api::{
     self, paths, Ack, ApiError, ErrorCode, LaunchRequest, NodeSignalRequest, PingResponse,
     TerminateRequest,
 };
-pub use gsched_proto::server::{check_request, request_peer, ApiErr, Body, ConnPeer};
+pub use gsched_proto::server::{check_request, request_peer, ApiErr, Body};
 use std::sync::Arc;
 
 async fn auth_layer(State(node): State<Arc<Node>>, mut req: Request, next: Next) -> Response {
@@ -50,6 +50,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(paths::NODE_SIGNAL, post(signal))
         .route(paths::NODE_TERMINATE, post(terminate))
         .route(paths::NODE_SUSPEND, post(suspend))
+        .route(paths::NODE_REBOOT, post(reboot))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(node.clone(), auth_layer))
         .layer(DefaultBodyLimit::max(api::MAX_BODY_BYTES))
@@ -95,6 +96,24 @@ async fn terminate(
     Body(req): Body<TerminateRequest>,
 ) -> Result<Json<Ack>, ApiErr> {
     node.terminate(req).await?;
+    Ok(Json(Ack { ok: true }))
+}
+
+/// `scontrol reboot`: run `RebootProgram`.
+async fn reboot(
+    State(node): Node_,
+    Body(req): Body<gsched_proto::resv::NodeRebootRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    tracing::warn!("reboot requested: running {}", req.program);
+    super::life::reboot(&req.program).map_err(|e| {
+        ApiErr(ApiError::new(
+            ErrorCode::Internal,
+            format!(
+                "node {}: cannot run RebootProgram {}: {e}",
+                node.settings.node, req.program
+            ),
+        ))
+    })?;
     Ok(Json(Ack { ok: true }))
 }
 

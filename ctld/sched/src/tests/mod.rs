@@ -13,6 +13,7 @@ fn node(name: &str, cpus: u32, mem: u64) -> NodeView {
         available: true,
         weight: 1,
         features: Vec::new(),
+        penalty: 0,
     }
 }
 
@@ -29,6 +30,7 @@ fn cluster(n: usize, cpus: u32, mem: u64) -> ClusterView {
         }],
         running: Vec::new(),
         limits: Vec::new(),
+        blackouts: Vec::new(),
     }
 }
 

@@ -1,0 +1,371 @@
+//! Reservations (`scontrol create|update|delete|show reservation`, `sinfo -T`) and the
+//! switch map of `topology/tree`: what of the node lifecycle the scheduler core gets as data.
+//!
+//! A reservation holds whole nodes over `[start, end)`. gsched has no `--reservation` yet, so
+//! no job runs in one: the scheduler core gets each reservation as a
+//! [`gsched_sched::Blackout`], and starts or plans no job that would still run on its nodes
+//! when it begins (jobs that end before it still backfill). That is what a maintenance
+//! reservation (`Flags=MAINT`) is for. Reservations are kept in the store (one row each) and
+//! forgotten once over, as Slurm does.
+
+use super::{internal, State};
+use crate::store::{Store, StoreError};
+use gsched_proto::api::{ApiError, ErrorCode};
+use gsched_proto::auth::Identity;
+use gsched_proto::config::Config;
+use gsched_proto::job::JobState;
+use gsched_proto::lifecycle::TopologyPlugin;
+use gsched_proto::node::NodeLifeInfo;
+use gsched_proto::resv::{ReservationAction, ReservationInfo, ReservationSpec, RESV_FLAGS};
+use gsched_proto::topology_conf::Topology;
+
+/// The stored reservations.
+pub(super) fn load(store: &Store) -> Result<Vec<ReservationInfo>, StoreError> {
+    let mut v = Vec::new();
+    for (name, rec) in store.load_reservations()? {
+        match serde_json::from_str::<ReservationInfo>(&rec) {
+            Ok(r) => v.push(r),
+            Err(e) => tracing::error!("reservation {name}: unreadable record ({e}); skipped"),
+        }
+    }
+    v.sort_by(|a, b| (a.start_time, &a.name).cmp(&(b.start_time, &b.name)));
+    Ok(v)
+}
+
+/// Each node's leaf switch under `TopologyPlugin=topology/tree` (gsctld checked at start
+/// that `topology.conf` reads); empty otherwise.
+pub(super) fn switches(cfg: &Config, nodes: &[super::NodeRt]) -> Vec<Option<u32>> {
+    if cfg.lifecycle.topology != TopologyPlugin::Tree {
+        return Vec::new();
+    }
+    match Topology::load_beside(&cfg.path) {
+        Ok(t) => {
+            let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+            t.leaf_of(&names)
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            Vec::new()
+        }
+    }
+}
+
+fn bad(msg: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::BadRequest, msg)
+}
+
+impl State {
+    /// The scheduler core's blackouts: every reservation not over yet.
+    pub(super) fn blackouts(&self) -> Vec<gsched_sched::Blackout> {
+        self.resvs
+            .iter()
+            .map(|r| gsched_sched::Blackout {
+                nodes: r
+                    .nodes
+                    .iter()
+                    .filter_map(|n| self.node_index.get(n).copied())
+                    .collect(),
+                start: r.start_time,
+                end: r.end_time,
+            })
+            .collect()
+    }
+
+    /// `req` with the topology (`topology/tree`) for a job that may span nodes: as few leaf
+    /// switches as possible, at most `--switches=N` until its wait is over.
+    pub(super) fn with_topology(
+        &self,
+        mut req: gsched_sched::ResourceRequest,
+        info: &gsched_proto::job::JobInfo,
+        now: i64,
+    ) -> gsched_sched::ResourceRequest {
+        if self.switch_of.is_empty() {
+            return req;
+        }
+        let spans = req.nodes.is_some_and(|n| n >= 2)
+            || (req.nodes.is_none() && req.tasks.max(1) > 1)
+            || info.spec.switches.is_some();
+        if !spans {
+            return req;
+        }
+        let max_switches = info
+            .spec
+            .switches
+            .filter(|s| now < info.submit_time + i64::from(s.wait_secs))
+            .map(|s| s.count);
+        let mut f = req.filter.as_deref().cloned().unwrap_or_default();
+        f.topology = Some(std::sync::Arc::new(gsched_sched::topology::SwitchLimit {
+            leaf: self.switch_of.clone(),
+            max_switches,
+        }));
+        req.filter = Some(std::sync::Arc::new(f));
+        req
+    }
+
+    /// Forgets reservations that are over.
+    pub(super) fn expire_reservations(&mut self, now: i64) {
+        let over: Vec<String> = self
+            .resvs
+            .iter()
+            .filter(|r| r.end_time <= now)
+            .map(|r| r.name.clone())
+            .collect();
+        for name in over {
+            tracing::info!("reservation {name} is over");
+            if let Err(e) = self.store.delete_reservation(&name) {
+                tracing::error!("cannot remove reservation {name} from the store: {e}");
+            }
+            self.resvs.retain(|r| r.name != name);
+        }
+    }
+
+    /// The lifecycle flags of node `i` for the API.
+    pub(super) fn node_life_info(&self, i: usize, now: i64) -> NodeLifeInfo {
+        let n = &self.nodes[i];
+        NodeLifeInfo {
+            reboot_requested: n
+                .admin
+                .reboot
+                .as_ref()
+                .is_some_and(|r| r.issued_at.is_none()),
+            reboot_issued: n
+                .admin
+                .reboot
+                .as_ref()
+                .is_some_and(|r| r.issued_at.is_some()),
+            maint: self.resvs.iter().any(|r| {
+                r.flags.iter().any(|f| f == "MAINT")
+                    && r.start_time <= now
+                    && now < r.end_time
+                    && r.nodes.contains(&n.name)
+            }),
+            migrate_by: n.admin.migrate_by,
+            cpu_load: n.life.load.map(|l| l.load_avg),
+        }
+    }
+
+    /// `scontrol create|update|delete reservation` (administrators only). Returns the
+    /// reservation's name.
+    pub fn reservation_action(
+        &mut self,
+        action: &ReservationAction,
+        who: Identity,
+        now: i64,
+    ) -> Result<String, ApiError> {
+        if !self.is_admin(&who) {
+            return Err(ApiError::plain(ErrorCode::AccessDenied));
+        }
+        match action {
+            ReservationAction::Delete { name } => {
+                if !self.resvs.iter().any(|r| &r.name == name) {
+                    return Err(ApiError::new(
+                        ErrorCode::ReservationInvalid,
+                        format!("Requested reservation is invalid: no reservation {name}"),
+                    ));
+                }
+                self.store.delete_reservation(name).map_err(internal)?;
+                self.resvs.retain(|r| &r.name != name);
+                Ok(name.clone())
+            }
+            ReservationAction::Create(spec) => {
+                let r = self.new_reservation(spec, &who, now)?;
+                let name = r.name.clone();
+                self.save_reservation(r)?;
+                Ok(name)
+            }
+            ReservationAction::Update(spec) => {
+                let name = spec
+                    .name
+                    .clone()
+                    .ok_or_else(|| bad("ReservationName= names the reservation to update"))?;
+                let old = self
+                    .resvs
+                    .iter()
+                    .find(|r| r.name == name)
+                    .cloned()
+                    .ok_or_else(|| {
+                        ApiError::new(
+                            ErrorCode::ReservationInvalid,
+                            format!("Requested reservation is invalid: no reservation {name}"),
+                        )
+                    })?;
+                let r = self.apply(old, spec, now, false)?;
+                self.save_reservation(r)?;
+                Ok(name)
+            }
+        }
+    }
+
+    fn save_reservation(&mut self, r: ReservationInfo) -> Result<(), ApiError> {
+        let rec = serde_json::to_string(&r).unwrap_or_default();
+        self.store
+            .save_reservation(&r.name, &rec)
+            .map_err(internal)?;
+        self.resvs.retain(|x| x.name != r.name);
+        self.resvs.push(r);
+        self.resvs
+            .sort_by(|a, b| (a.start_time, &a.name).cmp(&(b.start_time, &b.name)));
+        Ok(())
+    }
+
+    fn new_reservation(
+        &self,
+        spec: &ReservationSpec,
+        who: &Identity,
+        now: i64,
+    ) -> Result<ReservationInfo, ApiError> {
+        if spec.start_time.is_none() {
+            return Err(bad(
+                "StartTime= is required (now, now+1hour, or YYYY-MM-DDTHH:MM[:SS])",
+            ));
+        }
+        if spec.end_time.is_none() && spec.duration_min.is_none() {
+            return Err(bad("Duration= or EndTime= is required"));
+        }
+        if spec.nodes.is_none() {
+            return Err(bad(
+                "Nodes= is required (gsched reserves whole nodes: Nodes=n[1-4] or Nodes=ALL)",
+            ));
+        }
+        if spec.users.as_ref().is_none_or(|u| u.is_empty()) {
+            return Err(bad("Users= is required (the users the reservation is for)"));
+        }
+        let name = match &spec.name {
+            Some(n) => {
+                if self.resvs.iter().any(|r| &r.name == n) {
+                    return Err(ApiError::plain(ErrorCode::ReservationNameDup));
+                }
+                n.clone()
+            }
+            None => {
+                // Slurm's default name: the first user, an underscore and a number.
+                let user = spec
+                    .users
+                    .as_ref()
+                    .and_then(|u| u.first().cloned())
+                    .unwrap_or_else(|| who.uid.to_string());
+                (1..)
+                    .map(|k| format!("{user}_{k}"))
+                    .find(|n| !self.resvs.iter().any(|r| &r.name == n))
+                    .expect("some name is free")
+            }
+        };
+        let base = ReservationInfo {
+            name,
+            start_time: 0,
+            end_time: 0,
+            nodes: Vec::new(),
+            flags: Vec::new(),
+            users: Vec::new(),
+            cpus: 0,
+        };
+        self.apply(base, spec, now, true)
+    }
+
+    /// `r` with the values of `spec`, checked.
+    fn apply(
+        &self,
+        mut r: ReservationInfo,
+        spec: &ReservationSpec,
+        now: i64,
+        creating: bool,
+    ) -> Result<ReservationInfo, ApiError> {
+        let duration = r.end_time - r.start_time;
+        if let Some(s) = spec.start_time {
+            if s < now - 60 && (creating || s != r.start_time) {
+                return Err(ApiError::new(
+                    ErrorCode::ReservationInvalid,
+                    "Requested reservation is invalid: StartTime= is in the past",
+                ));
+            }
+            r.start_time = s.max(now.min(s));
+            if !creating && spec.end_time.is_none() && spec.duration_min.is_none() {
+                r.end_time = r.start_time + duration;
+            }
+        }
+        match (spec.end_time, spec.duration_min) {
+            (Some(_), Some(_)) => return Err(bad("give Duration= or EndTime=, not both")),
+            (Some(e), None) => r.end_time = e,
+            (None, Some(d)) => r.end_time = r.start_time + i64::from(d) * 60,
+            (None, None) => {}
+        }
+        if r.end_time <= r.start_time {
+            return Err(ApiError::new(
+                ErrorCode::ReservationInvalid,
+                "Requested reservation is invalid: it must end after it starts",
+            ));
+        }
+        if let Some(expr) = &spec.nodes {
+            let names = if expr.eq_ignore_ascii_case("ALL") {
+                self.nodes.iter().map(|n| n.name.clone()).collect()
+            } else {
+                State::expand_nodes(expr)?
+            };
+            let mut idx = Vec::new();
+            for n in names {
+                match self.node_index.get(&n) {
+                    Some(&i) => idx.push(i),
+                    None => {
+                        return Err(ApiError::new(
+                            ErrorCode::InvalidNodeName,
+                            format!("Invalid node name specified: {n}"),
+                        ))
+                    }
+                }
+            }
+            idx.sort_unstable();
+            idx.dedup();
+            if idx.is_empty() {
+                return Err(bad("Nodes= names no node"));
+            }
+            r.nodes = idx.iter().map(|&i| self.nodes[i].name.clone()).collect();
+            r.cpus = idx.iter().map(|&i| self.nodes[i].cpus).sum();
+        }
+        if let Some(flags) = &spec.flags {
+            let mut v = Vec::new();
+            for f in flags {
+                let up = f.trim().to_ascii_uppercase();
+                if !RESV_FLAGS.contains(&up.as_str()) {
+                    return Err(bad(format!(
+                        "reservation flag {f} is not supported by gsched (supported: {})",
+                        RESV_FLAGS.join(", ")
+                    )));
+                }
+                if !v.contains(&up) {
+                    v.push(up);
+                }
+            }
+            r.flags = v;
+        }
+        if let Some(users) = &spec.users {
+            for u in users {
+                if gsched_proto::users::resolve_user(u).is_none() {
+                    return Err(ApiError::new(
+                        ErrorCode::BadRequest,
+                        format!("Invalid user id: {u} is not a user on this host"),
+                    ));
+                }
+            }
+            r.users = users.clone();
+        }
+        // Slurm refuses a reservation over nodes whose jobs would still run when it
+        // begins, unless IGNORE_JOBS.
+        if !r.flags.iter().any(|f| f == "IGNORE_JOBS") {
+            let busy = self.jobs.values().find(|j| {
+                matches!(j.info.state, JobState::Running | JobState::Completing)
+                    && j.info.nodes.iter().any(|n| r.nodes.contains(n))
+                    && self.planned_end(&j.info, None) > r.start_time
+            });
+            if let Some(j) = busy {
+                return Err(ApiError::new(
+                    ErrorCode::NodesBusy,
+                    format!(
+                        "Requested nodes are busy: job {} runs on them past the start (wait for it, or add Flags=IGNORE_JOBS)",
+                        j.info.job_id
+                    ),
+                ));
+            }
+        }
+        Ok(r)
+    }
+}

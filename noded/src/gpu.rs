@@ -222,6 +222,30 @@ pub fn attribute(
     }
 }
 
+/// A job's GPU utilization from the newest sample of each GPU: the highest over its GPUs, a
+/// whole GPU counting as a whole and a shared one by the job's own processes. `None` without
+/// GPUs or samples.
+pub fn job_utilization(
+    job: JobId,
+    allocs: &[GpuAlloc],
+    latest: &std::collections::BTreeMap<u32, GpuSample>,
+) -> Option<u32> {
+    allocs
+        .iter()
+        .filter_map(|a| {
+            let s = latest.get(&a.index)?;
+            Some(match a.share {
+                None => s.util_percent,
+                Some(_) => s
+                    .jobs
+                    .iter()
+                    .find(|j| j.job_id == job)
+                    .map_or(0, |j| j.util_percent),
+            })
+        })
+        .max()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,6 +369,39 @@ mod tests {
         assert!(check_allocs(&[mps(0, 0, 0)], &devs)
             .unwrap_err()
             .contains("0%"));
+    }
+
+    #[test]
+    fn job_utilization_is_the_busiest_gpu() {
+        let sample = |index, util, jobs: Vec<GpuJobSample>| GpuSample {
+            time: 1,
+            index,
+            util_percent: util,
+            mem_used_mb: 0,
+            jobs,
+        };
+        let latest = std::collections::BTreeMap::from([
+            (0, sample(0, 10, vec![])),
+            (1, sample(1, 70, vec![])),
+            (
+                2,
+                sample(
+                    2,
+                    90,
+                    vec![GpuJobSample {
+                        job_id: 5,
+                        util_percent: 4,
+                        mem_used_mb: 0,
+                    }],
+                ),
+            ),
+        ]);
+        assert_eq!(job_utilization(5, &[whole(0), whole(1)], &latest), Some(70));
+        // On a shared GPU only the job's own processes count.
+        assert_eq!(job_utilization(5, &[mps(2, 50, 0)], &latest), Some(4));
+        assert_eq!(job_utilization(6, &[mps(2, 50, 0)], &latest), Some(0));
+        assert_eq!(job_utilization(5, &[], &latest), None);
+        assert_eq!(job_utilization(5, &[whole(3)], &latest), None);
     }
 
     #[test]

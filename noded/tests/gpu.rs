@@ -12,7 +12,8 @@
 //! environment, device access through the real cgroup v1 devices controller, MPS daemon
 //! commands and per-job limits, `quit` after the last job (across a gsnoded restart), a dead
 //! MPS daemon killing its co-tenants with `gpu_failure` in their reports, and GPU samples with
-//! per-job figures in the heartbeats.
+//! per-job figures (and each job's GPU utilization for the invalid-job ladder) in the
+//! heartbeats.
 //!
 //! Needs root (mknod, cgroups) and the v1 devices controller; skips with a message otherwise.
 
@@ -533,6 +534,31 @@ fn gpus_registered_isolated_shared_and_sampled() {
             })
         })
     });
+
+    // The invalid-job ladder's input: job 3's GPU utilization is its own processes' share.
+    wait_until(
+        "job 3's GPU utilization in a heartbeat",
+        Duration::from_secs(20),
+        || {
+            node.seen.lock().unwrap().heartbeats.iter().any(|h| {
+                h.progress
+                    .iter()
+                    .any(|p| p.job_id == 3 && p.gpu_util_percent == Some(40))
+            })
+        },
+    );
+    // Job 4 runs no process on the GPU: 0 %, which the ladder may call idle.
+    wait_until(
+        "job 4's GPU utilization in a heartbeat",
+        Duration::from_secs(20),
+        || {
+            node.seen.lock().unwrap().heartbeats.iter().any(|h| {
+                h.progress
+                    .iter()
+                    .any(|p| p.job_id == 4 && p.gpu_util_percent == Some(0))
+            })
+        },
+    );
 
     // The MPS daemon dies: both co-tenants are killed and reported as GPU failures.
     let daemon: i32 = std::fs::read_to_string(node.spool().join("mps/gpu2/pipe/fake-daemon.pid"))

@@ -48,6 +48,10 @@ impl Node {
 
     /// A job ended (or its launch failed): its MPS daemon stops if it was the last user.
     pub(crate) async fn end_mps(&self, id: JobId) {
+        self.job_gpus
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
         if let Some(mps) = self.mps.clone() {
             let _ = tokio::task::spawn_blocking(move || mps.job_gone(id)).await;
         }
@@ -129,6 +133,12 @@ impl Node {
             let samples = tokio::task::spawn_blocking(move || node.sample_once())
                 .await
                 .unwrap_or_default();
+            {
+                let mut latest = self.gpu_latest.lock().unwrap_or_else(|p| p.into_inner());
+                for s in &samples {
+                    latest.insert(s.index, s.clone());
+                }
+            }
             let mut pending = self.gpu_samples.lock().unwrap_or_else(|p| p.into_inner());
             pending.extend(samples);
             let over = pending.len().saturating_sub(MAX_PENDING_SAMPLES);
@@ -166,6 +176,31 @@ impl Node {
             }
         }
         out
+    }
+
+    /// The utilization of a running job's GPUs for the invalid-job ladder: the highest of its
+    /// GPUs' newest samples (for a shared GPU, the job's own processes' share). `None` for a
+    /// job without GPUs, or before the first sample (blocking: may read launch.json).
+    pub(crate) fn job_gpu_util(&self, id: JobId, folder: &std::path::Path) -> Option<u32> {
+        if self.settings.gpus.backend.is_none() {
+            return None;
+        }
+        let gpus = {
+            let mut cache = self.job_gpus.lock().unwrap_or_else(|p| p.into_inner());
+            cache
+                .entry(id)
+                .or_insert_with(|| {
+                    crate::jobdir::JobDir::new(folder)
+                        .read_launch()
+                        .ok()
+                        .flatten()
+                        .map(|l| l.request.gpus)
+                        .unwrap_or_default()
+                })
+                .clone()
+        };
+        let latest = self.gpu_latest.lock().unwrap_or_else(|p| p.into_inner());
+        crate::gpu::job_utilization(id, &gpus, &latest)
     }
 
     /// The samples for the next heartbeat.

@@ -152,6 +152,10 @@ pub struct Node {
     pub(crate) mps: Option<Arc<crate::mps::Mps>>,
     /// GPU samples not yet sent with a heartbeat.
     pub(crate) gpu_samples: Mutex<Vec<gsched_proto::gpu_sample::GpuSample>>,
+    /// The newest sample of each GPU (the invalid-job ladder's GPU utilization).
+    pub(crate) gpu_latest: Mutex<BTreeMap<u32, gsched_proto::gpu_sample::GpuSample>>,
+    /// The GPUs of each running job, read from its launch.json once.
+    pub(crate) job_gpus: Mutex<BTreeMap<JobId, Vec<gsched_proto::gpu::GpuAlloc>>>,
 }
 
 impl std::fmt::Debug for Node {
@@ -191,6 +195,8 @@ impl Node {
             cores: Mutex::new(cores),
             mps,
             gpu_samples: Mutex::new(Vec::new()),
+            gpu_latest: Mutex::new(BTreeMap::new()),
+            job_gpus: Mutex::new(BTreeMap::new()),
             settings,
             auth,
             client,

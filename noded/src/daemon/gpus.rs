@@ -182,9 +182,7 @@ impl Node {
     /// GPUs' newest samples (for a shared GPU, the job's own processes' share). `None` for a
     /// job without GPUs, or before the first sample (blocking: may read launch.json).
     pub(crate) fn job_gpu_util(&self, id: JobId, folder: &std::path::Path) -> Option<u32> {
-        if self.settings.gpus.backend.is_none() {
-            return None;
-        }
+        self.settings.gpus.backend.as_ref()?;
         let gpus = {
             let mut cache = self.job_gpus.lock().unwrap_or_else(|p| p.into_inner());
             cache

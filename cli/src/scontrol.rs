@@ -111,10 +111,10 @@ fn import_slurm_conf(out: &mut Out, args: &[String]) {
             for d in &imp.dropped {
                 out.stderr.push(format!("not carried over: {d}"));
             }
-            if let Some(cg) = &imp.cgroup_conf {
+            for f in imp.gres_conf.iter().chain(&imp.cgroup_conf) {
                 out.stderr.push(format!(
                     "import-slurm-conf: {} is read by gsched as it is: copy it beside the new gsched.conf",
-                    cg.display()
+                    f.display()
                 ));
             }
             out.stderr.push(format!(

@@ -480,6 +480,7 @@ async fn heartbeat(
         let r = st.heartbeat(&req.name, &req.running, t);
         if r.is_some() {
             st.record_progress(&req.progress, t);
+            st.record_gpu_samples(&req.name, &req.gpu_samples, t);
         }
         r
     };

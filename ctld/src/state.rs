@@ -30,6 +30,8 @@ mod client_opts;
 pub mod health;
 mod het;
 pub use arrays::ArrayRt;
+mod gpu_fail;
+mod gpu_samples;
 mod ladder;
 mod limits;
 mod notices;
@@ -1846,6 +1848,9 @@ impl State {
     /// A job with OOM kills ends OUT_OF_MEMORY even when its script exited 0 (a child was
     /// killed), unless it was cancelled or timed out first, as in Slurm.
     pub fn complete(&mut self, req: &JobCompleteRequest, now: i64) -> Result<(), ApiError> {
+        if let Some(r) = self.complete_gpu_failure(req, now) {
+            return r;
+        }
         let job = self
             .jobs
             .get_mut(&req.job_id)
@@ -2400,6 +2405,7 @@ pub(crate) mod tests {
             terminated_for: None,
             oom_kills: 0,
             usage: None,
+            gpu_failure: None,
         };
         st.complete(&done, 1010).unwrap();
         assert_eq!(st.jobs[&a].info.state, JobState::Failed);
@@ -2432,6 +2438,7 @@ pub(crate) mod tests {
             terminated_for: None,
             oom_kills: 1,
             usage: Some(usage),
+            gpu_failure: None,
         };
         st.complete(&done, 1010).unwrap();
         let info = &st.jobs[&a].info;

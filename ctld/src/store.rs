@@ -44,7 +44,15 @@ const MIGRATIONS: &[&str] = &[
     "CREATE TABLE steps (job_id INTEGER NOT NULL, step_id INTEGER NOT NULL,
         state TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (job_id, step_id));
      CREATE INDEX steps_state ON steps(state);",
+    // 6: GPU usage samples from the nodes' heartbeats, kept 14 days; job_id
+    // NULL is the whole GPU, else one job's part of it.
+    "CREATE TABLE gpu_samples (node TEXT NOT NULL, time INTEGER NOT NULL, gpu INTEGER NOT NULL,
+        job_id INTEGER, util INTEGER NOT NULL, mem_mb INTEGER NOT NULL);
+     CREATE INDEX gpu_samples_time ON gpu_samples(time);
+     CREATE INDEX gpu_samples_job ON gpu_samples(job_id);",
 ];
+
+mod gpu_samples;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -14,12 +14,16 @@
 //! * [`cgroup`] — the core allocator and the limits of a job's cgroup (`cgroup.conf`).
 //! * [`step`] — job steps (`gsrun`): the step folder and `gsstepd --step`, which runs one
 //!   node's tasks of a step.
+//! * [`gpu`] — a job's GPU environment and device rules, GPU samples per job (`gres.conf`).
+//! * [`mps`] — one CUDA MPS control daemon per shared GPU.
 //! * [`sys`] — the only module with `unsafe` code (raw system calls).
 
 pub mod cgroup;
 pub mod daemon;
 pub mod env;
+pub mod gpu;
 pub mod jobdir;
+pub mod mps;
 pub mod procfs;
 pub mod step;
 pub mod stepd;

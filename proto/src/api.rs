@@ -559,6 +559,11 @@ pub struct JobCompleteRequest {
     /// What the job used, read from its cgroup.
     #[serde(default)]
     pub usage: Option<crate::job::JobUsage>,
+    /// gsnoded killed the job because the MPS daemon or server of a GPU it shared died: not
+    /// the job's fault, so the controller requeues it without charging it. The text says what
+    /// failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_failure: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -643,6 +648,9 @@ pub struct RegisterResponse {
 pub struct HeartbeatRequest {
     pub name: String,
     pub running: Vec<RunningJob>,
+    /// GPU usage sampled since the last heartbeat (`GpuSampleInterval`); empty without GPUs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_samples: Vec<crate::gpu_sample::GpuSample>,
     /// The node's measured CPU load (load-aware placement); `None` from older daemons.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::resv::NodeLoad>,

@@ -349,6 +349,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "DefaultWattsPerCPU",
     "LearnLowLoadWindows",
     "LowLoadThreshold",
+    "GpuSampleInterval",
 ];
 
 /// `NodeName=` attributes gsched implements (`Procs` and `Feature` are Slurm's old
@@ -1004,6 +1005,9 @@ pub struct Config {
     /// `MessageTimeout=` seconds, default 10: how long a daemon waits for a client that has
     /// opened a connection to send its request (or the rest of it) before dropping it.
     pub message_timeout: u32,
+    /// gsched: `GpuSampleInterval=` seconds between GPU usage samples on the nodes
+    /// (default 30; 0 turns sampling off).
+    pub gpu_sample_interval: u32,
     /// `AuthType=`, default `auth/munge`.
     pub auth_type: AuthType,
     /// `AuthInfo=` as written.
@@ -1581,6 +1585,7 @@ struct Globals {
     slurmd_timeout: Option<u32>,
     max_job_count: Option<u32>,
     message_timeout: Option<u32>,
+    gpu_sample_interval: Option<u32>,
     auth_type: Option<AuthType>,
     auth_info: Option<String>,
     slurm_user: Option<String>,
@@ -1811,6 +1816,7 @@ impl Parser {
             "MessageTimeout" => {
                 g.message_timeout = Some(parse_u32(value).map_err(err)?.clamp(1, 3600))
             }
+            "GpuSampleInterval" => g.gpu_sample_interval = Some(parse_u32(value).map_err(err)?),
             "AuthType" => {
                 g.auth_type = Some(match value.to_ascii_lowercase().as_str() {
                     "auth/munge" => AuthType::Munge,
@@ -2249,6 +2255,7 @@ impl Parser {
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
             max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),
             message_timeout: g.message_timeout.unwrap_or(10),
+            gpu_sample_interval: g.gpu_sample_interval.unwrap_or(30),
             auth_type: g.auth_type.unwrap_or(AuthType::Munge),
             auth_info: g.auth_info,
             slurm_user: g.slurm_user.unwrap_or_else(|| "root".to_string()),

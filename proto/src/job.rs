@@ -151,6 +151,9 @@ pub enum Reason {
     PriceWindow,
     /// The job could not end before its `--deadline` (Slurm's `DeadLine`).
     DeadLine,
+    /// gsched: requeued because the MPS daemon or server of a GPU it shared died (the job
+    /// is not charged for that run).
+    GpuMpsFailure,
 }
 
 impl Reason {
@@ -185,6 +188,7 @@ impl Reason {
             Reason::IdleGPU => "IdleGPU",
             Reason::PriceWindow => "PriceWindow",
             Reason::DeadLine => "DeadLine",
+            Reason::GpuMpsFailure => "GpuMpsFailure",
         }
     }
 }

@@ -13,6 +13,8 @@ pub mod config;
 pub mod constraint;
 pub mod depend;
 pub mod gpu;
+pub mod gpu_sample;
+pub mod gres_conf;
 pub mod het;
 pub mod hostlist;
 pub mod job;

@@ -27,6 +27,8 @@ pub enum ImportError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Cgroup(#[from] crate::cgroup_conf::CgroupConfError),
+    #[error(transparent)]
+    Gres(#[from] crate::gres_conf::GresConfError),
 }
 
 /// The outcome of an import.
@@ -38,6 +40,8 @@ pub struct Import {
     pub dropped: Vec<String>,
     /// A cgroup.conf that gsched reads as it is: copy it beside the new gsched.conf.
     pub cgroup_conf: Option<PathBuf>,
+    /// A gres.conf that gsched reads as it is (checked): copy it beside the new gsched.conf.
+    pub gres_conf: Option<PathBuf>,
 }
 
 /// What happens to one `Key=Value` of a line.
@@ -67,6 +71,7 @@ pub fn import(
         ),
         dropped: Vec::new(),
         cgroup_conf: None,
+        gres_conf: None,
     };
     convert(&text, slurm_conf, 0, &mut out)?;
     let dir = slurm_conf.parent().unwrap_or(Path::new("."));
@@ -75,16 +80,10 @@ pub fn import(
         None => Some(dir.join(name)).filter(|p| p.exists()),
     };
     if let Some(path) = find(gres_conf, "gres.conf") {
+        // gsched reads gres.conf itself (beside gsched.conf), in Slurm's syntax: checked here.
         let text = read(&path, None)?;
-        for (line, content) in logical_lines(&text) {
-            if !content.trim().is_empty() {
-                out.dropped.push(format!(
-                    "{}:{line}: {}: generic resources (GPUs) are not scheduled by gsched yet",
-                    path.display(),
-                    content.trim()
-                ));
-            }
-        }
+        crate::gres_conf::GresConf::parse(&text, &path)?;
+        out.gres_conf = Some(path);
     }
     if let Some(path) = find(cgroup_conf, "cgroup.conf") {
         // gsched reads cgroup.conf itself (beside gsched.conf), in Slurm's syntax: it is
@@ -324,10 +323,12 @@ mod tests {
             vec![
                 format!("{d0}/slurm.conf:4: AccountingStorageHost=dbd: {NOT_YET}"),
                 format!("{d0}/slurm.conf:6: TmpDisk=5000: {NOT_YET} on NodeName lines"),
-                format!("{d0}/slurm.conf:9: DownNodes=n2 State=DOWN: DownNodes lines are {NOT_YET}"),
-                format!("{d0}/gres.conf:2: NodeName=n1 Name=gpu File=/dev/nvidia0: generic resources (GPUs) are not scheduled by gsched yet"),
+                format!(
+                    "{d0}/slurm.conf:9: DownNodes=n2 State=DOWN: DownNodes lines are {NOT_YET}"
+                ),
             ]
         );
+        assert_eq!(imp.gres_conf, Some(d.path().join("gres.conf")));
         // What comes out loads without a single warning.
         let cfg = Config::parse(text, Path::new("x")).unwrap();
         assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);

@@ -119,3 +119,41 @@ fn cgroup_conf_page_renders_without_groff_warnings() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && err.trim().is_empty(), "{err}");
 }
+
+const GRES_PAGE: &str = include_str!("../../man/man5/gres.conf.5");
+
+/// `gres.conf(5)` documents exactly the keys of `gres.conf` the parser implements.
+#[test]
+fn gres_conf_page_documents_exactly_its_keys() {
+    use gsched_proto::gres_conf::GRES_KEYS;
+    let mut doc = BTreeSet::new();
+    let lines: Vec<&str> = GRES_PAGE.lines().collect();
+    for w in lines.windows(2) {
+        if w[0].trim() == ".TP" {
+            if let Some(rest) = w[1].strip_prefix("\\fB") {
+                if let Some(end) = rest.find("\\fR") {
+                    doc.insert(rest[..end].to_string());
+                }
+            }
+        }
+    }
+    let accepted: BTreeSet<String> = GRES_KEYS.iter().map(|k| k.to_string()).collect();
+    assert_eq!(doc, accepted, "man/man5/gres.conf.5 and GRES_KEYS differ");
+}
+
+#[test]
+fn gres_conf_page_renders_without_groff_warnings() {
+    let Ok(out) = std::process::Command::new("groff")
+        .args(["-wall", "-man", "-Tutf8", "-z"])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../man/man5/gres.conf.5"
+        ))
+        .output()
+    else {
+        eprintln!("groff not installed: rendering not checked");
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.trim().is_empty(), "{err}");
+}

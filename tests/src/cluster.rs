@@ -73,6 +73,11 @@ pub struct ClusterOpts {
     pub munge_socket: Option<PathBuf>,
     /// Other files written beside gsched.conf (`topology.conf`, ...): (name, text).
     pub files: Vec<(String, String)>,
+    /// `Gres=` of every node line (`gpu:a100:2`).
+    pub node_gres: Option<String>,
+    /// Extra environment of the daemons (fake GPU libraries and tools); a `PATH` entry is
+    /// put in front of the harness's `PATH`.
+    pub daemon_env: Vec<(String, String)>,
 }
 
 impl Default for ClusterOpts {
@@ -92,6 +97,8 @@ impl Default for ClusterOpts {
             auth_none: false,
             munge_socket: None,
             files: Vec::new(),
+            node_gres: None,
+            daemon_env: Vec::new(),
         }
     }
 }
@@ -153,6 +160,18 @@ impl ClusterOpts {
         self
     }
 
+    /// `Gres=gres` on every node line.
+    pub fn node_gres(mut self, gres: &str) -> Self {
+        self.node_gres = Some(gres.into());
+        self
+    }
+
+    /// Sets `key=value` in the daemons' environment (`PATH`: put in front of the harness's).
+    pub fn daemon_env(mut self, key: &str, value: &str) -> Self {
+        self.daemon_env.push((key.into(), value.into()));
+        self
+    }
+
     /// `AuthType=auth/none` even where MUNGE is available.
     pub fn auth_none(mut self) -> Self {
         self.auth_none = true;
@@ -196,9 +215,13 @@ pub fn render_config(
     for (name, port) in opts.node_names().iter().zip(node_ports) {
         let _ = writeln!(
             s,
-            "NodeName={name} NodeAddr=127.0.0.1 Port={port} CPUs={} RealMemory={} State=UNKNOWN{}",
+            "NodeName={name} NodeAddr=127.0.0.1 Port={port} CPUs={} RealMemory={} State=UNKNOWN{}{}",
             opts.cpus,
             opts.real_memory_mb,
+            opts.node_gres
+                .as_ref()
+                .map(|g| format!(" Gres={g}"))
+                .unwrap_or_default(),
             opts.node_features
                 .iter()
                 .find(|(n, _)| n == name)
@@ -916,10 +939,19 @@ impl TestCluster {
             now_secs()
         );
         let err = log.try_clone().expect("cannot clone log handle");
+        let mut env = self.base_env();
+        for (k, v) in &self.opts.daemon_env {
+            let v = match env.iter().find(|(x, _)| x == "PATH") {
+                Some((_, base)) if k == "PATH" => format!("{v}:{base}"),
+                _ => v.clone(),
+            };
+            env.retain(|(x, _)| x != k);
+            env.push((k.clone(), v));
+        }
         let child = Command::new(bins::bin(binary))
             .args(args)
             .env_clear()
-            .envs(self.base_env())
+            .envs(env)
             .current_dir(&self.root)
             .stdin(Stdio::null())
             .stdout(log)

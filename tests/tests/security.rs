@@ -399,6 +399,7 @@ fn node_calls_from_ordinary_users_are_refused() {
         terminated_for: None,
         oom_kills: 0,
         usage: None,
+        gpu_failure: None,
     };
     let (code, msg) = api_error(
         ctld_with(&c, &as_user()).post::<_, serde_json::Value>(paths::JOBS_COMPLETE, &done),
@@ -409,6 +410,7 @@ fn node_calls_from_ordinary_users_are_refused() {
         running: Vec::new(),
         progress: Vec::new(),
         load: None,
+        gpu_samples: Vec::new(),
     };
     let (code, msg) = api_error(
         ctld_with(&c, &as_user()).post::<_, serde_json::Value>(paths::NODES_HEARTBEAT, &beat),

@@ -365,6 +365,7 @@ mod tests {
             terminated_for: None,
             oom_kills: 0,
             usage: None,
+            gpu_failure: None,
         };
         st.complete(&done, 1002).unwrap();
         assert_eq!(st.jobs[&n].info.state, JobState::Cancelled);

@@ -499,6 +499,7 @@ mod tests {
             terminated_for: Some(TerminateReason::NotAssigned),
             oom_kills: 0,
             usage: None,
+            gpu_failure: None,
         };
         st.complete(&report, 1304).unwrap();
         assert_eq!(st.jobs[&a].info.state, JobState::Running);
@@ -594,6 +595,7 @@ mod tests {
             terminated_for: None,
             oom_kills: 0,
             usage: None,
+            gpu_failure: None,
         };
         st.complete(&done, 1003).unwrap();
         let e = st.schedule(1004);

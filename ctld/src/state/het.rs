@@ -343,6 +343,7 @@ mod tests {
             terminated_for: None,
             oom_kills: 0,
             usage: None,
+            gpu_failure: None,
         };
         st.complete(&done, 1200).unwrap();
         st.schedule(1201);

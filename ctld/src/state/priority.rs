@@ -385,6 +385,7 @@ mod tests {
             terminated_for: None,
             oom_kills: 0,
             usage: None,
+            gpu_failure: None,
         };
         st.launch_result(id, start, Ok(()), start);
         st.complete(&done, end).unwrap();

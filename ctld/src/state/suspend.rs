@@ -136,6 +136,7 @@ mod tests {
             terminated_for: Some(TerminateReason::TimeLimit),
             oom_kills: 0,
             usage: None,
+            gpu_failure: None,
         };
         st.complete(&done, 1165).unwrap();
         assert_eq!(st.jobs[&a].info.state, JobState::Timeout);

@@ -19,7 +19,8 @@ use tokio::signal::unix::{signal, SignalKind};
 /// The gsched node daemon: runs the jobs the controller assigns to this node.
 ///
 /// A cgroup.conf beside the configuration file puts every job in its own cgroup (memory,
-/// cores, process tracking; see cgroup.conf(5)).
+/// cores, process tracking; see cgroup.conf(5)). A gres.conf beside it names the node's GPUs
+/// (or AutoDetect=nvml finds them through libnvidia-ml.so.1; see gres.conf(5)).
 #[derive(Parser, Debug)]
 #[command(name = "gsnoded", disable_version_flag = true)]
 struct Args {
@@ -102,6 +103,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut settings = NodeSettings::from_config(&cfg, &node_name, &path, stepd)?;
     settings.cgroups = cgroup_setup(&path, &settings)?;
+    settings.gpus = gpu_setup(&path, &cfg, &settings)?;
     let auth = gsched_auth::from_config(&cfg)?;
 
     let host = cfg
@@ -212,6 +214,73 @@ fn cgroup_setup(
         handle,
         conf,
     }))
+}
+
+/// Finds the node's GPUs as `gres.conf` beside the config says (none without the file), and
+/// compares them with the node's `Gres=` in the config: a mismatch is logged and the node
+/// registers what it really has.
+fn gpu_setup(
+    config: &std::path::Path,
+    cfg: &Config,
+    settings: &NodeSettings,
+) -> anyhow::Result<gsched_noded::gpu::GpuSetup> {
+    use gsched_proto::gres_conf::{AutoDetect, GresConf};
+    let node = &settings.node;
+    let configured = cfg.node(node).map(|n| n.gres.clone()).unwrap_or_default();
+    let Some(conf) = GresConf::load_beside(config)? else {
+        if configured.iter().any(|g| g.name == "gpu") {
+            tracing::warn!(
+                "node {node} has Gres=gpu in {} but there is no gres.conf beside it; the node registers no GPU (write a gres.conf, e.g. AutoDetect=nvml)",
+                config.display()
+            );
+        }
+        return Ok(settings.gpus.clone());
+    };
+    let backend = match conf.for_node(node).autodetect {
+        Some(AutoDetect::Nvml) => Some(std::sync::Arc::new(
+            gsched_gpu::nvml::NvmlBackend::open(None)
+                .with_context(|| format!("{} asks for AutoDetect=nvml", conf.path.display()))?,
+        ) as std::sync::Arc<dyn gsched_gpu::GpuBackend>),
+        _ => None,
+    };
+    let inv = gsched_gpu::inventory(&conf, node, backend)?;
+    for w in &inv.warnings {
+        tracing::warn!("{w}");
+    }
+    if let Some(w) = gsched_gpu::check_config(node, &configured, &inv.devices) {
+        tracing::warn!("{w}");
+    }
+    for d in &inv.devices {
+        tracing::info!(
+            "GPU {}: type {} file {} memory {} MiB{}{}",
+            d.index,
+            if d.type_name.is_empty() {
+                "-"
+            } else {
+                &d.type_name
+            },
+            d.file,
+            d.memory_mb,
+            d.uuid
+                .as_deref()
+                .map(|u| format!(" {u}"))
+                .unwrap_or_default(),
+            if d.mig {
+                " (MIG mode: handed out whole)"
+            } else {
+                ""
+            }
+        );
+    }
+    tracing::info!(
+        "node {node} has {} GPU(s) (Gres={})",
+        inv.devices.len(),
+        gsched_gpu::gres_string(&inv.devices)
+    );
+    Ok(gsched_noded::gpu::GpuSetup::from_inventory(
+        inv,
+        settings.gpus.sample_interval,
+    ))
 }
 
 async fn bind(addrs: &[SocketAddr]) -> std::io::Result<tokio::net::TcpListener> {

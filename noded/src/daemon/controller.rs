@@ -42,7 +42,7 @@ async fn register(node: &Arc<Node>) -> RegisterResponse {
             boot_time: node.boot_time,
             start_time: node.start_time,
             running: node.running(),
-            gpus: Vec::new(),
+            gpus: node.settings.gpus.devices.clone(),
         };
         let client = node.client.clone();
         let answer = tokio::task::spawn_blocking(move || {
@@ -90,12 +90,17 @@ async fn heartbeat_until_unregistered(node: &Arc<Node>, interval: Duration) {
             running: node.running(),
             progress,
             load: super::life::sample(&node.settings.node, node.settings.cpus),
+            gpu_samples: node.take_gpu_samples(),
         };
         let client = node.client.clone();
+        let sent = req.gpu_samples.clone();
         let answer = tokio::task::spawn_blocking(move || {
             client.post::<_, HeartbeatResponse>(paths::NODES_HEARTBEAT, &req)
         })
         .await;
+        if !matches!(answer, Ok(Ok(_))) {
+            node.put_back_gpu_samples(sent);
+        }
         match answer {
             Ok(Ok(r)) => {
                 if failing {

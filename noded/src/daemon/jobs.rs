@@ -96,7 +96,19 @@ fn report_from(
         terminated_for,
         oom_kills: status.oom_kills,
         usage: status.usage,
+        gpu_failure: None,
     }
+}
+
+/// The file in a job folder that says the job was killed because its MPS daemon or server
+/// died (written before the kill, so a restarted gsnoded reports the same).
+pub(crate) const GPU_FAILURE_FILE: &str = "gpu_failure";
+
+fn read_gpu_failure(dir: &JobDir) -> Option<String> {
+    std::fs::read_to_string(dir.file(GPU_FAILURE_FILE))
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 /// How a gsstepd ended without a `status.json`.
@@ -146,7 +158,7 @@ fn final_status(dir: &JobDir, start_time: i64, missing: Missing) -> StatusFile {
 
 /// Every process of a job: the descendants of its gsstepd (gsstepd excluded) and, with
 /// cgroups, every process in the job's cgroup (which nothing escapes).
-fn job_processes(id: JobId, stepd: Stepd, cgroup: Option<&JobCgroup>) -> Vec<i32> {
+pub(crate) fn job_processes(id: JobId, stepd: Stepd, cgroup: Option<&JobCgroup>) -> Vec<i32> {
     let mut procs = if stepd.is_alive() {
         procfs::descendants(stepd.pid)
     } else {
@@ -269,7 +281,10 @@ fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
     let ended = |status: StatusFile| Found::Ended {
         id,
         start_time,
-        report: report_from(node, id, start_time, &status, terminated_for),
+        report: JobCompleteRequest {
+            gpu_failure: read_gpu_failure(&dir),
+            ..report_from(node, id, start_time, &status, terminated_for)
+        },
         dir: dir.clone(),
         cgroup: cgroup.clone(),
     };
@@ -347,6 +362,9 @@ impl Node {
     /// `POST /v1/node/launch`.
     pub(crate) async fn launch(self: &Arc<Self>, req: LaunchRequest) -> Result<(), ApiError> {
         env::check_request(&req).map_err(|m| ApiError::new(ErrorCode::BadRequest, m))?;
+        crate::gpu::check_allocs(&req.gpus, &self.settings.gpus.devices).map_err(|m| {
+            ApiError::new(ErrorCode::BadRequest, format!("job {}: {m}", req.job_id))
+        })?;
         if !self.is_root && req.uid != self.own_uid {
             return Err(ApiError::new(
                 ErrorCode::AccessDenied,
@@ -411,6 +429,7 @@ impl Node {
             Err(msg) => {
                 self.jobs().remove(&id);
                 self.cores().release(id);
+                self.end_mps(id).await;
                 let path = dir.path().to_path_buf();
                 let _ = blocking(move || std::fs::remove_dir_all(path)).await;
                 tracing::error!("job {id}: launch failed: {msg}");
@@ -440,7 +459,14 @@ impl Node {
                         c
                     }
                 };
-                let limits = setup.limits(&req, &cores);
+                let mut limits = setup.limits(&req, &cores);
+                // ConstrainDevices: the node's GPUs the job was not given are denied.
+                if let Some(denied) = &mut limits.denied_devices {
+                    denied.extend(crate::gpu::denied_devices(
+                        &self.settings.gpus.devices,
+                        &req.gpus,
+                    ));
+                }
                 let handle = setup.handle.clone();
                 let made = blocking(move || {
                     let cg = handle.open();
@@ -456,9 +482,19 @@ impl Node {
             }
             None => None,
         };
+        self.start_mps(&req).await?;
+        let mut environment = env::job_environment(&req, &node, &self.settings.config_path);
+        let constrained = self
+            .settings
+            .cgroups
+            .as_ref()
+            .is_some_and(|c| c.conf.constrain_devices);
+        for (k, v) in crate::gpu::environment(&req.gpus, constrained, &self.settings.spool_dir) {
+            env::set_var(&mut environment, &k, v);
+        }
         let launch = LaunchFile {
             cgroup: cgroup.clone(),
-            environment: env::job_environment(&req, &node, &self.settings.config_path),
+            environment,
             stdout: stdio.stdout,
             stderr: stdio.stderr,
             stdin: stdio.stdin,
@@ -570,12 +606,15 @@ impl Node {
             if let Some(cg) = &cgroup {
                 remove_cgroup(id, cg);
             }
-            report_from(&node, id, start_time, &status, terminated_for)
+            let mut r = report_from(&node, id, start_time, &status, terminated_for);
+            r.gpu_failure = read_gpu_failure(&dir);
+            r
         })
         .await;
         self.cores().release(id);
         // The job's steps end with it (as when Slurm's batch step ends).
         self.job_steps_end(id).await;
+        self.end_mps(id).await;
         match report {
             Ok(report) => {
                 tracing::info!(
@@ -940,6 +979,7 @@ impl Node {
         let spool = self.settings.spool_dir.clone();
         let held: Vec<JobId> = self.jobs().keys().copied().collect();
         let _ = blocking(move || super::steps::sweep_stale_step_dirs(&spool, &held)).await;
+        self.forget_mps_of_ended_jobs().await;
     }
 
     /// Removes the cgroups of jobs this node no longer holds (left by a crash or a reboot

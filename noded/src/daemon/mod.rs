@@ -12,8 +12,11 @@
 //! * `jobs` — the job table, launch, signal, terminate, watching, reports, re-adoption.
 //! * `controller` — registration and heartbeats.
 //! * `steps` — job steps (`gsrun`): launch, signal, output for gsrun.
+//! * `controller` — registration and heartbeats (with the GPUs found and their samples).
+//! * `gpus` — MPS daemons at launch and end, their watch, and GPU sampling.
 
 mod controller;
+mod gpus;
 mod jobs;
 pub mod life;
 mod progress;
@@ -64,6 +67,8 @@ pub struct NodeSettings {
     /// Job cgroups (`cgroup.conf` beside the config); `None`: jobs are tracked as gsstepd's
     /// descendants only and nothing is confined.
     pub cgroups: Option<crate::cgroup::CgroupSetup>,
+    /// The node's GPUs (`gres.conf` beside the config; none without one).
+    pub gpus: crate::gpu::GpuSetup,
 }
 
 /// Why gsnoded cannot start.
@@ -106,6 +111,10 @@ impl NodeSettings {
             slurm_uid: gsched_proto::users::user_by_name(&cfg.slurm_user).map(|u| u.uid),
             stepd,
             cgroups: None,
+            gpus: crate::gpu::GpuSetup {
+                sample_interval: cfg.gpu_sample_interval,
+                ..Default::default()
+            },
         })
     }
 }
@@ -144,6 +153,14 @@ pub struct Node {
     pub(crate) cores: Mutex<crate::cgroup::CoreAllocator>,
     /// Job steps running (or ended, not yet collected) here.
     pub(crate) steps: Mutex<BTreeMap<(JobId, u32), steps::StepRt>>,
+    /// The MPS daemons of shared GPUs (when the node has GPUs).
+    pub(crate) mps: Option<Arc<crate::mps::Mps>>,
+    /// GPU samples not yet sent with a heartbeat.
+    pub(crate) gpu_samples: Mutex<Vec<gsched_proto::gpu_sample::GpuSample>>,
+    /// The newest sample of each GPU (the invalid-job ladder's GPU utilization).
+    pub(crate) gpu_latest: Mutex<BTreeMap<u32, gsched_proto::gpu_sample::GpuSample>>,
+    /// The GPUs of each running job, read from its launch.json once.
+    pub(crate) job_gpus: Mutex<BTreeMap<JobId, Vec<gsched_proto::gpu::GpuAlloc>>>,
 }
 
 impl std::fmt::Debug for Node {
@@ -173,9 +190,19 @@ impl Node {
             Client::new(settings.controller.clone(), auth.clone()).with_timeout(CONTROLLER_TIMEOUT);
         let own_uid = nix::unistd::getuid().as_raw();
         let cores = crate::cgroup::CoreAllocator::new(settings.cpus);
+        let mps = (!settings.gpus.devices.is_empty()).then(|| {
+            Arc::new(crate::mps::Mps::new(
+                Box::new(crate::mps::RealControl::default()),
+                &settings.spool_dir,
+            ))
+        });
         Ok(Arc::new(Node {
             cores: Mutex::new(cores),
             steps: Mutex::new(BTreeMap::new()),
+            mps,
+            gpu_samples: Mutex::new(Vec::new()),
+            gpu_latest: Mutex::new(BTreeMap::new()),
+            job_gpus: Mutex::new(BTreeMap::new()),
             settings,
             auth,
             client,
@@ -221,11 +248,15 @@ impl Node {
     ) -> std::io::Result<()> {
         self.adopt_spool().await;
         let ctl = tokio::spawn(controller::run(self.clone()));
+        let gpu_tasks = self.clone().start_gpu_tasks();
         let timeout = std::time::Duration::from_secs(self.settings.message_timeout.into());
         let result =
             gsched_proto::server::serve_api(listener, router(self.clone()), timeout, shutdown)
                 .await;
         ctl.abort();
+        for t in gpu_tasks {
+            t.abort();
+        }
         result
     }
 }

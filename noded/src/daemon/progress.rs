@@ -101,7 +101,7 @@ impl Node {
                     start_time: s.start_time,
                     cpu_usec,
                     output_bytes,
-                    gpu_util_percent: None,
+                    gpu_util_percent: self.job_gpu_util(s.job_id, &s.folder),
                 }
             })
             .collect()

@@ -21,6 +21,7 @@
 //! joins the step's before it drops root and execs, and gsstepd (or gsnoded, if gsstepd is
 //! gone) kills what is left, reads the OOM counter and the usage, and removes them.
 
+pub mod bpf;
 pub mod fake;
 mod fsutil;
 pub mod v1;

@@ -6,8 +6,8 @@
 //! Processes live only in leaves (`step_*`), as v2 requires. Killing is `cgroup.kill`
 //! (Linux 5.14+; else freeze, SIGKILL, repeat), freezing is `cgroup.freeze`, OOM kills are
 //! the `oom_kill` of the job's `memory.events` (hierarchical), the peak is `memory.peak`, CPU
-//! time is `cpu.stat` (always present). Device rules need an eBPF program on v2, which
-//! gsched does not load: a non-empty deny list is refused with a clear error.
+//! time is `cpu.stat` (always present). Device rules are an eBPF program attached to the
+//! job's cgroup ([`crate::bpf`]).
 
 use crate::fsutil::{self, format_cpu_list};
 use crate::{
@@ -145,14 +145,11 @@ impl Cgroups for V2 {
         }
         if let Some(rules) = &limits.denied_devices {
             if !rules.is_empty() {
-                return Err(CgroupError::Unsupported(format!(
-                    "ConstrainDevices on cgroup/v2 needs an eBPF device filter, which gsched does not load yet; cannot deny {}",
-                    rules
-                        .iter()
-                        .map(|r| r.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
+                crate::bpf::attach(&dir, rules).map_err(|e| {
+                    CgroupError::Unsupported(format!(
+                        "ConstrainDevices on cgroup/v2 denies devices with an eBPF program: {e} (gsnoded needs root; or use CgroupPlugin=cgroup/v1, or turn ConstrainDevices off)"
+                    ))
+                })?;
             }
         }
         Ok(())
@@ -323,8 +320,12 @@ mod tests {
             }]),
             ..JobLimits::default()
         };
+        // A fake tree is no cgroup: the program cannot be attached there, and says so.
         let e = v2.create_job(4, &denied).unwrap_err().to_string();
-        assert!(e.contains("eBPF device filter"), "{e}");
+        assert!(
+            e.contains("ConstrainDevices on cgroup/v2 denies devices with an eBPF program"),
+            "{e}"
+        );
     }
 
     #[test]

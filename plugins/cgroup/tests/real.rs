@@ -176,6 +176,53 @@ fn v1_devices_deny_rule_applies() {
     assert!(text.contains("null-denied"), "{text}");
 }
 
+/// The v2 device filter (an eBPF program) as the kernel runs it: /dev/null (c 1:3) denied,
+/// /dev/zero (c 1:5) usable, in the job's step below the cgroup that holds the program. (The
+/// script reads /dev/zero through a pipe: a redirection to /dev/null would be denied too.)
+#[test]
+fn v2_device_filter_applies() {
+    let Some(mount) = v2_mount().filter(|_| is_root()) else {
+        eprintln!("skipping: needs root and a cgroup2 mount");
+        return;
+    };
+    let h = CgroupHandle {
+        version: Version::V2,
+        mount: mount.clone(),
+        subdir: subdir("v2dev"),
+    };
+    let cg = h.open();
+    cg.prepare(&Wanted::default()).unwrap();
+    let limits = JobLimits {
+        denied_devices: Some(vec![gsched_cgroup::DeviceRule {
+            kind: 'c',
+            major: 1,
+            minor: Some(3),
+            access: "rwm".into(),
+        }]),
+        ..JobLimits::default()
+    };
+    cg.create_job(14, &limits).unwrap();
+    let procs = cg.create_step(14, "batch").unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("read go; if [ \"$(head -c1 /dev/zero | wc -c)\" = 1 ]; then echo zero-ok; fi; if cat /dev/null 2>/dev/null; then echo null-ok; else echo null-denied; fi")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    join_and_go(&mut child, &procs);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    cg.kill(14, Duration::from_secs(5)).unwrap();
+    cg.remove_job(14).unwrap();
+    let _ = std::fs::remove_dir(mount.join(&h.subdir));
+    assert!(
+        text.contains("zero-ok") && text.contains("null-denied"),
+        "{text}"
+    );
+}
+
 #[test]
 fn v1_pids_limit_stops_forks() {
     if !is_root() || !std::path::Path::new("/sys/fs/cgroup/pids/cgroup.procs").is_file() {

@@ -446,6 +446,7 @@ impl State {
     fn request_of(&self, spec: &JobSpec) -> ResourceRequest {
         let filter = self.node_filter(spec).ok().flatten();
         let mut req = ResourceRequest {
+            gpu: None,
             nodes: spec.nodes,
             tasks: spec.total_tasks(),
             cpus_per_task: spec.cpus_per_task(),
@@ -669,6 +670,7 @@ impl State {
             .nodes
             .iter()
             .map(|n| NodeView {
+                gpus: Vec::new(),
                 name: n.name.clone(),
                 cpus: n.cpus,
                 mem_mb: n.mem_mb,
@@ -1416,6 +1418,7 @@ impl State {
                 .iter()
                 .enumerate()
                 .map(|(i, n)| NodeView {
+                    gpus: Vec::new(),
                     name: n.name.clone(),
                     cpus: n.cpus,
                     mem_mb: n.mem_mb,
@@ -1430,6 +1433,7 @@ impl State {
                 .parts
                 .iter()
                 .map(|p| PartitionView {
+                    gpu_multiuser: false,
                     name: p.name.clone(),
                     nodes: p.nodes.clone(),
                     up: p.state == PartitionStateInfo::Up,
@@ -1450,6 +1454,7 @@ impl State {
                         .enumerate()
                         .filter_map(|(k, n)| {
                             Some(NodeAlloc {
+                                gpus: Vec::new(),
                                 node: *self.node_index.get(n)?,
                                 cpus: j.info.cpus_per_node.get(k).copied().unwrap_or(0),
                                 mem_mb: j.extra.alloc_mem.get(k).copied().unwrap_or(0),
@@ -1682,7 +1687,7 @@ impl State {
                 }
                 continue;
             }
-            let a = start.placement.nodes[0];
+            let a = &start.placement.nodes[0];
             let info = job.info.clone();
             let full = self.launch_info(&info);
             let req = crate::env::launch_request(

@@ -26,6 +26,7 @@ pub struct Cluster {
 
 fn node(name: String, cpus: u32, mem_mb: u64) -> NodeView {
     NodeView {
+        gpus: Vec::new(),
         name,
         cpus,
         mem_mb,
@@ -69,6 +70,7 @@ impl Cluster {
                 .map(|i| node(format!("n{i:05}"), cpus, mem_mb))
                 .collect(),
             partitions: vec![PartitionView {
+                gpu_multiuser: false,
                 name: "sim".into(),
                 nodes: (0..nodes as usize).collect(),
                 up: true,
@@ -97,6 +99,7 @@ impl Cluster {
                 .map(|n| node(n.name.clone(), n.cpus, n.mem_mb))
                 .collect(),
             partitions: vec![PartitionView {
+                gpu_multiuser: false,
                 name: "sim".into(),
                 nodes: (0..trace.nodes.len()).collect(),
                 up: true,
@@ -137,6 +140,7 @@ impl Cluster {
             .nodes
             .iter()
             .map(|n| NodeView {
+                gpus: Vec::new(),
                 name: n.name.clone(),
                 cpus: n.cpus,
                 mem_mb: n.real_memory_mb,
@@ -156,6 +160,7 @@ impl Cluster {
             .partitions
             .iter()
             .map(|p| PartitionView {
+                gpu_multiuser: false,
                 name: p.name.clone(),
                 nodes: p
                     .nodes

@@ -123,6 +123,7 @@ fn minutes(secs: i64) -> u32 {
 
 fn request(j: &TraceJob) -> ResourceRequest {
     ResourceRequest {
+        gpu: None,
         nodes: j.one_node.then_some(1),
         tasks: j.tasks.max(1),
         cpus_per_task: j.cpus_per_task.max(1),

@@ -410,6 +410,7 @@ async fn register(
         boot_time: req.boot_time,
         daemon_start: req.start_time,
         running: &req.running,
+        gpus: &req.gpus,
     };
     let kill = sh.lock().register(&report, now())?;
     tracing::info!("node {} registered ({} jobs)", req.name, req.running.len());

@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 mod arrays;
 mod client_opts;
+mod gpus;
 mod het;
 pub use arrays::ArrayRt;
 mod limits;
@@ -163,6 +164,9 @@ pub struct NodeRt {
     pub boot_time: Option<i64>,
     pub daemon_start: Option<i64>,
     pub version: Option<String>,
+    /// The node's GPUs: as gsnoded registered them, else as its config declares them
+    /// (`state/gpus.rs`).
+    pub gpus: Vec<gsched_proto::gpu::GpuDevice>,
 }
 
 #[derive(Debug, Clone)]
@@ -173,6 +177,8 @@ pub struct PartRt {
     pub max_time: Option<u32>,
     pub default_time: Option<u32>,
     pub state: PartitionStateInfo,
+    /// `GpuSharing=multiuser`.
+    pub gpu_multiuser: bool,
 }
 
 /// The whole controller state.
@@ -261,6 +267,7 @@ impl State {
                 boot_time: None,
                 daemon_start: None,
                 version: None,
+                gpus: gpus::gpus_from_config(n),
             });
         }
         let mut parts = Vec::new();
@@ -279,6 +286,7 @@ impl State {
                 default: p.default,
                 max_time: p.max_time,
                 default_time: p.default_time,
+                gpu_multiuser: p.gpu_multiuser,
                 state: match p.state {
                     PartitionState::Up => PartitionStateInfo::Up,
                     PartitionState::Down => PartitionStateInfo::Down,
@@ -443,10 +451,10 @@ impl State {
         self.parts.iter().position(|p| p.default)
     }
 
-    fn request_of(&self, spec: &JobSpec) -> ResourceRequest {
+    fn request_of(&self, spec: &JobSpec, uid: u32) -> ResourceRequest {
         let filter = self.node_filter(spec).ok().flatten();
         let mut req = ResourceRequest {
-            gpu: None,
+            gpu: Self::gpu_need(spec, uid),
             nodes: spec.nodes,
             tasks: spec.total_tasks(),
             cpus_per_task: spec.cpus_per_task(),
@@ -468,6 +476,10 @@ impl State {
                 req.tasks = req.tasks.max(k);
             }
             req.filter = Some(Arc::new(f));
+        }
+        if spec.gpu.as_ref().is_some_and(|g| g.per_job.is_some()) && req.nodes.is_none() {
+            // --gpus=N without -N: N GPUs on one node (see state/gpus.rs).
+            req.nodes = Some(1);
         }
         req
     }
@@ -664,13 +676,37 @@ impl State {
                 return Err(ApiError::plain(ErrorCode::NodeConfigUnavailable));
             }
         }
+        self.check_gpus(&spec, &part_idx)?;
+        if let Some(g) = spec.gpu.as_ref().filter(|_| spec.mem.is_none()) {
+            // --mem-per-gpu: memory per node for the GPUs of a node, per CPU for GPUs per task.
+            if let Some(m) = g.mem_per_gpu_mb {
+                spec.mem = Some(match g.per_task {
+                    Some(p) => MemRequest::PerCpu(
+                        (m * u64::from(p)).div_ceil(u64::from(spec.cpus_per_task())),
+                    ),
+                    None => {
+                        let n = g
+                            .per_node
+                            .or(g.per_job.map(|n| n / spec.nodes.unwrap_or(1).max(1)));
+                        MemRequest::PerNode(m * u64::from(n.unwrap_or(1)))
+                    }
+                });
+            }
+        }
         // Could it ever run? Place it on the empty partition.
-        let req = self.request_of(&spec);
+        let req = self.request_of(&spec, uid);
         let empty: Vec<NodeView> = self
             .nodes
             .iter()
             .map(|n| NodeView {
-                gpus: Vec::new(),
+                gpus: n
+                    .gpus
+                    .iter()
+                    .map(|d| gsched_sched::GpuView {
+                        device: d.clone(),
+                        holds: Vec::new(),
+                    })
+                    .collect(),
                 name: n.name.clone(),
                 cpus: n.cpus,
                 mem_mb: n.mem_mb,
@@ -739,6 +775,7 @@ impl State {
             None => 0,
         };
         let info = JobInfo {
+            gpus: Vec::new(),
             job_id: id,
             name: spec.name.clone(),
             user_id: uid,
@@ -1412,13 +1449,14 @@ impl State {
     /// and the running jobs.
     fn cluster_view(&self) -> ClusterView {
         let (alloc_cpus, alloc_mem) = self.node_alloc();
+        let mut gpus = self.gpu_views();
         ClusterView {
             nodes: self
                 .nodes
                 .iter()
                 .enumerate()
                 .map(|(i, n)| NodeView {
-                    gpus: Vec::new(),
+                    gpus: std::mem::take(&mut gpus[i]),
                     name: n.name.clone(),
                     cpus: n.cpus,
                     mem_mb: n.mem_mb,
@@ -1433,7 +1471,7 @@ impl State {
                 .parts
                 .iter()
                 .map(|p| PartitionView {
-                    gpu_multiuser: false,
+                    gpu_multiuser: p.gpu_multiuser,
                     name: p.name.clone(),
                     nodes: p.nodes.clone(),
                     up: p.state == PartitionStateInfo::Up,
@@ -1595,7 +1633,7 @@ impl State {
                     .map(|&s| predict::minutes(s))
                     .or(j.info.time_limit),
                 time_min: j.info.spec.time_min,
-                req: self.request_of(&j.info.spec),
+                req: self.request_of(&j.info.spec, j.info.user_id),
                 limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
             })
             .collect();
@@ -1670,6 +1708,16 @@ impl State {
             job.info.num_nodes = start.placement.nodes.len() as u32;
             job.info.num_cpus = job.info.cpus_per_node.iter().sum();
             job.extra.alloc_mem = start.placement.nodes.iter().map(|a| a.mem_mb).collect();
+            job.info.gpus = if start.placement.nodes.iter().any(|a| !a.gpus.is_empty()) {
+                start
+                    .placement
+                    .nodes
+                    .iter()
+                    .map(|a| a.gpus.clone())
+                    .collect()
+            } else {
+                Vec::new()
+            };
             job.extra.terminate = None;
             job.extra.warn_signal_sent = false;
             job.extra.mail_sent &= !notices::TIME_BITS;
@@ -1735,6 +1783,7 @@ impl State {
                         j.info.state = JobState::Pending;
                         j.info.nodes.clear();
                         j.info.cpus_per_node.clear();
+                        j.info.gpus.clear();
                         j.info.start_time = None;
                         j.launch = None;
                     }
@@ -1924,6 +1973,16 @@ impl State {
         n.boot_time = Some(r.boot_time);
         n.daemon_start = Some(r.daemon_start);
         n.version = Some(r.version.to_string());
+        if !r.gpus.is_empty() {
+            if !n.gpus.is_empty() && n.gpus.len() != r.gpus.len() {
+                tracing::warn!(
+                    "node {name} registers {} GPUs, its Gres= declares {}; using what it registers",
+                    r.gpus.len(),
+                    n.gpus.len()
+                );
+            }
+            n.gpus = r.gpus.to_vec();
+        }
         Ok(self.reconcile(name, r.running, now))
     }
 
@@ -2006,6 +2065,7 @@ impl State {
 
     pub fn node_infos(&self) -> Vec<NodeInfo> {
         let (cpus, mem) = self.node_alloc();
+        let gpus = self.gpu_views();
         self.nodes
             .iter()
             .enumerate()
@@ -2042,6 +2102,7 @@ impl State {
                     slurmd_start_time: n.daemon_start,
                     version: n.version.clone(),
                     weight: n.weight,
+                    gres_used: Self::gres_used(&gpus[i]),
                 }
             })
             .collect()
@@ -2141,6 +2202,8 @@ pub struct NodeReport<'a> {
     pub boot_time: i64,
     pub daemon_start: i64,
     pub running: &'a [RunningJob],
+    /// The GPUs gsnoded found (empty: none reported; the config's `Gres=` stands).
+    pub gpus: &'a [gsched_proto::gpu::GpuDevice],
 }
 
 /// How a launch failed.
@@ -2168,6 +2231,7 @@ fn back_to_queue(job: &mut Job) {
     job.info.reason = Reason::None;
     job.info.nodes.clear();
     job.info.cpus_per_node.clear();
+    job.info.gpus.clear();
     job.info.start_time = None;
     job.info.end_time = None;
     job.extra = JobExtra::default();
@@ -2292,6 +2356,7 @@ pub(crate) mod tests {
     pub(crate) fn register_all(st: &mut State, now: i64) {
         for n in ["n1", "n2"] {
             let r = NodeReport {
+                gpus: &[],
                 name: n,
                 cpus: 2,
                 mem_mb: 1000,
@@ -2420,6 +2485,7 @@ pub(crate) mod tests {
             start_time: 1000,
         }];
         let r = NodeReport {
+            gpus: &[],
             name: "n1",
             cpus: 2,
             mem_mb: 1000,

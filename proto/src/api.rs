@@ -94,6 +94,7 @@ pub enum ErrorCode {
     JobPending,
     JobSuspended,
     JobNotSuspended,
+    InvalidGres,
 }
 
 impl ErrorCode {
@@ -136,6 +137,7 @@ impl ErrorCode {
             ErrorCode::JobPending => "Job is pending execution",
             ErrorCode::JobSuspended => "Job is already suspended",
             ErrorCode::JobNotSuspended => "Job is not suspended",
+            ErrorCode::InvalidGres => "Invalid generic resource (gres) specification",
         }
     }
 
@@ -155,7 +157,8 @@ impl ErrorCode {
             | ErrorCode::InvalidArray
             | ErrorCode::InvalidAccount
             | ErrorCode::InvalidQos
-            | ErrorCode::AccountingPolicy => 400,
+            | ErrorCode::AccountingPolicy
+            | ErrorCode::InvalidGres => 400,
             ErrorCode::Disabled => 409,
             ErrorCode::ProtocolVersion => 426,
             ErrorCode::AuthenticationFailed => 401,

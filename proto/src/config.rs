@@ -341,6 +341,8 @@ pub const NODE_KEYS: &[&str] = &[
     "Feature",
     "State",
     "Weight",
+    // gsched's own: the memory of each GPU when the node reports none (see NodeConfig).
+    "GpuMemory",
 ];
 
 /// `PartitionName=` attributes gsched implements.
@@ -355,6 +357,8 @@ pub const PARTITION_KEYS: &[&str] = &[
     "DenyAccounts",
     "AllowQos",
     "DenyQos",
+    // gsched's own: `user` (default) or `multiuser` MPS sharing of GPUs.
+    "GpuSharing",
 ];
 
 /// A config problem. The message always says where and what is accepted.
@@ -743,6 +747,9 @@ pub struct NodeConfig {
     pub state: ConfiguredNodeState,
     /// `Weight=`, default 1 (lower weights are allocated first).
     pub weight: u32,
+    /// gsched's `GpuMemory=` (MiB): the memory of each GPU of `Gres=gpu:...` when gsnoded
+    /// registers the node without a GPU inventory; 0 = unknown (no `--gpu-mem` there).
+    pub gpu_memory_mb: u64,
 }
 
 /// A partition's `State=`.
@@ -787,6 +794,9 @@ pub struct PartitionConfig {
     pub state: PartitionState,
     /// `AllowAccounts=`, `DenyAccounts=`, `AllowQos=`, `DenyQos=`.
     pub access: PartitionAccess,
+    /// gsched's `GpuSharing=multiuser`: several users' jobs may share one GPU through MPS
+    /// (default `user`: an MPS-shared GPU runs one user's jobs, as MPS serializes users).
+    pub gpu_multiuser: bool,
 }
 
 /// Who may use a partition: `AllowAccounts=`/`DenyAccounts=` and `AllowQos=`/`DenyQos=`
@@ -1416,6 +1426,7 @@ struct NodeAttrs {
     features: Option<Vec<String>>,
     state: Option<ConfiguredNodeState>,
     weight: Option<u32>,
+    gpu_memory: Option<u64>,
 }
 
 impl NodeAttrs {
@@ -1436,6 +1447,7 @@ impl NodeAttrs {
             features: self.features.or(d.features),
             state: self.state.or(d.state),
             weight: self.weight.or(d.weight),
+            gpu_memory: self.gpu_memory.or(d.gpu_memory),
         }
     }
 
@@ -1467,6 +1479,7 @@ struct PartAttrs {
     deny_accounts: Option<Option<Vec<String>>>,
     allow_qos: Option<Option<Vec<String>>>,
     deny_qos: Option<Option<Vec<String>>>,
+    gpu_multiuser: Option<bool>,
 }
 
 impl PartAttrs {
@@ -1482,6 +1495,7 @@ impl PartAttrs {
             deny_accounts: self.deny_accounts.or(d.deny_accounts),
             allow_qos: self.allow_qos.or(d.allow_qos),
             deny_qos: self.deny_qos.or(d.deny_qos),
+            gpu_multiuser: self.gpu_multiuser.or(d.gpu_multiuser),
         }
     }
 }
@@ -1846,6 +1860,10 @@ impl Parser {
                 "Features" | "Feature" => attrs.features = Some(parse_features(value)),
                 "State" => attrs.state = Some(parse_node_state(value).map_err(err)?),
                 "Weight" => attrs.weight = Some(parse_u32(value).map_err(err)?),
+                "GpuMemory" => {
+                    attrs.gpu_memory =
+                        Some(crate::units::parse_memory_mb(value).map_err(|e| err(e.to_string()))?)
+                }
                 _ => return Err(err(format!("invalid key \"{key}\""))),
             }
         }
@@ -1915,6 +1933,7 @@ impl Parser {
                 features: attrs.features.clone().unwrap_or_default(),
                 state: attrs.state.unwrap_or(ConfiguredNodeState::Unknown),
                 weight: attrs.weight.unwrap_or(1),
+                gpu_memory_mb: attrs.gpu_memory.unwrap_or(0),
             });
         }
         Ok(())
@@ -1953,6 +1972,17 @@ impl Parser {
                 "DenyAccounts" => attrs.deny_accounts = Some(name_list(value)),
                 "AllowQos" => attrs.allow_qos = Some(name_list(value)),
                 "DenyQos" => attrs.deny_qos = Some(name_list(value)),
+                "GpuSharing" => {
+                    attrs.gpu_multiuser = Some(match value.to_ascii_lowercase().as_str() {
+                        "user" => false,
+                        "multiuser" => true,
+                        _ => {
+                            return Err(err(format!(
+                                "invalid value \"{value}\" (expected user or multiuser)"
+                            )))
+                        }
+                    })
+                }
                 _ => return Err(err(format!("invalid key \"{key}\""))),
             }
         }
@@ -2069,6 +2099,7 @@ impl Parser {
                     allow_qos: attrs.allow_qos.unwrap_or(None),
                     deny_qos: attrs.deny_qos.unwrap_or(None),
                 },
+                gpu_multiuser: attrs.gpu_multiuser.unwrap_or(false),
             });
         }
         if let Some(((last, last_loc), earlier)) = default_locs.split_last() {
@@ -2237,6 +2268,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 features: vec![],
                 state: ConfiguredNodeState::Unknown,
                 weight: 1,
+                gpu_memory_mb: 0,
             })
         );
         let g2 = c.node("gpu2").cloned();
@@ -2263,6 +2295,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 features: vec!["a100".into(), "nvlink".into()],
                 state: ConfiguredNodeState::Unknown,
                 weight: 10,
+                gpu_memory_mb: 0,
             })
         );
         assert_eq!(c.node_addr("gpu1"), Some("10.0.1.1"));
@@ -2287,6 +2320,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 default_time: Some(60),
                 state: PartitionState::Up,
                 access: PartitionAccess::default(),
+                gpu_multiuser: false,
             })
         );
         assert_eq!(

@@ -356,8 +356,28 @@ impl JobSpec {
         }
     }
 
+    /// `-c`, else what `--cpus-per-gpu` gives each task (the GPUs of a task, or of a node
+    /// over its tasks per node), else 1.
     pub fn cpus_per_task(&self) -> u32 {
-        self.cpus_per_task.unwrap_or(1).max(1)
+        if let Some(c) = self.cpus_per_task {
+            return c.max(1);
+        }
+        let from_gpus = self.gpu.as_ref().and_then(|g| {
+            let c = g.cpus_per_gpu?;
+            if let Some(p) = g.per_task {
+                return Some(p.saturating_mul(c));
+            }
+            let nodes = self.nodes.unwrap_or(1).max(1);
+            let per_node = g.per_node.or(g.per_job.map(|n| n / nodes))?;
+            let tpn = match self.ntasks_per_node {
+                Some(t) => t.max(1),
+                None if self.total_tasks() <= nodes => 1,
+                // Refused at submit: the tasks of each node are not known.
+                None => return None,
+            };
+            Some(per_node.saturating_mul(c).div_ceil(tpn))
+        });
+        from_gpus.unwrap_or(1).max(1)
     }
 }
 
@@ -439,6 +459,10 @@ pub struct JobInfo {
     /// against the time limit; sacct `Suspended`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub suspended_secs: i64,
+    /// The GPUs of this run on each node of `nodes` (empty lists without GPUs); kept with
+    /// the record, so a restarted controller knows which GPUs are held.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<Vec<crate::gpu::GpuAlloc>>,
 }
 
 fn is_zero(v: &i64) -> bool {

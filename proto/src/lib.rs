@@ -13,6 +13,7 @@ pub mod config;
 pub mod constraint;
 pub mod depend;
 pub mod gpu;
+pub mod gpu_tres;
 pub mod het;
 pub mod hostlist;
 pub mod job;

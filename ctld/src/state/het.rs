@@ -44,6 +44,12 @@ impl State {
                 ),
             ));
         }
+        if specs.iter().any(|s| s.gpu.is_some()) {
+            return Err(ApiError::new(
+                ErrorCode::BadRequest,
+                "GPUs in heterogeneous jobs are not supported by gsched yet: submit the GPU part as a job of its own",
+            ));
+        }
         let base = self.next_id;
         let count = specs.len() as u32;
         let last = base

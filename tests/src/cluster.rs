@@ -71,6 +71,8 @@ pub struct ClusterOpts {
     pub auth_none: bool,
     /// The private munged's socket, set by the harness when the cluster uses auth/munge.
     pub munge_socket: Option<PathBuf>,
+    /// More attributes of some nodes' `NodeName=` lines (`Gres=gpu:a100:2 GpuMemory=80G`).
+    pub node_attrs: Vec<(String, String)>,
 }
 
 impl Default for ClusterOpts {
@@ -89,6 +91,7 @@ impl Default for ClusterOpts {
             cgroup_conf: None,
             auth_none: false,
             munge_socket: None,
+            node_attrs: Vec::new(),
         }
     }
 }
@@ -132,6 +135,12 @@ impl ClusterOpts {
     }
     /// Names the nodes (their number is the number of names), for clusters whose
     /// partitions are told apart by node names (`cpu1`, `gpu1`, ...).
+    /// Adds `attrs` to node `name`'s `NodeName=` line.
+    pub fn node_attrs(mut self, name: &str, attrs: &str) -> Self {
+        self.node_attrs.push((name.into(), attrs.into()));
+        self
+    }
+
     pub fn named_nodes(mut self, names: &[&str]) -> Self {
         self.custom_node_names = names.iter().map(|n| n.to_string()).collect();
         self.nodes = names.len();
@@ -187,14 +196,19 @@ pub fn render_config(
     for (name, port) in opts.node_names().iter().zip(node_ports) {
         let _ = writeln!(
             s,
-            "NodeName={name} NodeAddr=127.0.0.1 Port={port} CPUs={} RealMemory={} State=UNKNOWN{}",
+            "NodeName={name} NodeAddr=127.0.0.1 Port={port} CPUs={} RealMemory={} State=UNKNOWN{}{}",
             opts.cpus,
             opts.real_memory_mb,
             opts.node_features
                 .iter()
                 .find(|(n, _)| n == name)
                 .map(|(_, f)| format!(" Features={f}"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            opts.node_attrs
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, a)| format!(" {a}"))
+                .collect::<String>()
         );
     }
     let _ = writeln!(

@@ -1,0 +1,228 @@
+//! GPU jobs through the real daemons: whole GPUs are exclusive, shares of one user are packed
+//! onto one GPU, a whole-GPU job waits for a wholly free GPU, impossible requests are refused
+//! at submit, what the controller gives a job reaches gsnoded (`LaunchRequest::gpus` in the
+//! job's `launch.json`) and the commands, and a restarted controller keeps every GPU's holders.
+//!
+//! This machine has no GPU: the nodes declare theirs in gsched.conf (`Gres=gpu:a100:2
+//! GpuMemory=80G`), which gsctld uses for a node that registers no GPU inventory. That fakes
+//! the hardware only; placement, records, launches and commands are the real ones. What a
+//! job sees of its GPUs (`CUDA_VISIBLE_DEVICES`, device cgroup, MPS) is gsnoded's and tested
+//! with the node's inventory.
+
+use gsched_proto::gpu::GpuAlloc;
+use gsched_proto::job::Reason;
+use gsched_tests::{secs, ClusterOpts, JobId, JobState, TestCluster};
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(30);
+
+/// A job that waits until the file `gate` exists in the work directory.
+fn gated(gate: &str) -> String {
+    format!("echo started; while [ ! -e {gate} ]; do sleep 0.05; done")
+}
+
+fn cluster(name: &str) -> TestCluster {
+    TestCluster::start(
+        ClusterOpts::named(name)
+            .nodes(2)
+            .cpus(8)
+            .real_memory_mb(8000)
+            .node_attrs("n1", "Gres=gpu:a100:2 GpuMemory=80G")
+            .config_line("PartitionName=cpu Nodes=n2 State=UP"),
+    )
+}
+
+fn submit_gated(c: &TestCluster, args: &[&str], gate: &str) -> JobId {
+    let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    a.extend(["-o".into(), "%j.out".into(), "--wrap".into(), gated(gate)]);
+    c.submit(a)
+}
+
+fn gpus_of(c: &TestCluster, id: JobId) -> Vec<GpuAlloc> {
+    let j = c.job(id);
+    assert_eq!(j.nodes, vec!["n1".to_string()], "{j:?}");
+    j.gpus.first().cloned().unwrap_or_default()
+}
+
+/// The GPUs gsnoded received in the job's launch request (its `launch.json`).
+fn launched_gpus(c: &TestCluster, id: JobId) -> Vec<GpuAlloc> {
+    let path = c.dir().join(format!("spool/n1/job_{id}/launch.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    serde_json::from_value(v["request"]["gpus"].clone()).unwrap()
+}
+
+fn wait_reason(c: &TestCluster, id: JobId, reason: Reason) {
+    c.wait_until(T, &format!("job {id} pending with {reason}"), || {
+        let j = c.job(id);
+        j.state == JobState::Pending && j.reason == reason
+    });
+}
+
+fn open(c: &TestCluster, gate: &str) {
+    std::fs::write(c.work_file(gate), "").unwrap();
+}
+
+#[test]
+fn whole_gpus_exclusive_shares_packed_whole_waits_for_a_free_gpu() {
+    let c = cluster("gpus-place");
+
+    // Two whole-GPU jobs take both GPUs of n1; a third waits for Resources although n1 has
+    // CPUs left and n2 has all of its own (it has no GPU).
+    let w1 = submit_gated(&c, &["--gres=gpu:1"], "g1");
+    let w2 = submit_gated(&c, &["--gpus-per-node=a100:1"], "g1");
+    c.wait_state(w1, JobState::Running, T);
+    c.wait_state(w2, JobState::Running, T);
+    let w3 = submit_gated(&c, &["-G", "1"], "g1");
+    wait_reason(&c, w3, Reason::Resources);
+    let (a1, a2) = (gpus_of(&c, w1), gpus_of(&c, w2));
+    assert_eq!(a1.len(), 1);
+    assert_eq!(a2.len(), 1);
+    assert!(a1[0].share.is_none() && a2[0].share.is_none());
+    assert_ne!(a1[0].index, a2[0].index, "whole GPUs are exclusive");
+    c.wait_file_contains(&format!("{w1}.out"), "started", T);
+    assert_eq!(launched_gpus(&c, w1), a1, "LaunchRequest::gpus");
+
+    // What the commands show.
+    let show = c.cmd_ok("gscontrol", ["show", "job", &w2.to_string()]);
+    assert!(show.contains("TresPerNode=gres/gpu:a100:1"), "{show}");
+    assert!(
+        show.contains(",gres/gpu=1,gres/gpu:a100=1"),
+        "AllocTRES with gres/gpu: {show}"
+    );
+    assert!(
+        show.contains(&format!("GRES=n1:gpu:a100:1(IDX:{})", a2[0].index)),
+        "{show}"
+    );
+    let node = c.cmd_ok("gscontrol", ["show", "node", "n1"]);
+    assert!(node.contains("Gres=gpu:a100:2"), "{node}");
+    assert!(node.contains("GresUsed=gpu:a100:2(IDX:0,1)"), "{node}");
+    let q = c.cmd_ok("gsqueue", ["-h", "-o", "%i %b", "-j", &w1.to_string()]);
+    assert_eq!(q.trim(), format!("{w1} gres/gpu:1"));
+    let sinfo = c.cmd_ok("gsinfo", ["-h", "-N", "-n", "n1", "-o", "%N %G"]);
+    assert_eq!(sinfo.trim(), "n1 gpu:a100:2");
+
+    // The whole-GPU jobs end; w3 takes a GPU.
+    open(&c, "g1");
+    c.wait_state(w1, JobState::Completed, T);
+    c.wait_state(w3, JobState::Completed, T);
+    let env = c.cmd_ok(
+        "gsacct",
+        [
+            "-n",
+            "-P",
+            "-X",
+            "-j",
+            &w3.to_string(),
+            "-o",
+            "ReqTRES,AllocTRES",
+        ],
+    );
+    assert!(env.contains("gres/gpu=1"), "{env}");
+
+    // Shares of one user pack onto one GPU: 3 x 20G of an 80G card.
+    let shares: Vec<JobId> = (0..3)
+        .map(|_| submit_gated(&c, &["--gpu-mem=20G"], "g2"))
+        .collect();
+    for &s in &shares {
+        c.wait_state(s, JobState::Running, T);
+    }
+    let idx: Vec<u32> = shares.iter().map(|&s| gpus_of(&c, s)[0].index).collect();
+    assert!(
+        idx.iter().all(|&i| i == idx[0]),
+        "packed onto one GPU: {idx:?}"
+    );
+    let sh = gpus_of(&c, shares[0])[0].share.clone().expect("a share");
+    assert_eq!((sh.mem_mb, sh.percent, sh.mps), (20 * 1024, 25, true));
+    // A whole-GPU job still finds the other GPU free ...
+    let whole = submit_gated(&c, &["--gres=gpu:1"], "g3");
+    c.wait_state(whole, JobState::Running, T);
+    assert_ne!(gpus_of(&c, whole)[0].index, idx[0]);
+    // ... and the next one waits until the shared GPU is wholly free.
+    let next = submit_gated(&c, &["--gres=gpu:1"], "g3");
+    wait_reason(&c, next, Reason::Resources);
+    c.cmd_ok("gscancel", [shares[0].to_string(), shares[1].to_string()]);
+    c.wait_state(shares[1], JobState::Cancelled, T);
+    std::thread::sleep(secs(2));
+    assert_eq!(
+        c.job(next).state,
+        JobState::Pending,
+        "one share still holds the GPU"
+    );
+    c.cmd_ok("gscancel", [shares[2].to_string()]);
+    c.wait_state(next, JobState::Running, T);
+    assert_eq!(gpus_of(&c, next)[0].index, idx[0]);
+    c.wait_file_contains(&format!("{next}.out"), "started", T);
+    open(&c, "g3");
+    c.wait_state(next, JobState::Completed, T);
+}
+
+#[test]
+fn impossible_gpu_requests_are_refused_at_submit() {
+    let c = cluster("gpus-submit");
+    let refused = |args: &[&str]| -> String {
+        let mut a: Vec<&str> = args.to_vec();
+        a.extend(["--wrap", "true"]);
+        let o = c.cmd("gsbatch", a);
+        assert!(!o.status.success(), "{args:?} was accepted");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let e = refused(&["--gpu-mem=100G"]);
+    assert!(
+        e.contains("Requested node configuration is not available: --gpu-mem=100G is more than any GPU of partition debug has (largest: 80G)"),
+        "{e}"
+    );
+    let e = refused(&["--gres=gpu:v100:1"]);
+    assert!(
+        e.contains("Invalid generic resource (gres) specification: partition debug has no GPU of type v100 (types: a100)"),
+        "{e}"
+    );
+    let e = refused(&["--gres=gpu:3"]);
+    assert!(
+        e.contains("Batch job submission failed: Requested node configuration is not available"),
+        "{e}"
+    );
+    let e = refused(&["-p", "cpu", "--gpus=1"]);
+    assert!(e.contains("no node of partition cpu has GPUs"), "{e}");
+    let e = refused(&["--gres=shard:1"]);
+    assert!(e.contains("is configured with shards"), "{e}");
+    let e = refused(&["--gres=gpu:1", "--gpu-share=50"]);
+    assert!(
+        e.contains(
+            "--gres=gpu (whole GPUs) and --gpu-share (a share of one GPU) cannot be combined"
+        ),
+        "{e}"
+    );
+    assert!(c.jobs().is_empty(), "nothing was stored");
+}
+
+#[test]
+fn restarted_controller_keeps_gpu_allocations() {
+    let c = cluster("gpus-restart");
+    let whole = submit_gated(&c, &["--gres=gpu:1"], "gate");
+    let share = submit_gated(&c, &["--gpu-share=50"], "gate");
+    c.wait_state(whole, JobState::Running, T);
+    c.wait_state(share, JobState::Running, T);
+    let (aw, as_) = (gpus_of(&c, whole), gpus_of(&c, share));
+    assert_ne!(aw[0].index, as_[0].index);
+    // Both run on n1 before the controller goes (no launch in flight).
+    for id in [whole, share] {
+        c.wait_file_contains(&format!("{id}.out"), "started", T);
+    }
+
+    c.kill_ctld();
+    c.start_ctld();
+    assert_eq!(gpus_of(&c, whole), aw);
+    assert_eq!(gpus_of(&c, share), as_);
+    // Both GPUs are still held: a whole-GPU job waits; a share of the same user packs.
+    let waits = submit_gated(&c, &["--gres=gpu:1"], "gate");
+    wait_reason(&c, waits, Reason::Resources);
+    let packs = submit_gated(&c, &["--gpu-share=50"], "gate");
+    c.wait_state(packs, JobState::Running, T);
+    assert_eq!(gpus_of(&c, packs)[0].index, as_[0].index);
+    open(&c, "gate");
+    for id in [whole, share, waits, packs] {
+        c.wait_state(id, JobState::Completed, T);
+    }
+}

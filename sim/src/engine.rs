@@ -37,6 +37,9 @@ pub struct Settings {
     /// Kill jobs at their limit (gsctld does); `false` lets them run their whole trace
     /// runtime, as simulators that ignore limits (RLScheduler) do.
     pub kill_at_limit: bool,
+    /// Schedule the jobs' GPUs on the nodes' GPUs (`--gpu-sharing`, [`crate::gpu`]); `None`:
+    /// as the trace's resource says (milli-GPUs as CPUs for the Alibaba trace).
+    pub gpu: Option<crate::gpu::GpuSharing>,
 }
 
 /// With a predictor, where running jobs are planned to end. Measured on SDSC-SP2, CTC-SP2 and
@@ -84,6 +87,10 @@ pub struct JobOutcome {
     /// The planning length it was first given: its prediction, or its limit.
     pub planned: Option<i64>,
     pub killed: bool,
+    /// GPUs it held, as (node, GPU index), with `--gpu-sharing`.
+    pub gpus: Vec<(u32, u32)>,
+    /// It asked for part of one GPU (with `--gpu-sharing`).
+    pub fractional: bool,
 }
 
 impl JobOutcome {
@@ -121,7 +128,17 @@ fn minutes(secs: i64) -> u32 {
     ((secs.max(1) + 59) / 60).min(u32::MAX as i64) as u32
 }
 
-fn request(j: &TraceJob) -> ResourceRequest {
+fn request(j: &TraceJob, gpu: Option<crate::gpu::GpuSharing>) -> ResourceRequest {
+    if let (Some(mode), Some(g)) = (gpu, &j.gpu) {
+        return ResourceRequest {
+            nodes: Some(1),
+            tasks: 1,
+            cpus_per_task: crate::gpu::cpus(g),
+            mem: j.mem_mb.map(MemRequest::PerNode),
+            gpu: Some(crate::gpu::need(g, mode)),
+            ..ResourceRequest::default()
+        };
+    }
     ResourceRequest {
         gpu: None,
         nodes: j.one_node.then_some(1),
@@ -165,7 +182,9 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
     let mut ends: BinaryHeap<Reverse<(i64, u32)>> = BinaryHeap::new();
     let mut expiries: BinaryHeap<Reverse<(i64, u32)>> = BinaryHeap::new();
     // Whether a request fits the empty partition at all, by shape.
-    let mut fits: BTreeMap<(u32, u32, Option<u64>, bool), bool> = BTreeMap::new();
+    #[allow(clippy::type_complexity)]
+    let mut fits: BTreeMap<(u32, u32, Option<u64>, bool, Option<(u32, u32)>), bool> =
+        BTreeMap::new();
     let empty_nodes = view.nodes.clone();
     let part_cpus: u64 = cluster.cpus;
     let mut busy_cpus: u64 = view.partitions[part]
@@ -202,6 +221,11 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                 n.alloc_cpus -= a.cpus;
                 n.alloc_mem_mb -= a.mem_mb;
                 busy_cpus -= a.cpus as u64;
+                if !a.gpus.is_empty() {
+                    for g in &mut n.gpus {
+                        g.holds.retain(|h| h.job_id != id);
+                    }
+                }
             }
             let j = &jobs[i];
             if predicting {
@@ -216,6 +240,12 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                 limit: j.limit,
                 planned: planned[i],
                 killed: run.end - run.start < j.run,
+                gpus: alloc
+                    .nodes
+                    .iter()
+                    .flat_map(|a| a.gpus.iter().map(|g| (a.node as u32, g.index)))
+                    .collect(),
+                fractional: s.gpu.is_some() && j.gpu.is_some_and(|g| g.fractional()),
             });
         }
 
@@ -255,7 +285,7 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
             }
             let i = next;
             next += 1;
-            let req = request(j);
+            let req = request(j, s.gpu);
             if let (Some(max), Some(l)) = (part_max, j.limit) {
                 if l > max {
                     *out.rejected
@@ -264,7 +294,8 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                     continue;
                 }
             }
-            let key = (req.tasks, req.cpus_per_task, j.mem_mb, j.one_node);
+            let gkey = s.gpu.and(j.gpu).map(|g| (g.count, g.milli));
+            let key = (req.tasks, req.cpus_per_task, j.mem_mb, j.one_node, gkey);
             let ok = *fits
                 .entry(key)
                 .or_insert_with(|| place(&empty_nodes, &part_nodes, &req).is_some());
@@ -321,9 +352,7 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                 None => gsched_sched::UNLIMITED_END,
             };
             for a in &st.placement.nodes {
-                let n = &mut view.nodes[a.node];
-                n.alloc_cpus += a.cpus;
-                n.alloc_mem_mb += a.mem_mb;
+                view.nodes[a.node].take(a, st.job_id, 0);
                 busy_cpus += a.cpus as u64;
             }
             pos_in_running[i] = view.running.len();
@@ -357,6 +386,7 @@ mod tests {
 
     fn job(submit: i64, run: i64, limit: i64, procs: u32, user: u32) -> TraceJob {
         TraceJob {
+            gpu: None,
             trace_id: 0,
             submit,
             run,
@@ -380,6 +410,7 @@ mod tests {
             predictor,
             running_plan: RunningPlan::default(),
             kill_at_limit: true,
+            gpu: None,
         }
     }
 

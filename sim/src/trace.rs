@@ -43,6 +43,27 @@ pub struct TraceJob {
     pub user: u32,
     /// The executable or job name, as a number; `None` = unknown.
     pub name: Option<u64>,
+    /// What the job asked of GPUs, when the trace says (the Alibaba GPU trace): used by
+    /// `--gpu-sharing`, which schedules real GPUs instead of milli-GPUs as CPUs.
+    pub gpu: Option<TraceGpu>,
+}
+
+/// A trace job's GPU request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceGpu {
+    /// Whole GPUs (`num_gpu`).
+    pub count: u32,
+    /// With one GPU: the share of it, in thousandths (`gpu_milli`; 1000 = all of it).
+    pub milli: u32,
+    /// CPUs, in thousandths (`cpu_milli`).
+    pub cpu_milli: u64,
+}
+
+impl TraceGpu {
+    /// Whether the job could share a GPU (it asks for part of one).
+    pub fn fractional(&self) -> bool {
+        self.count == 1 && self.milli < 1000
+    }
 }
 
 impl TraceJob {
@@ -65,6 +86,10 @@ pub struct TraceNode {
     pub name: String,
     pub cpus: u32,
     pub mem_mb: u64,
+    /// Its GPUs and their model, and its real CPUs (`cpu_milli` / 1000), for `--gpu-sharing`.
+    pub gpus: u32,
+    pub gpu_model: String,
+    pub real_cpus: u32,
 }
 
 /// A loaded trace.
@@ -250,6 +275,7 @@ pub fn parse_swf(text: &str, path: &str) -> Result<Trace, TraceError> {
             continue;
         }
         t.jobs.push(TraceJob {
+            gpu: None,
             trace_id: id,
             submit,
             run,
@@ -299,10 +325,17 @@ fn alibaba_node_list(pod_list: &Path) -> Result<Vec<TraceNode>, TraceError> {
             .trim()
             .parse()
             .map_err(|_| bad(format!("memory_mib is \"{}\", not a number", f[2])))?;
+        let cpu_milli: u64 = f[1].trim().parse().unwrap_or(0);
         nodes.push(TraceNode {
             name: f[0].trim().to_string(),
             cpus: gpus * 1000,
             mem_mb: mem,
+            gpus,
+            gpu_model: f
+                .get(4)
+                .map(|m| m.trim().to_ascii_lowercase())
+                .unwrap_or_default(),
+            real_cpus: (cpu_milli / 1000).min(u32::MAX as u64) as u32,
         });
     }
     Ok(nodes)
@@ -342,6 +375,7 @@ pub fn read_alibaba(text: &str, path: &str, nodes: Vec<TraceNode>) -> Result<Tra
             })
     };
     col("name")?;
+    let c_cpu = col("cpu_milli")?;
     let c_mem = col("memory_mib")?;
     let c_ngpu = col("num_gpu")?;
     let c_milli = col("gpu_milli")?;
@@ -412,6 +446,11 @@ pub fn read_alibaba(text: &str, path: &str, nodes: Vec<TraceNode>) -> Result<Tra
             one_node: true,
             user: 0,
             name: Some(key),
+            gpu: Some(TraceGpu {
+                count: ngpu.min(u32::MAX as i64) as u32,
+                milli: milli.clamp(1, 1000) as u32,
+                cpu_milli: int(c_cpu)?.unwrap_or(0).max(0) as u64,
+            }),
         });
     }
     Ok(t.finish())
@@ -447,6 +486,7 @@ pub fn read_history(text: &str, path: &str) -> Result<Trace, TraceError> {
         let key = *names.entry(j.name.clone()).or_insert(next);
         let cpus = j.num_cpus.max(1);
         t.jobs.push(TraceJob {
+            gpu: None,
             trace_id: j.job_id as u64,
             submit: j.submit_time,
             run: (end - start).max(1),

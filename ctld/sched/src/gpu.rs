@@ -6,9 +6,10 @@
 //!   shared by fractional jobs (Slurm allocates a GPU as gres/gpu or as gres/mps|shard, never
 //!   both), so a whole-GPU job only ever takes GPUs nobody holds.
 //! * **Fractional jobs are best-fit packed onto GPUs already shared.** A share goes to the
-//!   shared GPU it fills most tightly (least compute and memory left after it); only when no
-//!   shared GPU has room is a free GPU opened for sharing (the smallest that fits). Free GPUs
-//!   so stay free for whole-GPU jobs, the fragmentation users of Slurm's shards complain of.
+//!   shared GPU it fills most tightly (least compute and memory left after it), on whichever
+//!   node of the partition has it; only when no shared GPU has room is a free GPU opened for
+//!   sharing (the one it fills best). Free GPUs so stay free for whole-GPU jobs, against the
+//!   fragmentation users of Slurm's shards complain of.
 //! * **MPS serializes users.** NVIDIA's MPS runs one server per user on a GPU; clients of
 //!   another user wait. So an MPS-shared GPU takes jobs of its current user only, unless the
 //!   partition opts into multi-user MPS (`GpuSharing=multiuser`). Shards are not MPS (Slurm's
@@ -247,6 +248,22 @@ fn pick_share(
         })
         .min_by(|a, b| a.0.cmp(&b.0))
         .map(|(_, k, s)| (k, s))
+}
+
+/// How well a share of `need` packs on a node with these GPUs (lower is better): whether it
+/// must open a free GPU, then how little it leaves on the GPU it goes to. `None` if it does
+/// not fit; also `None` for whole-GPU requests (they take no part in packing).
+pub(crate) fn pack_key(
+    gpus: &[GpuView],
+    uses: &[GpuUse],
+    need: &GpuNeed,
+    multiuser: bool,
+) -> Option<(bool, u64)> {
+    let GpuAmount::Share(r) = &need.amount else {
+        return None;
+    };
+    let (k, s) = pick_share(gpus, uses, need, r, multiuser)?;
+    Some((uses[k].free(), leftover(&gpus[k].device, &uses[k], &s)))
 }
 
 /// Free GPUs of the right type, by position.

@@ -46,7 +46,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use gsched_proto::job::MemRequest;
 
 use crate::gpu::{self, GpuUse};
-use crate::place::{assign_gpus, capacity_cap, capacity_with, place_caps, total_tasks};
+use crate::place::{
+    assign_gpus, capacity_cap, capacity_with, packed_first, place_caps, total_tasks,
+};
 use crate::timeline::Timeline;
 use crate::{ClusterView, Placement, QueuedJob, ResourceRequest, SchedConfig};
 
@@ -936,6 +938,15 @@ impl<'a> Planner<'a> {
                 (cap > 0).then_some((i, cap))
             })
             .collect();
+        let cands = packed_first(cands, req, |i| {
+            let need = req.gpu.as_deref()?;
+            gpu::pack_key(
+                &view.nodes[i].gpus,
+                &self.gpu_uses(i, t, end),
+                need,
+                multiuser,
+            )
+        });
         let mut p = place_caps(&cands, req, |i| (view.nodes[i].cpus, view.nodes[i].mem_mb))?;
         assign_gpus(&mut p, req, multiuser, |i| {
             (&view.nodes[i].gpus[..], self.gpu_uses(i, t, end))

@@ -677,6 +677,7 @@ impl State {
             }
         }
         self.check_gpus(&spec, &part_idx)?;
+        self.gpu_defaults(&mut spec);
         if let Some(g) = spec.gpu.as_ref().filter(|_| spec.mem.is_none()) {
             // --mem-per-gpu: memory per node for the GPUs of a node, per CPU for GPUs per task.
             if let Some(m) = g.mem_per_gpu_mb {

@@ -76,9 +76,7 @@ pub const IGNORED_KEYS: &[&str] = &[
     "CredType",
     "CryptoType",
     "DebugFlags",
-    "DefCpuPerGPU",
     "DefMemPerCPU",
-    "DefMemPerGPU",
     "DefMemPerNode",
     "DependencyParameters",
     "DisableRootJobs",
@@ -320,6 +318,8 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "SchedulerType",
     "StateSaveLocation",
     "StateSyncMode",
+    "DefCpuPerGPU",
+    "DefMemPerGPU",
 ];
 
 /// `NodeName=` attributes gsched implements (`Procs` and `Feature` are Slurm's old
@@ -949,6 +949,11 @@ pub struct Config {
     pub max_array_size: u32,
     /// `SlurmdTimeout=` seconds, default 300.
     pub slurmd_timeout: u32,
+    /// `DefCpuPerGPU=`: CPUs per GPU of a whole-GPU job that gives neither `-c` nor
+    /// `--cpus-per-gpu`; `None` = not set.
+    pub def_cpu_per_gpu: Option<u32>,
+    /// `DefMemPerGPU=` (MiB): memory per GPU of a whole-GPU job that asks for no memory.
+    pub def_mem_per_gpu_mb: Option<u64>,
     /// `AuthType=`, default `auth/munge`.
     pub auth_type: AuthType,
     /// `AuthInfo=` as written.
@@ -1514,6 +1519,8 @@ struct Globals {
     kill_wait: Option<u32>,
     min_job_age: Option<u32>,
     max_array_size: Option<u32>,
+    def_cpu_per_gpu: Option<u32>,
+    def_mem_per_gpu: Option<u64>,
     slurmd_timeout: Option<u32>,
     auth_type: Option<AuthType>,
     auth_info: Option<String>,
@@ -1716,6 +1723,8 @@ impl Parser {
             "KillWait" => g.kill_wait = Some(parse_u32(value).map_err(err)?),
             "MinJobAge" => g.min_job_age = Some(parse_u32(value).map_err(err)?),
             "MaxArraySize" => g.max_array_size = Some(parse_u32(value).map_err(err)?),
+            "DefCpuPerGPU" => g.def_cpu_per_gpu = Some(parse_u32(value).map_err(err)?),
+            "DefMemPerGPU" => g.def_mem_per_gpu = Some(parse_u64(value).map_err(err)?),
             "SlurmdTimeout" => g.slurmd_timeout = Some(parse_u32(value).map_err(err)?),
             "AuthType" => {
                 g.auth_type = Some(match value.to_ascii_lowercase().as_str() {
@@ -2133,6 +2142,8 @@ impl Parser {
             kill_wait: g.kill_wait.unwrap_or(30),
             min_job_age: g.min_job_age.unwrap_or(300),
             max_array_size: g.max_array_size.unwrap_or(DEFAULT_MAX_ARRAY_SIZE),
+            def_cpu_per_gpu: g.def_cpu_per_gpu.filter(|&c| c > 0),
+            def_mem_per_gpu_mb: g.def_mem_per_gpu.filter(|&m| m > 0),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
             auth_type: g.auth_type.unwrap_or(AuthType::Munge),
             auth_info: g.auth_info,
@@ -2389,6 +2400,24 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
         // Still-ignored priority keys only warn.
         let c = parse(&format!("{MIN}PriorityFlags=SMALL_RELATIVE_TO_TIME\n"));
         assert!(c.warnings.iter().any(|w| w.contains("PriorityFlags")));
+    }
+
+    #[test]
+    fn gpu_keys() {
+        let c = parse(&format!(
+            "{MIN}DefCpuPerGPU=4\nDefMemPerGPU=2048\nNodeName=g1 CPUs=8 Gres=gpu:a100:2 GpuMemory=80G\nPartitionName=gpu Nodes=g1 GpuSharing=multiuser\nPartitionName=one Nodes=g1 GpuSharing=USER\n"
+        ));
+        assert_eq!(
+            (c.def_cpu_per_gpu, c.def_mem_per_gpu_mb),
+            (Some(4), Some(2048))
+        );
+        assert_eq!(c.node("g1").unwrap().gpu_memory_mb, 80 * 1024);
+        assert!(c.partition("gpu").unwrap().gpu_multiuser);
+        assert!(!c.partition("one").unwrap().gpu_multiuser);
+        let e = parse_err(&format!(
+            "{MIN}NodeName=g1 CPUs=8\nPartitionName=p Nodes=g1 GpuSharing=all\n"
+        ));
+        assert!(e.contains("expected user or multiuser"), "{e}");
     }
 
     #[test]

@@ -226,3 +226,73 @@ fn restarted_controller_keeps_gpu_allocations() {
         c.wait_state(id, JobState::Completed, T);
     }
 }
+
+#[test]
+fn cpus_and_memory_per_gpu_and_the_job_environment() {
+    let c = TestCluster::start(
+        ClusterOpts::named("gpus-per-gpu")
+            .nodes(1)
+            .cpus(8)
+            .real_memory_mb(8000)
+            .node_attrs("n1", "Gres=gpu:a100:4 GpuMemory=80G")
+            .config_line("DefCpuPerGPU=2")
+            .config_line("DefMemPerGPU=1000"),
+    );
+    let env = "env | grep -E '^SLURM_(GPUS|GPUS_PER_NODE|GPUS_PER_TASK|CPUS_PER_GPU|MEM_PER_GPU|JOB_CPUS_PER_NODE)=' | sort";
+    let run = |args: &[&str]| -> (gsched_tests::JobInfo, String) {
+        let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        a.extend(["-o".into(), "%j.out".into(), "--wrap".into(), env.into()]);
+        let id = c.submit(a);
+        let j = c.wait_state(id, JobState::Completed, T);
+        (j, c.read_work_file(&format!("{id}.out")))
+    };
+    // --cpus-per-gpu and --mem-per-gpu: 3 GPUs x 2 CPUs, 3 x 500 MiB.
+    let (j, out) = run(&["--gpus-per-node=3", "--cpus-per-gpu=2", "--mem-per-gpu=500"]);
+    assert_eq!(j.cpus_per_node, vec![6], "{j:?}");
+    assert_eq!(j.mem_per_node_mb, 1500, "{j:?}");
+    assert_eq!(j.gpus[0].len(), 3);
+    assert!(out.contains("SLURM_GPUS_PER_NODE=3\n"), "{out}");
+    assert!(out.contains("SLURM_CPUS_PER_GPU=2\n"), "{out}");
+    assert!(out.contains("SLURM_MEM_PER_GPU=500\n"), "{out}");
+    // DefCpuPerGPU / DefMemPerGPU for a job that says nothing of CPUs or memory.
+    let (j, _) = run(&["--gres=gpu:a100:2"]);
+    assert_eq!(
+        (j.cpus_per_node.clone(), j.mem_per_node_mb),
+        (vec![4], 2000),
+        "{j:?}"
+    );
+    // -c wins over DefCpuPerGPU; per task: 2 tasks x 1 GPU x 3 CPUs.
+    let (j, _) = run(&["--gres=gpu:1", "-c", "1"]);
+    assert_eq!(j.cpus_per_node, vec![1], "{j:?}");
+    let (j, out) = run(&["-n", "2", "--gpus-per-task=1", "--cpus-per-gpu=3"]);
+    assert_eq!(
+        (j.cpus_per_node.clone(), j.gpus[0].len()),
+        (vec![6], 2),
+        "{j:?}"
+    );
+    assert!(out.contains("SLURM_GPUS_PER_TASK=1\n"), "{out}");
+    // -G/--gpus: the whole job's GPUs, on one node.
+    let (j, out) = run(&["-G", "a100:2", "-c", "1"]);
+    assert_eq!(j.gpus[0].len(), 2, "{j:?}");
+    assert!(out.contains("SLURM_GPUS=a100:2\n"), "{out}");
+    // Several tasks per node with --cpus-per-gpu but without GPUs per task: refused.
+    let o = c.cmd(
+        "gsbatch",
+        [
+            "-n",
+            "3",
+            "--gpus-per-node=1",
+            "--cpus-per-gpu=2",
+            "--wrap",
+            "true",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "--cpus-per-gpu with several tasks per node needs --gpus-per-task or --ntasks-per-node"
+        ),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -76,6 +76,26 @@ impl State {
         }))
     }
 
+    /// `DefCpuPerGPU=` and `DefMemPerGPU=` for a whole-GPU job that says nothing of its CPUs
+    /// (`-c`, `--cpus-per-gpu`) or its memory (`--mem*`), as Slurm applies them.
+    pub(super) fn gpu_defaults(&self, spec: &mut JobSpec) {
+        let cpus_given = spec.cpus_per_task.is_some();
+        let mem_given = spec.mem.is_some();
+        // Only where the CPUs of each task follow (see check_gpus): a default never refuses.
+        let nodes = spec.nodes.unwrap_or(1).max(1);
+        let one_per_node = spec.ntasks_per_node.is_some() || spec.total_tasks() <= nodes;
+        let Some(g) = spec.gpu.as_mut().filter(|g| g.share.is_none()) else {
+            return;
+        };
+        let tasks_known = g.per_task.is_some() || one_per_node;
+        if !cpus_given && g.cpus_per_gpu.is_none() && tasks_known {
+            g.cpus_per_gpu = self.cfg.def_cpu_per_gpu;
+        }
+        if !mem_given && g.mem_per_gpu_mb.is_none() {
+            g.mem_per_gpu_mb = self.cfg.def_mem_per_gpu_mb;
+        }
+    }
+
     /// Every node's GPUs with the holds of the jobs running or completing on them.
     pub(super) fn gpu_views(&self) -> Vec<Vec<GpuView>> {
         let mut views: Vec<Vec<GpuView>> = self

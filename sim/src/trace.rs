@@ -344,8 +344,9 @@ fn alibaba_node_list(pod_list: &Path) -> Result<Vec<TraceNode>, TraceError> {
 /// Reads the Alibaba GPU v2023 pod list (`name,cpu_milli,memory_mib,num_gpu,gpu_milli,
 /// gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time`).
 ///
-/// gsched's scheduler core does not schedule GPUs yet (no GRES in its requests), so this
-/// trace is replayed with the **GPU as the scheduled resource**, in milli-GPUs: a node of `g`
+/// By default (without `--gpu-sharing`, see [`crate::gpu`], which schedules real GPUs with
+/// each job's [`TraceGpu`]) this trace is replayed with the **GPU as the scheduled resource**,
+/// in milli-GPUs, to compare the CPU policies on it: a node of `g`
 /// GPUs (from `openb_node_list_gpu_node.csv` next to the pod list) has `1000 g` "CPUs", a pod
 /// asking for `n` whole GPUs needs `1000 n` of them and a GPU-sharing pod `gpu_milli`, all on
 /// one node; node memory and pod memory are scheduled as they are. A fractional pod may

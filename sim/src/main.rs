@@ -231,12 +231,16 @@ fn run_gpu(args: &Args, list: &str, trace: &Trace, read: usize) -> Result<()> {
     };
     let predictor = PredictorKind::from_name(&args.predictor).unwrap_or(PredictorKind::Recent);
     let mut rows = Vec::new();
+    let mut rejected = std::collections::BTreeMap::new();
     for name in policy_list(args, &cluster)? {
         for &mode in &modes {
             let mut s = settings(&name, &base, args, predictor);
             s.gpu = Some(mode);
             let o = engine::simulate(&cluster, &trace.jobs, &s);
             rows.push(gsched_sim::gpu::compute(&name, mode, &o, total_gpus));
+            if rejected.is_empty() {
+                rejected = o.rejected;
+            }
         }
     }
     if args.json {
@@ -262,6 +266,17 @@ fn run_gpu(args: &Args, list: &str, trace: &Trace, read: usize) -> Result<()> {
         ),
         format!("cluster: {}", cluster.describe),
     ];
+    let mut heading = heading;
+    if !rejected.is_empty() {
+        heading.push(format!(
+            "refused at submission: {}",
+            rejected
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     print!("{}", gsched_sim::gpu::table(&heading, &rows));
     Ok(())
 }

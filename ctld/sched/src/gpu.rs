@@ -10,6 +10,10 @@
 //!   node of the partition has it; only when no shared GPU has room is a free GPU opened for
 //!   sharing (the one it fills best). Free GPUs so stay free for whole-GPU jobs, against the
 //!   fragmentation users of Slurm's shards complain of.
+//! * **Under backfill, shares go where they add no busy time.** The planner knows when the
+//!   holders of a GPU end; among the shared GPUs a share fits, it prefers one whose holders
+//!   outlast it (then the tightest fit), so a GPU is not kept busy by a late co-tenant while
+//!   another holding longer jobs had room. Placement now, without ends, uses the fit alone.
 //! * **MPS serializes users.** NVIDIA's MPS runs one server per user on a GPU; clients of
 //!   another user wait. So an MPS-shared GPU takes jobs of its current user only, unless the
 //!   partition opts into multi-user MPS (`GpuSharing=multiuser`). Shards are not MPS (Slurm's
@@ -96,9 +100,19 @@ pub(crate) struct GpuUse {
     pub(crate) shard: bool,
     /// Users of the MPS shares.
     pub(crate) users: Vec<u32>,
+    /// For the planner: the latest end of the holds, and the end of the window asked about
+    /// (`None` when ends are not known: placement now, outside the planner).
+    pub(crate) until: i64,
+    pub(crate) window_end: Option<i64>,
 }
 
 impl GpuUse {
+    /// Seconds of the window a share placed here would keep the GPU busy beyond what its
+    /// holders already do (0 when they outlast the window, or when ends are not known).
+    fn extends_by(&self) -> i64 {
+        self.window_end.map_or(0, |e| (e - self.until).max(0))
+    }
+
     pub(crate) fn add(&mut self, user: u32, share: Option<&GpuShare>) {
         self.holds += 1;
         match share {
@@ -242,7 +256,12 @@ fn pick_share(
         .filter_map(|(k, (g, u))| {
             let s = share_on(&g.device, r)?;
             share_fits(&g.device, u, &s, need.user, multiuser).then(|| {
-                let key = (u.free(), leftover(&g.device, u, &s), g.device.index);
+                let key = (
+                    u.free(),
+                    u.extends_by(),
+                    leftover(&g.device, u, &s),
+                    g.device.index,
+                );
                 (key, k, s)
             })
         })
@@ -258,12 +277,13 @@ pub(crate) fn pack_key(
     uses: &[GpuUse],
     need: &GpuNeed,
     multiuser: bool,
-) -> Option<(bool, u64)> {
+) -> Option<(bool, i64, u64)> {
     let GpuAmount::Share(r) = &need.amount else {
         return None;
     };
     let (k, s) = pick_share(gpus, uses, need, r, multiuser)?;
-    Some((uses[k].free(), leftover(&gpus[k].device, &uses[k], &s)))
+    let u = &uses[k];
+    Some((u.free(), u.extends_by(), leftover(&gpus[k].device, u, &s)))
 }
 
 /// Free GPUs of the right type, by position.

@@ -159,7 +159,7 @@ fn place_gpus(
 pub(crate) fn packed_first(
     cands: Vec<(usize, u32)>,
     req: &ResourceRequest,
-    key: impl Fn(usize) -> Option<(bool, u64)>,
+    key: impl Fn(usize) -> Option<(bool, i64, u64)>,
 ) -> Vec<(usize, u32)> {
     let share = req
         .gpu

@@ -957,10 +957,18 @@ impl<'a> Planner<'a> {
     /// What is in use on each GPU of `node` at any time in `[s, e)`: every hold that meets
     /// the window counts, which is never less than the truth at any instant of it.
     fn gpu_uses(&self, node: usize, s: i64, e: i64) -> Vec<GpuUse> {
-        let mut uses = vec![GpuUse::default(); self.view.nodes[node].gpus.len()];
+        let mut uses = vec![
+            GpuUse {
+                window_end: Some(e),
+                ..GpuUse::default()
+            };
+            self.view.nodes[node].gpus.len()
+        ];
         for h in &self.gpu_holds[node] {
             if h.start < e && h.end > s {
-                uses[h.pos].add(h.user, h.share.as_ref());
+                let u = &mut uses[h.pos];
+                u.add(h.user, h.share.as_ref());
+                u.until = u.until.max(h.end);
             }
         }
         uses

@@ -114,9 +114,24 @@ pub fn req_tres(job: &JobInfo) -> String {
 /// One node's GPUs of a job as Slurm's `GRES=` writes them: `gpu:2(IDX:0-1)`,
 /// `gpu:a100:1(IDX:3)`, `mps:50(IDX:1)`, `shard:2(IDX:0)`.
 pub fn node_gres(allocs: &[GpuAlloc], ty: &Option<String>) -> String {
-    let idx = |v: Vec<u32>| -> String {
-        let s: Vec<String> = v.iter().map(u32::to_string).collect();
-        s.join(",")
+    // Slurm's index lists: runs as ranges (`0-2,5`).
+    let idx = |mut v: Vec<u32>| -> String {
+        v.sort_unstable();
+        let mut out: Vec<String> = Vec::new();
+        let mut k = 0;
+        while k < v.len() {
+            let mut e = k;
+            while e + 1 < v.len() && v[e + 1] == v[e] + 1 {
+                e += 1;
+            }
+            out.push(if e > k {
+                format!("{}-{}", v[k], v[e])
+            } else {
+                v[k].to_string()
+            });
+            k = e + 1;
+        }
+        out.join(",")
     };
     let whole: Vec<u32> = allocs
         .iter()
@@ -185,7 +200,7 @@ mod tests {
                 }),
             },
         ];
-        assert_eq!(node_gres(&allocs, &None), "gpu:2(IDX:0,1),mps:25(IDX:3)");
+        assert_eq!(node_gres(&allocs, &None), "gpu:2(IDX:0-1),mps:25(IDX:3)");
         assert_eq!(alloc_counts(&[allocs]), (2, 25, 0));
     }
 }

@@ -97,7 +97,7 @@ fn whole_gpus_exclusive_shares_packed_whole_waits_for_a_free_gpu() {
     );
     let node = c.cmd_ok("gscontrol", ["show", "node", "n1"]);
     assert!(node.contains("Gres=gpu:a100:2"), "{node}");
-    assert!(node.contains("GresUsed=gpu:a100:2(IDX:0,1)"), "{node}");
+    assert!(node.contains("GresUsed=gpu:a100:2(IDX:0-1)"), "{node}");
     let q = c.cmd_ok("gsqueue", ["-h", "-o", "%i %b", "-j", &w1.to_string()]);
     assert_eq!(q.trim(), format!("{w1} gres/gpu:1"));
     let sinfo = c.cmd_ok("gsinfo", ["-h", "-N", "-n", "n1", "-o", "%N %G"]);

@@ -274,3 +274,95 @@ fn merge_shares(allocs: Vec<GpuAlloc>) -> Vec<GpuAlloc> {
     out.sort_by_key(|a| a.index);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gsched_proto::config::{ConfiguredNodeState, GresConfig};
+    use gsched_proto::gpu::GpuShare;
+
+    #[test]
+    fn config_gres_stands_in_for_an_inventory() {
+        let gres = |name: &str, gtype: Option<&str>, count| GresConfig {
+            name: name.into(),
+            gtype: gtype.map(String::from),
+            count,
+        };
+        let n = NodeConfig {
+            name: "g1".into(),
+            addr: None,
+            port: None,
+            cpus: 8,
+            real_memory_mb: 1000,
+            gres: vec![gres("gpu", Some("A100"), 2), gres("mps", None, 400)],
+            features: Vec::new(),
+            state: ConfiguredNodeState::Unknown,
+            weight: 1,
+            gpu_memory_mb: 80 * 1024,
+        };
+        let g = gpus_from_config(&n);
+        assert_eq!(g.len(), 2);
+        assert_eq!(
+            (g[1].index, g[1].type_name.as_str(), g[1].file.as_str()),
+            (1, "a100", "/dev/nvidia1")
+        );
+        assert_eq!(
+            (g[0].memory_mb, g[0].mps_count, g[0].shard_count),
+            (81920, 200, 0)
+        );
+        let none = NodeConfig {
+            gres: vec![gres("mps", None, 100)],
+            ..n
+        };
+        assert!(gpus_from_config(&none).is_empty());
+    }
+
+    #[test]
+    fn gres_used_sums_the_shares_of_a_gpu() {
+        let share = |pct| {
+            Some(GpuShare {
+                mem_mb: 0,
+                percent: pct,
+                shards: 0,
+                mps: true,
+            })
+        };
+        let dev = |i| GpuDevice {
+            index: i,
+            type_name: "a100".into(),
+            file: String::new(),
+            major: None,
+            minor: None,
+            uuid: None,
+            memory_mb: 0,
+            cores: Vec::new(),
+            mig: false,
+            mps_count: 0,
+            shard_count: 0,
+        };
+        let hold = |job_id, share| GpuHold {
+            job_id,
+            user: 1,
+            share,
+        };
+        let views = vec![
+            GpuView {
+                device: dev(0),
+                holds: vec![hold(1, None)],
+            },
+            GpuView {
+                device: dev(1),
+                holds: vec![hold(2, share(25)), hold(3, share(50))],
+            },
+            GpuView {
+                device: dev(2),
+                holds: Vec::new(),
+            },
+        ];
+        assert_eq!(
+            State::gres_used(&views),
+            "gpu:a100:1(IDX:0),mps:a100:75(IDX:1)"
+        );
+        assert_eq!(State::gres_used(&views[2..]), "");
+    }
+}

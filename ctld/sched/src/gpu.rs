@@ -269,25 +269,17 @@ fn pick_share(
         .map(|(_, k, s)| (k, s))
 }
 
-/// How well `need` packs on a node with these GPUs, for a job placing `tasks` tasks there
-/// (lower is better). A share: whether it must open a free GPU, the busy time it adds, how
-/// little it leaves on its GPU. Whole GPUs: how few free GPUs of the type the node has left
-/// after them (best fit, so nodes with many free GPUs stay whole for jobs that need many).
-/// `None` if it does not fit.
+/// How well a share of `need` packs on a node with these GPUs (lower is better): whether it
+/// must open a free GPU, then how little it leaves on the GPU it goes to. `None` if it does
+/// not fit; also `None` for whole-GPU requests (they take no part in packing).
 pub(crate) fn pack_key(
     gpus: &[GpuView],
     uses: &[GpuUse],
     need: &GpuNeed,
-    tasks: u32,
     multiuser: bool,
 ) -> Option<(bool, i64, u64)> {
-    let r = match &need.amount {
-        GpuAmount::Share(r) => r,
-        GpuAmount::Whole { .. } => {
-            let free = free_whole(gpus, uses, need).len() as u64;
-            let left = free.checked_sub(u64::from(need.whole_count(tasks)))?;
-            return Some((false, 0, left));
-        }
+    let GpuAmount::Share(r) = &need.amount else {
+        return None;
     };
     let (k, s) = pick_share(gpus, uses, need, r, multiuser)?;
     let u = &uses[k];

@@ -137,10 +137,14 @@ fn place_gpus(
         .collect();
     cands.sort_by_key(|&(i, _)| (nodes[i].weight, i));
     cands.dedup_by_key(|c| c.0);
-    let cands = packed_first(cands, req, |i, tasks| {
+    let cands = packed_first(cands, req, |i| {
         let need = req.gpu.as_deref()?;
-        let uses = gpu::uses_now(&nodes[i].gpus);
-        gpu::pack_key(&nodes[i].gpus, &uses, need, tasks, multiuser)
+        gpu::pack_key(
+            &nodes[i].gpus,
+            &gpu::uses_now(&nodes[i].gpus),
+            need,
+            multiuser,
+        )
     });
     let mut p = place_caps(&cands, req, |i| (nodes[i].cpus, nodes[i].mem_mb))?;
     assign_gpus(&mut p, req, multiuser, |i| {
@@ -149,20 +153,24 @@ fn place_gpus(
     Some(p)
 }
 
-/// For a one-node GPU request: only the node where its GPUs pack best ([`gpu::pack_key`]:
-/// shares onto the GPUs already shared anywhere in the partition before a free GPU is
-/// opened, whole GPUs onto the node they fill best; ties by preference order). Other
-/// requests: `cands` unchanged.
+/// For a one-node request of a GPU share: only the node where the share packs best
+/// ([`gpu::pack_key`]; ties by preference order), so that shares fill the GPUs already shared
+/// anywhere in the partition before a free GPU is opened. Other requests: `cands` unchanged.
 pub(crate) fn packed_first(
     cands: Vec<(usize, u32)>,
     req: &ResourceRequest,
-    key: impl Fn(usize, u32) -> Option<(bool, i64, u64)>,
+    key: impl Fn(usize) -> Option<(bool, i64, u64)>,
 ) -> Vec<(usize, u32)> {
+    let share = req
+        .gpu
+        .as_ref()
+        .is_some_and(|g| matches!(g.amount, gpu::GpuAmount::Share(_)));
     let one_node = req.nodes.is_none_or(|n| n <= 1)
-        && req.filter.as_ref().is_none_or(|f| {
-            f.required.is_empty() && f.counts.is_empty() && f.alternatives.is_empty()
-        });
-    if req.gpu.is_none() || !one_node {
+        && req
+            .filter
+            .as_ref()
+            .is_none_or(|f| f.required.is_empty() && f.counts.is_empty());
+    if !share || !one_node {
         return cands;
     }
     let total = total_tasks(req);
@@ -170,7 +178,7 @@ pub(crate) fn packed_first(
         .iter()
         .enumerate()
         .filter(|(_, c)| c.1 >= total)
-        .filter_map(|(pos, &c)| key(c.0, total).map(|k| (k, pos, c)))
+        .filter_map(|(pos, &c)| key(c.0).map(|k| (k, pos, c)))
         .min_by_key(|&(k, pos, _)| (k, pos))
         .map(|(_, _, c)| c);
     match best {

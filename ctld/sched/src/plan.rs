@@ -938,10 +938,14 @@ impl<'a> Planner<'a> {
                 (cap > 0).then_some((i, cap))
             })
             .collect();
-        let cands = packed_first(cands, req, |i, tasks| {
+        let cands = packed_first(cands, req, |i| {
             let need = req.gpu.as_deref()?;
-            let uses = self.gpu_uses(i, t, end);
-            gpu::pack_key(&view.nodes[i].gpus, &uses, need, tasks, multiuser)
+            gpu::pack_key(
+                &view.nodes[i].gpus,
+                &self.gpu_uses(i, t, end),
+                need,
+                multiuser,
+            )
         });
         let mut p = place_caps(&cands, req, |i| (view.nodes[i].cpus, view.nodes[i].mem_mb))?;
         assign_gpus(&mut p, req, multiuser, |i| {

@@ -9,6 +9,7 @@ pub mod common;
 pub mod completions;
 pub mod format;
 pub mod getopt;
+pub mod gpu_opts;
 pub mod prices;
 pub mod sacct;
 pub mod sacctmgr;

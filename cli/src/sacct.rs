@@ -629,6 +629,15 @@ fn tres(cpus: u32, mem_mb: u64, nodes: u32, units: Option<char>) -> String {
     s
 }
 
+/// A TRES string with its GPU part appended (Slurm lists `gres/...` after the others).
+fn with_gres(tres: String, gres: String) -> String {
+    if gres.is_empty() {
+        tres
+    } else {
+        format!("{tres},{gres}")
+    }
+}
+
 fn date(t: Option<i64>) -> String {
     common::opt_time_str(t)
 }
@@ -747,7 +756,10 @@ impl Params {
                     return String::new();
                 }
                 let mem = j.mem_per_node_mb * alloc_nodes as u64;
-                tres(alloc_cpus, mem, alloc_nodes, self.units)
+                with_gres(
+                    tres(alloc_cpus, mem, alloc_nodes, self.units),
+                    gsched_proto::gpu_tres::alloc_tres(j),
+                )
             }
             "Cluster" => cluster.to_string(),
             "Comment" => j.spec.comment.clone().unwrap_or_default(),
@@ -840,11 +852,14 @@ impl Params {
             }
             "ReqMem" if !row.batch => mem_str(j.mem_per_node_mb, self.units),
             "ReqNodes" if !row.batch => j.spec.nodes.unwrap_or(j.num_nodes).to_string(),
-            "ReqTRES" if !row.batch => tres(
-                j.num_tasks.max(1) * j.spec.cpus_per_task(),
-                j.mem_per_node_mb * j.spec.nodes.unwrap_or(1) as u64,
-                j.spec.nodes.unwrap_or(1),
-                self.units,
+            "ReqTRES" if !row.batch => with_gres(
+                tres(
+                    j.num_tasks.max(1) * j.spec.cpus_per_task(),
+                    j.mem_per_node_mb * j.spec.nodes.unwrap_or(1) as u64,
+                    j.spec.nodes.unwrap_or(1),
+                    self.units,
+                ),
+                gsched_proto::gpu_tres::req_tres(j),
             ),
             "Restarts" => j.restarts.to_string(),
             "Start" => match (

@@ -136,6 +136,9 @@ pub const OPTIONS: &[Opt] = &[
     Opt::new("wrap", None, &["wrap"], Req),
     // gsched extensions.
     Opt::new("urgent", None, &["urgent"], No),
+    // gsched's own (not in Slurm): a share of one GPU.
+    Opt::new("gpu-mem", None, &["gpu-mem"], Req),
+    Opt::new("gpu-share", None, &["gpu-share"], Req),
 ];
 
 /// Options gsched implements (or accepts because they are harmless: `--ignore-pbs`,
@@ -194,6 +197,14 @@ const IMPLEMENTED: &[&str] = &[
     "switches",
     "urgent",
     "deadline",
+    "gres",
+    "gpus",
+    "gpus-per-node",
+    "gpus-per-task",
+    "cpus-per-gpu",
+    "mem-per-gpu",
+    "gpu-mem",
+    "gpu-share",
 ];
 
 /// Options handled only in the first pass (command line); Slurm ignores them in `#SBATCH`
@@ -261,6 +272,9 @@ const ENV_VARS: &[(&str, &str)] = &[
     ("SBATCH_ERROR", "error"),
     ("SBATCH_INPUT", "input"),
     ("SBATCH_OUTPUT", "output"),
+    // gsched's own options' variables.
+    ("SBATCH_GPU_MEM", "gpu-mem"),
+    ("SBATCH_GPU_SHARE", "gpu-share"),
 ];
 
 /// Where an option came from (later sources win).
@@ -353,6 +367,8 @@ pub struct Opts {
     pub urgent: bool,
     /// `--deadline`, epoch seconds.
     pub deadline: Option<i64>,
+    /// `--gres`, `--gpus*`, `--cpus-per-gpu`, `--mem-per-gpu`, `--gpu-mem`, `--gpu-share`.
+    pub gpu: crate::gpu_opts::GpuOpts,
 }
 
 /// Facts about the caller that option processing needs.
@@ -516,6 +532,40 @@ impl Opts {
                 }
                 Some(v) => return Err(opt_err(&format!("Invalid --exclusive specification: {v}"))),
             },
+            "gres" => match crate::gpu_opts::parse_gres(val) {
+                Ok(g) => self.gpu.gres = Some(g),
+                Err(e) => return Err(opt_err(&e)),
+            },
+            "gpus" | "gpus-per-node" | "gpus-per-task" => {
+                let c = crate::gpu_opts::parse_count(val)
+                    .ok_or_else(|| opt_err(&format!("Invalid --{id} specification: {val}")))?;
+                *match id {
+                    "gpus" => &mut self.gpu.gpus,
+                    "gpus-per-node" => &mut self.gpu.per_node,
+                    _ => &mut self.gpu.per_task,
+                } = Some(c);
+            }
+            "cpus-per-gpu" => self.gpu.cpus_per_gpu = Some(parse_int(prog, "--cpus-per-gpu", val)?),
+            "mem-per-gpu" => match units::parse_memory_mb(val) {
+                Ok(m) => self.gpu.mem_per_gpu = Some((m, src.rank())),
+                Err(_) => return Err(opt_err("Invalid --mem-per-gpu specification")),
+            },
+            "gpu-mem" => match crate::gpu_opts::parse_gpu_mem(val) {
+                Some(m) => self.gpu.gpu_mem = Some(m),
+                None => {
+                    return Err(opt_err(&format!(
+                        "Invalid --gpu-mem specification: {val} (GPU memory, e.g. 40G or 512M)"
+                    )))
+                }
+            },
+            "gpu-share" => match crate::gpu_opts::parse_share(val) {
+                Some(p) => self.gpu.gpu_share = Some(p),
+                None => {
+                    return Err(opt_err(&format!(
+                        "Invalid --gpu-share specification: {val} (a percentage from 1 to 100)"
+                    )))
+                }
+            },
             // Accepted without effect: see IMPLEMENTED.
             "wckey" => {}
             _ => {}
@@ -526,15 +576,21 @@ impl Opts {
     /// The memory request after Slurm's rule: the highest source that sets any memory
     /// option decides, and may set only one of them.
     pub fn memory(&self, prog: &str) -> Result<Option<MemRequest>, Fail> {
-        let top = [self.mem.map(|m| m.1), self.mem_per_cpu.map(|m| m.1)]
-            .into_iter()
-            .flatten()
-            .max();
+        let top = [
+            self.mem.map(|m| m.1),
+            self.mem_per_cpu.map(|m| m.1),
+            self.gpu.mem_per_gpu.map(|m| m.1),
+        ]
+        .into_iter()
+        .flatten()
+        .max();
         let Some(top) = top else { return Ok(None) };
         let node = self.mem.filter(|m| m.1 == top);
         let cpu = self.mem_per_cpu.filter(|m| m.1 == top);
+        let gpu = self.gpu.mem_per_gpu.is_some_and(|m| m.1 == top);
+        let two = (node.is_some() as u8 + cpu.is_some() as u8 + gpu as u8) > 1;
         match (node, cpu) {
-            (Some(_), Some(_)) => {
+            _ if two => {
                 let msg = if top == Source::Env("").rank() {
                     "SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually exclusive."
                 } else {
@@ -544,8 +600,26 @@ impl Opts {
             }
             (Some(m), None) => Ok(Some(MemRequest::PerNode(m.0))),
             (None, Some(m)) => Ok(Some(MemRequest::PerCpu(m.0))),
-            (None, None) => Ok(None),
+            // --mem-per-gpu decides: the controller makes it the memory per node.
+            _ => Ok(None),
         }
+    }
+}
+
+impl Opts {
+    /// The GPU request of the options (see [`crate::gpu_opts`]); `None` without GPUs.
+    pub fn gpu_request(&self, prog: &str) -> Result<Option<gsched_proto::gpu::GpuRequest>, Fail> {
+        let top = [self.mem.map(|m| m.1), self.mem_per_cpu.map(|m| m.1)]
+            .into_iter()
+            .flatten()
+            .max();
+        let wins = self
+            .gpu
+            .mem_per_gpu
+            .is_some_and(|m| top.is_none_or(|t| m.1 >= t));
+        self.gpu
+            .request(wins, self.cpus_per_task.is_some())
+            .map_err(|e| Fail::error(prog, e).with_code(EXIT_OPTION))
     }
 }
 
@@ -1123,6 +1197,7 @@ pub fn build(
         common::check_clusters(prog, c, local)?;
     }
     let mem = opts.memory(prog)?;
+    let gpu = opts.gpu_request(prog)?;
 
     let work_dir = opts.chdir.clone().unwrap_or_else(|| ctx.caller.cwd.clone());
     let full = |p: &Option<String>| p.as_ref().map(|p| absolute(&work_dir, p));
@@ -1240,7 +1315,7 @@ pub fn build(
         mail_type: opts.mail_type,
         mail_user: opts.mail_user.clone(),
         qos: opts.qos.clone(),
-        gpu: None,
+        gpu,
         urgent: opts.urgent,
         deadline: opts.deadline,
     };
@@ -1276,7 +1351,15 @@ pub fn build(
             ntasks: o.ntasks,
             cpus_per_task: o.cpus_per_task,
             ntasks_per_node: o.ntasks_per_node,
-            mem: o.memory(prog)?,
+            mem: {
+                if o.gpu.any() {
+                    return Err(Fail::not_supported(
+                        prog,
+                        "--gres/--gpus* in a heterogeneous job's later components",
+                    ));
+                }
+                o.memory(prog)?
+            },
             hold: o.hold,
             dependency: o.dependency.clone(),
             kill_on_invalid_dep: o.kill_on_invalid_dep,
@@ -1547,6 +1630,7 @@ pub fn usage_text() -> String {
      \x20             [--parsable] [-t minutes] [-D path] [--input file] [--output file]\n\
      \x20             [--error file] [--open-mode=append|truncate] [-J jobname]\n\
      \x20             [--mem=MB | --mem-per-cpu=MB] [--ntasks-per-node=n]\n\
+     \x20             [--gres=list] [--gpus=n] [--gpu-mem=SIZE] [--gpu-share=PERCENT]\n\
      \x20             [--export[=names]] [--gid=group] [--uid=user] [--clusters=name]\n\
      \x20             [--comment=name] [--signal=[B:]num[@time]] [--wait] [--test-only]\n\
      \x20             [--quiet] [--verbose] [--wrap=command]\n\
@@ -1605,6 +1689,26 @@ pub fn help_text() -> String {
      \x20     --mem-per-cpu=MB        maximum amount of real memory per allocated\n\
      \x20                             cpu required by the job.\n\
      \x20                             --mem >= --mem-per-cpu if --mem is specified.\n\
+     \n\
+     GPU scheduling options (a job asks for whole GPUs or for a share of one GPU per node):\n\
+     \x20     --cpus-per-gpu=n        number of CPUs required per allocated GPU\n\
+     \x20 -G, --gpus=[type:]n         count of whole GPUs required for the job (placed\n\
+     \x20                             as n per node: with -N, n must divide evenly)\n\
+     \x20     --gpus-per-node=[type:]n number of whole GPUs required per allocated node\n\
+     \x20     --gpus-per-task=[type:]n number of whole GPUs required per task\n\
+     \x20     --gres=list             required generic resources: gpu[:type][:n] (whole\n\
+     \x20                             GPUs), mps[:type]:n (n of a GPU's MPS count, 100\n\
+     \x20                             unless gres.conf says; a share of one GPU),\n\
+     \x20                             shard[:type]:n (n of a GPU's shards, counted only)\n\
+     \x20     --mem-per-gpu=MB        real (host) memory required per allocated GPU\n\
+     \x20     --gpu-mem=SIZE          gsched: a share of one GPU with SIZE of its memory\n\
+     \x20                             (e.g. 40G; the same fraction of its compute unless\n\
+     \x20                             --gpu-share says), enforced through CUDA MPS\n\
+     \x20     --gpu-share=PERCENT     gsched: a share of one GPU with PERCENT of its\n\
+     \x20                             compute (and of its memory unless --gpu-mem says).\n\
+     \x20                             One user's shares are packed onto shared GPUs;\n\
+     \x20                             users share a GPU only in GpuSharing=multiuser\n\
+     \x20                             partitions.\n\
      \n\
      Other Slurm options are recognized but refused: gsched does not implement them yet.\n\
      \n\
@@ -2063,7 +2167,7 @@ mod tests {
         );
         let e = build(
             &ctx(&[]),
-            &cli(&["--gres=gpu:1", "x"]),
+            &cli(&["--gpu-bind=closest", "x"]),
             &src,
             plain,
             Some("c"),
@@ -2071,7 +2175,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e.lines,
-            vec!["sbatch: error: option --gres is not supported by gsched yet"]
+            vec!["sbatch: error: option --gpu-bind is not supported by gsched yet"]
         );
         assert_eq!(e.code, 1);
         let e = build(
@@ -2157,6 +2261,93 @@ mod tests {
         assert_eq!(
             success_line(7, b.parsable, false, b.clusters.as_deref()).unwrap(),
             "7;c\n"
+        );
+    }
+
+    #[test]
+    fn gpu_options_from_script_env_and_command_line() {
+        let src = ScriptSource::File("job.sh".into());
+        let script = "#!/bin/sh\n#SBATCH --gres=gpu:A100:2 --cpus-per-gpu=4\necho\n";
+        let b = build(&ctx(&[]), &cli(&["job.sh"]), &src, script, None).unwrap();
+        let g = b.spec.gpu.unwrap();
+        assert_eq!(
+            (g.type_name.as_deref(), g.per_node, g.cpus_per_gpu),
+            (Some("a100"), Some(2), Some(4))
+        );
+        // SBATCH_* forms; the command line wins over the environment.
+        let env = ctx(&[("SBATCH_GPUS_PER_NODE", "3"), ("SBATCH_MEM_PER_GPU", "8G")]);
+        let plain = "#!/bin/sh\necho\n";
+        let b = build(&env, &cli(&["job.sh"]), &src, plain, None).unwrap();
+        let g = b.spec.gpu.unwrap();
+        assert_eq!((g.per_node, g.mem_per_gpu_mb), (Some(3), Some(8192)));
+        assert_eq!(b.spec.mem, None);
+        let b = build(
+            &env,
+            &cli(&["--gpus-per-node=1", "job.sh"]),
+            &src,
+            plain,
+            None,
+        )
+        .unwrap();
+        assert_eq!(b.spec.gpu.unwrap().per_node, Some(1));
+        // --mem on the command line beats SBATCH_MEM_PER_GPU (the highest source decides).
+        let b = build(&env, &cli(&["--mem=1G", "job.sh"]), &src, plain, None).unwrap();
+        assert_eq!(b.spec.mem, Some(MemRequest::PerNode(1024)));
+        assert_eq!(b.spec.gpu.unwrap().mem_per_gpu_mb, None);
+        // A share: gsched's own options and their variables.
+        let env = ctx(&[("SBATCH_GPU_SHARE", "25")]);
+        let b = build(&env, &cli(&["--gpu-mem=20G", "job.sh"]), &src, plain, None).unwrap();
+        let sh = b.spec.gpu.unwrap().share.unwrap();
+        assert_eq!((sh.mem_mb, sh.percent), (Some(20 * 1024), Some(25)));
+        let b = build(
+            &ctx(&[]),
+            &cli(&["--gres=mps:50", "job.sh"]),
+            &src,
+            plain,
+            None,
+        )
+        .unwrap();
+        assert_eq!(b.spec.gpu.unwrap().share.unwrap().mps, Some(50));
+    }
+
+    #[test]
+    fn gpu_option_errors() {
+        let src = ScriptSource::File("job.sh".into());
+        let plain = "#!/bin/sh\necho\n";
+        let err = |args: &[&str]| {
+            let mut a = args.to_vec();
+            a.push("job.sh");
+            build(&ctx(&[]), &cli(&a), &src, plain, None).unwrap_err()
+        };
+        let e = err(&["--gres=gpu:1", "--gpu-mem=10G"]);
+        assert_eq!(e.code, 255);
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: error: --gres=gpu (whole GPUs) and --gpu-mem (a share of one GPU) cannot be combined: ask for whole GPUs or for a share"]
+        );
+        assert_eq!(
+            err(&["--gres=gpu:x:y:z"]).lines,
+            vec!["sbatch: error: Invalid generic resource (gres) specification"]
+        );
+        assert_eq!(
+            err(&["--gpus=1", "--cpus-per-gpu=2", "-c", "4"]).lines,
+            vec!["sbatch: error: --cpus-per-gpu is mutually exclusive with --cpus-per-task"]
+        );
+        assert_eq!(
+            err(&["--gpu-share=150"]).lines,
+            vec!["sbatch: error: Invalid --gpu-share specification: 150 (a percentage from 1 to 100)"]
+        );
+        assert_eq!(
+            err(&["--gpus-per-task=a:b:c"]).lines,
+            vec!["sbatch: error: Invalid --gpus-per-task specification: a:b:c"]
+        );
+        assert_eq!(
+            err(&["--mem=1G", "--mem-per-gpu=1G", "--gpus=1"]).lines,
+            vec!["sbatch: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."]
+        );
+        assert_eq!(
+            err(&["--cpus-per-gpu=2"]).lines,
+            vec!["sbatch: error: --cpus-per-gpu needs GPUs: add --gres=gpu:N or --gpus-per-node=N"]
         );
     }
 

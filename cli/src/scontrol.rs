@@ -1475,13 +1475,19 @@ pub fn format_job_ranged(
         j.num_tasks,
         spec.cpus_per_task()
     ));
+    let gres = gsched_proto::gpu_tres::alloc_tres(j);
     o.push_str(&format!(
-        "TRES={}{le}",
+        "TRES={}{}{le}",
         tres(
             j.num_cpus,
             j.mem_per_node_mb.saturating_mul(u64::from(j.num_nodes)),
             j.num_nodes
-        )
+        ),
+        if gres.is_empty() {
+            String::new()
+        } else {
+            format!(",{gres}")
+        }
     ));
     o.push_str(&format!(
         "Socks/Node=* NtasksPerN:B:S:C={}:0:*:* CoreSpec=*{le}",
@@ -1544,6 +1550,39 @@ pub fn format_job_ranged(
         ));
     }
     o.push_str(&format!("{le}Power="));
+    if let Some(g) = &spec.gpu {
+        // Slurm's lines for a job with GPUs.
+        let ty = g
+            .type_name
+            .as_ref()
+            .map(|t| format!(":{t}"))
+            .unwrap_or_default();
+        if let Some(c) = g.cpus_per_gpu {
+            o.push_str(&format!("{le}CpusPerTres=gres/gpu{ty}:{c}"));
+        }
+        if let Some(m) = g.mem_per_gpu_mb {
+            o.push_str(&format!("{le}MemPerTres=gres/gpu{ty}:{m}"));
+        }
+        for (k, v) in [
+            ("TresPerJob", g.tres_per_job()),
+            ("TresPerNode", g.tres_per_node()),
+            ("TresPerTask", g.tres_per_task()),
+        ] {
+            if let Some(v) = v {
+                o.push_str(&format!("{le}{k}={v}"));
+            }
+        }
+        if !j.gpus.is_empty() {
+            let ty = g.type_name.clone();
+            let gres: Vec<String> = j
+                .nodes
+                .iter()
+                .zip(&j.gpus)
+                .map(|(n, a)| format!("{n}:{}", gsched_proto::gpu_tres::node_gres(a, &ty)))
+                .collect();
+            o.push_str(&format!("{le}GRES={}", gres.join(" ")));
+        }
+    }
     if !j.spec.mail_type.is_empty() {
         // Slurm's optional mail line (the user's name when --mail-user was not given).
         o.push_str(&format!(
@@ -1578,6 +1617,9 @@ pub fn format_node(n: &NodeInfo, one_liner: bool, slurmd_port: u16) -> String {
     o.push_str(&format!("AvailableFeatures={feats}{le}"));
     o.push_str(&format!("ActiveFeatures={feats}{le}"));
     o.push_str(&format!("Gres={}{le}", or_null(&n.gres)));
+    if !n.gres.is_empty() && n.gres != "(null)" {
+        o.push_str(&format!("GresUsed={}{le}", or_null(&n.gres_used)));
+    }
     o.push_str(&format!("NodeAddr={} NodeHostName={} ", n.addr, n.name));
     if n.port != slurmd_port {
         o.push_str(&format!("Port={} ", n.port));
@@ -1988,6 +2030,7 @@ mod tests {
 
     fn node(name: &str) -> NodeInfo {
         NodeInfo {
+            gres_used: String::new(),
             name: name.into(),
             addr: "127.0.0.1".into(),
             port: 7001,

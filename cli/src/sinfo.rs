@@ -599,6 +599,7 @@ fn node_key(fmt: &Format, exact: bool, n: &NodeInfo) -> Vec<String> {
     push(fmt.has(&[F::Features]), n.features.join(","));
     push(fmt.has(&[F::FeaturesAct]), n.features.join(","));
     push(fmt.has(&[F::Gres]), n.gres.clone());
+    push(fmt.has(&[F::GresUsed]), n.gres_used.clone());
     push(fmt.has(&[F::Reason]), n.reason.clone().unwrap_or_default());
     push(
         fmt.has(&[F::Timestamp]),
@@ -887,7 +888,7 @@ fn value(kind: F, r: &Record, cluster: &str, slurmd_port: u16) -> String {
         },
         F::Groups | F::AllocNodes => part.map(|_| "all".to_string()).unwrap_or_else(na),
         F::Gres => or_null(first.map(|n| n.gres.as_str()).unwrap_or("")).to_string(),
-        F::GresUsed => "(null)".to_string(),
+        F::GresUsed => or_null(first.map(|n| n.gres_used.as_str()).unwrap_or("")).to_string(),
         F::OverSubscribe => "NO".to_string(),
         F::Timestamp => match first.and_then(|n| n.reason_time) {
             Some(t) if t != 0 => units::format_timestamp(t),
@@ -1195,6 +1196,7 @@ mod tests {
 
     pub(crate) fn node(name: &str, base: NodeBaseState, drain: bool) -> NodeInfo {
         NodeInfo {
+            gres_used: String::new(),
             name: name.into(),
             addr: name.into(),
             port: 6818,

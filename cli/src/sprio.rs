@@ -422,6 +422,7 @@ mod tests {
 
     fn job(id: u32, prio: u32, f: PriorityFactors) -> JobInfo {
         JobInfo {
+            gpus: Vec::new(),
             job_id: id,
             name: "j".into(),
             user_id: 1001,

@@ -528,7 +528,13 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
         F::JobArrayId => crate::arrays::job_array_id(job, &ctx.ranges),
         F::ArrayJobId => job.array_job_id().to_string(),
         F::ArrayTaskId => crate::arrays::array_task_id(job, &ctx.ranges),
-        F::TresPerNode | F::CoreSpec => "N/A".to_string(),
+        F::TresPerNode => job
+            .spec
+            .gpu
+            .as_ref()
+            .and_then(|g| g.tres_per_node())
+            .unwrap_or_else(|| "N/A".to_string()),
+        F::CoreSpec => "N/A".to_string(),
         F::BatchHost => {
             if is_running(job) {
                 job.nodes.first().cloned().unwrap_or_else(|| "n/a".into())
@@ -1313,6 +1319,7 @@ pub(crate) mod tests {
 
     pub(crate) fn job(id: u32, state: JobState) -> JobInfo {
         JobInfo {
+            gpus: Vec::new(),
             job_id: id,
             name: "job.sh".into(),
             user_id: 1000,

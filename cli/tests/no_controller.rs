@@ -168,10 +168,10 @@ fn script_checks() {
         text(&o.stderr),
         "gsbatch: error: Unable to open file missing.sh\n"
     );
-    let o = run_in(&e, &g, &["--gres=gpu:1", "--wrap=x"], b"", &[]);
+    let o = run_in(&e, &g, &["--gpu-bind=closest", "--wrap=x"], b"", &[]);
     assert_eq!(
         text(&o.stderr),
-        "gsbatch: error: option --gres is not supported by gsched yet\n"
+        "gsbatch: error: option --gpu-bind is not supported by gsched yet\n"
     );
     assert_eq!(o.status.code(), Some(1));
     let o = run_in(&e, &g, &["--wrap=x"], b"", &[("SLURM_EXIT_ERROR", "7")]);

@@ -86,6 +86,28 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
         Some(MemRequest::PerCpu(m)) => set(&mut env, "SLURM_MEM_PER_CPU", m.to_string()),
         None => {}
     }
+    if let Some(g) = &spec.gpu {
+        // As sbatch exports its GPU options: `[type:]count`.
+        let typed = |n: u32| match &g.type_name {
+            Some(t) => format!("{t}:{n}"),
+            None => n.to_string(),
+        };
+        if let Some(n) = g.per_job {
+            set(&mut env, "SLURM_GPUS", typed(n));
+        }
+        if let Some(n) = g.per_node {
+            set(&mut env, "SLURM_GPUS_PER_NODE", typed(n));
+        }
+        if let Some(n) = g.per_task {
+            set(&mut env, "SLURM_GPUS_PER_TASK", typed(n));
+        }
+        if let Some(c) = g.cpus_per_gpu {
+            set(&mut env, "SLURM_CPUS_PER_GPU", c.to_string());
+        }
+        if let Some(m) = g.mem_per_gpu_mb {
+            set(&mut env, "SLURM_MEM_PER_GPU", m.to_string());
+        }
+    }
     // gsbatch sends the directory and host it was run from; API callers may not.
     if !env.iter().any(|(k, _)| k == "SLURM_SUBMIT_DIR") {
         set(&mut env, "SLURM_SUBMIT_DIR", &spec.work_dir);
@@ -175,7 +197,7 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
         mem_mb,
         node_index: 0,
         time_limit: job.time_limit,
-        gpus: Vec::new(),
+        gpus: job.gpus.first().cloned().unwrap_or_default(),
     }
 }
 

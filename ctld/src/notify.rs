@@ -521,6 +521,7 @@ mod tests {
 
     fn job(state: JobState) -> JobInfo {
         JobInfo {
+            gpus: Vec::new(),
             job_id: 42,
             name: "train".into(),
             user_id: 1000,

@@ -454,6 +454,7 @@ async fn register(
         boot_time: req.boot_time,
         daemon_start: req.start_time,
         running: &req.running,
+        gpus: &req.gpus,
     };
     let (kill, heartbeat_interval_secs) = {
         let mut st = sh.lock();

@@ -27,6 +27,7 @@ use std::sync::Arc;
 mod admission;
 mod arrays;
 mod client_opts;
+mod gpus;
 pub mod health;
 mod het;
 pub use arrays::ArrayRt;
@@ -188,6 +189,9 @@ pub struct NodeRt {
     pub version: Option<String>,
     /// Load samples and the like (`state/health.rs`).
     pub life: health::NodeLifeRt,
+    /// The node's GPUs: as gsnoded registered them, else as its config declares them
+    /// (`state/gpus.rs`).
+    pub gpus: Vec<gsched_proto::gpu::GpuDevice>,
 }
 
 #[derive(Debug, Clone)]
@@ -198,6 +202,8 @@ pub struct PartRt {
     pub max_time: Option<u32>,
     pub default_time: Option<u32>,
     pub state: PartitionStateInfo,
+    /// `GpuSharing=multiuser`.
+    pub gpu_multiuser: bool,
 }
 
 /// The whole controller state.
@@ -295,6 +301,7 @@ impl State {
                 daemon_start: None,
                 version: None,
                 life: Default::default(),
+                gpus: gpus::gpus_from_config(n),
             });
         }
         let mut parts = Vec::new();
@@ -313,6 +320,7 @@ impl State {
                 default: p.default,
                 max_time: p.max_time,
                 default_time: p.default_time,
+                gpu_multiuser: p.gpu_multiuser,
                 state: match p.state {
                     PartitionState::Up => PartitionStateInfo::Up,
                     PartitionState::Down => PartitionStateInfo::Down,
@@ -483,9 +491,10 @@ impl State {
         self.parts.iter().position(|p| p.default)
     }
 
-    fn request_of(&self, spec: &JobSpec) -> ResourceRequest {
+    fn request_of(&self, spec: &JobSpec, uid: u32) -> ResourceRequest {
         let filter = self.node_filter(spec).ok().flatten();
         let mut req = ResourceRequest {
+            gpu: Self::gpu_need(spec, uid),
             nodes: spec.nodes,
             tasks: spec.total_tasks(),
             cpus_per_task: spec.cpus_per_task(),
@@ -507,6 +516,10 @@ impl State {
                 req.tasks = req.tasks.max(k);
             }
             req.filter = Some(Arc::new(f));
+        }
+        if spec.gpu.as_ref().is_some_and(|g| g.per_job.is_some()) && req.nodes.is_none() {
+            // --gpus=N without -N: N GPUs on one node (see state/gpus.rs).
+            req.nodes = Some(1);
         }
         req
     }
@@ -708,12 +721,38 @@ impl State {
                 return Err(ApiError::plain(ErrorCode::NodeConfigUnavailable));
             }
         }
+        self.check_gpus(&spec, &part_idx)?;
+        self.gpu_defaults(&mut spec);
+        if let Some(g) = spec.gpu.as_ref().filter(|_| spec.mem.is_none()) {
+            // --mem-per-gpu: memory per node for the GPUs of a node, per CPU for GPUs per task.
+            if let Some(m) = g.mem_per_gpu_mb {
+                spec.mem = Some(match g.per_task {
+                    Some(p) => MemRequest::PerCpu(
+                        (m * u64::from(p)).div_ceil(u64::from(spec.cpus_per_task())),
+                    ),
+                    None => {
+                        let n = g
+                            .per_node
+                            .or(g.per_job.map(|n| n / spec.nodes.unwrap_or(1).max(1)));
+                        MemRequest::PerNode(m * u64::from(n.unwrap_or(1)))
+                    }
+                });
+            }
+        }
         // Could it ever run? Place it on the empty partition.
-        let req = self.request_of(&spec);
+        let req = self.request_of(&spec, uid);
         let empty: Vec<NodeView> = self
             .nodes
             .iter()
             .map(|n| NodeView {
+                gpus: n
+                    .gpus
+                    .iter()
+                    .map(|d| gsched_sched::GpuView {
+                        device: d.clone(),
+                        holds: Vec::new(),
+                    })
+                    .collect(),
                 name: n.name.clone(),
                 cpus: n.cpus,
                 mem_mb: n.mem_mb,
@@ -783,6 +822,7 @@ impl State {
             None => 0,
         };
         let info = JobInfo {
+            gpus: Vec::new(),
             job_id: id,
             name: spec.name.clone(),
             user_id: uid,
@@ -1452,12 +1492,14 @@ impl State {
     /// and the running jobs.
     fn cluster_view(&self) -> ClusterView {
         let (alloc_cpus, alloc_mem) = self.node_alloc();
+        let mut gpus = self.gpu_views();
         ClusterView {
             nodes: self
                 .nodes
                 .iter()
                 .enumerate()
                 .map(|(i, n)| NodeView {
+                    gpus: std::mem::take(&mut gpus[i]),
                     name: n.name.clone(),
                     cpus: n.cpus,
                     mem_mb: n.mem_mb,
@@ -1473,6 +1515,7 @@ impl State {
                 .parts
                 .iter()
                 .map(|p| PartitionView {
+                    gpu_multiuser: p.gpu_multiuser,
                     name: p.name.clone(),
                     nodes: p.nodes.clone(),
                     up: p.state == PartitionStateInfo::Up,
@@ -1493,6 +1536,7 @@ impl State {
                         .enumerate()
                         .filter_map(|(k, n)| {
                             Some(NodeAlloc {
+                                gpus: Vec::new(),
                                 node: *self.node_index.get(n)?,
                                 cpus: j.info.cpus_per_node.get(k).copied().unwrap_or(0),
                                 mem_mb: j.extra.alloc_mem.get(k).copied().unwrap_or(0),
@@ -1635,7 +1679,11 @@ impl State {
                     .map(|&s| predict::minutes(s))
                     .or(j.info.time_limit),
                 time_min: j.info.spec.time_min,
-                req: self.with_topology(self.request_of(&j.info.spec), &j.info, now),
+                req: self.with_topology(
+                    self.request_of(&j.info.spec, j.info.user_id),
+                    &j.info,
+                    now,
+                ),
                 limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
             })
             .collect();
@@ -1710,6 +1758,16 @@ impl State {
             job.info.num_nodes = start.placement.nodes.len() as u32;
             job.info.num_cpus = job.info.cpus_per_node.iter().sum();
             job.extra.alloc_mem = start.placement.nodes.iter().map(|a| a.mem_mb).collect();
+            job.info.gpus = if start.placement.nodes.iter().any(|a| !a.gpus.is_empty()) {
+                start
+                    .placement
+                    .nodes
+                    .iter()
+                    .map(|a| a.gpus.clone())
+                    .collect()
+            } else {
+                Vec::new()
+            };
             job.extra.terminate = None;
             job.extra.warn_signal_sent = false;
             job.extra.mail_sent &= !notices::TIME_BITS;
@@ -1727,7 +1785,7 @@ impl State {
                 }
                 continue;
             }
-            let a = start.placement.nodes[0];
+            let a = &start.placement.nodes[0];
             let info = job.info.clone();
             let full = self.launch_info(&info);
             let req = crate::env::launch_request(
@@ -1775,6 +1833,7 @@ impl State {
                         j.info.state = JobState::Pending;
                         j.info.nodes.clear();
                         j.info.cpus_per_node.clear();
+                        j.info.gpus.clear();
                         j.info.start_time = None;
                         j.launch = None;
                     }
@@ -1969,6 +2028,16 @@ impl State {
         n.boot_time = Some(r.boot_time);
         n.daemon_start = Some(r.daemon_start);
         n.version = Some(r.version.to_string());
+        if !r.gpus.is_empty() {
+            if !n.gpus.is_empty() && n.gpus.len() != r.gpus.len() {
+                tracing::warn!(
+                    "node {name} registers {} GPUs, its Gres= declares {}; using what it registers",
+                    r.gpus.len(),
+                    n.gpus.len()
+                );
+            }
+            n.gpus = r.gpus.to_vec();
+        }
         self.node_back(i, true, r.daemon_start, now);
         Ok(self.reconcile(name, r.running, now))
     }
@@ -2054,6 +2123,7 @@ impl State {
     pub fn node_infos(&self) -> Vec<NodeInfo> {
         let (cpus, mem) = self.node_alloc();
         let now_hint = self.predict.pass_now;
+        let gpus = self.gpu_views();
         self.nodes
             .iter()
             .enumerate()
@@ -2091,6 +2161,7 @@ impl State {
                     version: n.version.clone(),
                     weight: n.weight,
                     life: self.node_life_info(i, now_hint),
+                    gres_used: Self::gres_used(&gpus[i]),
                 }
             })
             .collect()
@@ -2195,6 +2266,8 @@ pub struct NodeReport<'a> {
     pub boot_time: i64,
     pub daemon_start: i64,
     pub running: &'a [RunningJob],
+    /// The GPUs gsnoded found (empty: none reported; the config's `Gres=` stands).
+    pub gpus: &'a [gsched_proto::gpu::GpuDevice],
 }
 
 /// How a launch failed.
@@ -2222,6 +2295,7 @@ fn back_to_queue(job: &mut Job) {
     job.info.reason = Reason::None;
     job.info.nodes.clear();
     job.info.cpus_per_node.clear();
+    job.info.gpus.clear();
     job.info.start_time = None;
     job.info.end_time = None;
     job.extra = JobExtra::default();
@@ -2346,6 +2420,7 @@ pub(crate) mod tests {
     pub(crate) fn register_all(st: &mut State, now: i64) {
         for n in ["n1", "n2"] {
             let r = NodeReport {
+                gpus: &[],
                 name: n,
                 cpus: 2,
                 mem_mb: 1000,
@@ -2496,6 +2571,7 @@ pub(crate) mod tests {
             start_time: 1000,
         }];
         let r = NodeReport {
+            gpus: &[],
             name: "n1",
             cpus: 2,
             mem_mb: 1000,

@@ -124,6 +124,7 @@ pub enum ErrorCode {
     NodesBusy,
     ReservationInvalid,
     ReservationNameDup,
+    InvalidGres,
 }
 
 impl ErrorCode {
@@ -174,6 +175,7 @@ impl ErrorCode {
             ErrorCode::NodesBusy => "Requested nodes are busy",
             ErrorCode::ReservationInvalid => "Requested reservation is invalid",
             ErrorCode::ReservationNameDup => "Duplicate reservation name",
+            ErrorCode::InvalidGres => "Invalid generic resource (gres) specification",
         }
     }
 
@@ -194,7 +196,8 @@ impl ErrorCode {
             | ErrorCode::InvalidAccount
             | ErrorCode::InvalidQos
             | ErrorCode::AccountingPolicy
-            | ErrorCode::PathnameTooLong => 400,
+            | ErrorCode::PathnameTooLong
+            | ErrorCode::InvalidGres => 400,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::MaxJobCount => 503,
             ErrorCode::Disabled => 409,

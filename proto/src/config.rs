@@ -76,9 +76,7 @@ pub const IGNORED_KEYS: &[&str] = &[
     "CredType",
     "CryptoType",
     "DebugFlags",
-    "DefCpuPerGPU",
     "DefMemPerCPU",
-    "DefMemPerGPU",
     "DefMemPerNode",
     "DependencyParameters",
     "DisableRootJobs",
@@ -350,6 +348,8 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "LearnLowLoadWindows",
     "LowLoadThreshold",
     "GpuSampleInterval",
+    "DefCpuPerGPU",
+    "DefMemPerGPU",
 ];
 
 /// `NodeName=` attributes gsched implements (`Procs` and `Feature` are Slurm's old
@@ -372,6 +372,8 @@ pub const NODE_KEYS: &[&str] = &[
     "State",
     "Weight",
     "Watts",
+    // gsched's own: the memory of each GPU when the node reports none (see NodeConfig).
+    "GpuMemory",
 ];
 
 /// `PartitionName=` attributes gsched implements.
@@ -388,6 +390,8 @@ pub const PARTITION_KEYS: &[&str] = &[
     "DenyQos",
     "HangMinutes",
     "IdleGpuMinutes",
+    // gsched's own: `user` (default) or `multiuser` MPS sharing of GPUs.
+    "GpuSharing",
 ];
 
 /// A config problem. The message always says where and what is accepted.
@@ -800,6 +804,9 @@ pub struct NodeConfig {
     pub state: ConfiguredNodeState,
     /// `Weight=`, default 1 (lower weights are allocated first).
     pub weight: u32,
+    /// gsched's `GpuMemory=` (MiB): the memory of each GPU of `Gres=gpu:...` when gsnoded
+    /// registers the node without a GPU inventory; 0 = unknown (no `--gpu-mem` there).
+    pub gpu_memory_mb: u64,
 }
 
 /// A partition's `State=`.
@@ -846,6 +853,9 @@ pub struct PartitionConfig {
     pub access: PartitionAccess,
     /// `HangMinutes=`, `IdleGpuMinutes=` of the partition (gsched's invalid-job policy).
     pub ladder: crate::ladder_conf::PartitionLadder,
+    /// gsched's `GpuSharing=multiuser`: several users' jobs may share one GPU through MPS
+    /// (default `user`: an MPS-shared GPU runs one user's jobs, as MPS serializes users).
+    pub gpu_multiuser: bool,
 }
 
 /// Who may use a partition: `AllowAccounts=`/`DenyAccounts=` and `AllowQos=`/`DenyQos=`
@@ -1008,6 +1018,11 @@ pub struct Config {
     /// gsched: `GpuSampleInterval=` seconds between GPU usage samples on the nodes
     /// (default 30; 0 turns sampling off).
     pub gpu_sample_interval: u32,
+    /// `DefCpuPerGPU=`: CPUs per GPU of a whole-GPU job that gives neither `-c` nor
+    /// `--cpus-per-gpu`; `None` = not set.
+    pub def_cpu_per_gpu: Option<u32>,
+    /// `DefMemPerGPU=` (MiB): memory per GPU of a whole-GPU job that asks for no memory.
+    pub def_mem_per_gpu_mb: Option<u64>,
     /// `AuthType=`, default `auth/munge`.
     pub auth_type: AuthType,
     /// `AuthInfo=` as written.
@@ -1493,6 +1508,7 @@ struct NodeAttrs {
     features: Option<Vec<String>>,
     state: Option<ConfiguredNodeState>,
     weight: Option<u32>,
+    gpu_memory: Option<u64>,
 }
 
 impl NodeAttrs {
@@ -1513,6 +1529,7 @@ impl NodeAttrs {
             features: self.features.or(d.features),
             state: self.state.or(d.state),
             weight: self.weight.or(d.weight),
+            gpu_memory: self.gpu_memory.or(d.gpu_memory),
         }
     }
 
@@ -1545,6 +1562,7 @@ struct PartAttrs {
     allow_qos: Option<Option<Vec<String>>>,
     deny_qos: Option<Option<Vec<String>>>,
     ladder: crate::ladder_conf::PartitionLadder,
+    gpu_multiuser: Option<bool>,
 }
 
 impl PartAttrs {
@@ -1564,6 +1582,7 @@ impl PartAttrs {
                 hang_secs: self.ladder.hang_secs.or(d.ladder.hang_secs),
                 idle_gpu_secs: self.ladder.idle_gpu_secs.or(d.ladder.idle_gpu_secs),
             },
+            gpu_multiuser: self.gpu_multiuser.or(d.gpu_multiuser),
         }
     }
 }
@@ -1582,6 +1601,8 @@ struct Globals {
     kill_wait: Option<u32>,
     min_job_age: Option<u32>,
     max_array_size: Option<u32>,
+    def_cpu_per_gpu: Option<u32>,
+    def_mem_per_gpu: Option<u64>,
     slurmd_timeout: Option<u32>,
     max_job_count: Option<u32>,
     message_timeout: Option<u32>,
@@ -1811,6 +1832,8 @@ impl Parser {
             "KillWait" => g.kill_wait = Some(parse_u32(value).map_err(err)?),
             "MinJobAge" => g.min_job_age = Some(parse_u32(value).map_err(err)?),
             "MaxArraySize" => g.max_array_size = Some(parse_u32(value).map_err(err)?),
+            "DefCpuPerGPU" => g.def_cpu_per_gpu = Some(parse_u32(value).map_err(err)?),
+            "DefMemPerGPU" => g.def_mem_per_gpu = Some(parse_u64(value).map_err(err)?),
             "SlurmdTimeout" => g.slurmd_timeout = Some(parse_u32(value).map_err(err)?),
             "MaxJobCount" => g.max_job_count = Some(parse_u32(value).map_err(err)?.max(1)),
             "MessageTimeout" => {
@@ -1962,6 +1985,10 @@ impl Parser {
                 "State" => attrs.state = Some(parse_node_state(value).map_err(err)?),
                 "Weight" => attrs.weight = Some(parse_u32(value).map_err(err)?),
                 "Watts" => watts = Some(parse_u32(value).map_err(err)?),
+                "GpuMemory" => {
+                    attrs.gpu_memory =
+                        Some(crate::units::parse_memory_mb(value).map_err(|e| err(e.to_string()))?)
+                }
                 _ => return Err(err(format!("invalid key \"{key}\""))),
             }
         }
@@ -2039,6 +2066,7 @@ impl Parser {
                 features: attrs.features.clone().unwrap_or_default(),
                 state: attrs.state.unwrap_or(ConfiguredNodeState::Unknown),
                 weight: attrs.weight.unwrap_or(1),
+                gpu_memory_mb: attrs.gpu_memory.unwrap_or(0),
             });
         }
         Ok(())
@@ -2084,6 +2112,17 @@ impl Parser {
                 "IdleGpuMinutes" => {
                     attrs.ladder.idle_gpu_secs =
                         Some(crate::ladder_conf::parse_minutes(value).map_err(err)?)
+                }
+                "GpuSharing" => {
+                    attrs.gpu_multiuser = Some(match value.to_ascii_lowercase().as_str() {
+                        "user" => false,
+                        "multiuser" => true,
+                        _ => {
+                            return Err(err(format!(
+                                "invalid value \"{value}\" (expected user or multiuser)"
+                            )))
+                        }
+                    })
                 }
                 _ => return Err(err(format!("invalid key \"{key}\""))),
             }
@@ -2202,6 +2241,7 @@ impl Parser {
                     deny_qos: attrs.deny_qos.unwrap_or(None),
                 },
                 ladder: attrs.ladder,
+                gpu_multiuser: attrs.gpu_multiuser.unwrap_or(false),
             });
         }
         if let Some(((last, last_loc), earlier)) = default_locs.split_last() {
@@ -2252,6 +2292,8 @@ impl Parser {
             kill_wait: g.kill_wait.unwrap_or(30),
             min_job_age: g.min_job_age.unwrap_or(300),
             max_array_size: g.max_array_size.unwrap_or(DEFAULT_MAX_ARRAY_SIZE),
+            def_cpu_per_gpu: g.def_cpu_per_gpu.filter(|&c| c > 0),
+            def_mem_per_gpu_mb: g.def_mem_per_gpu.filter(|&m| m > 0),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
             max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),
             message_timeout: g.message_timeout.unwrap_or(10),
@@ -2393,6 +2435,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 features: vec![],
                 state: ConfiguredNodeState::Unknown,
                 weight: 1,
+                gpu_memory_mb: 0,
             })
         );
         let g2 = c.node("gpu2").cloned();
@@ -2419,6 +2462,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 features: vec!["a100".into(), "nvlink".into()],
                 state: ConfiguredNodeState::Unknown,
                 weight: 10,
+                gpu_memory_mb: 0,
             })
         );
         assert_eq!(c.node_addr("gpu1"), Some("10.0.1.1"));
@@ -2444,6 +2488,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 state: PartitionState::Up,
                 access: PartitionAccess::default(),
                 ladder: Default::default(),
+                gpu_multiuser: false,
             })
         );
         assert_eq!(
@@ -2512,6 +2557,24 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
         // Still-ignored priority keys only warn.
         let c = parse(&format!("{MIN}PriorityFlags=SMALL_RELATIVE_TO_TIME\n"));
         assert!(c.warnings.iter().any(|w| w.contains("PriorityFlags")));
+    }
+
+    #[test]
+    fn gpu_keys() {
+        let c = parse(&format!(
+            "{MIN}DefCpuPerGPU=4\nDefMemPerGPU=2048\nNodeName=g1 CPUs=8 Gres=gpu:a100:2 GpuMemory=80G\nPartitionName=gpu Nodes=g1 GpuSharing=multiuser\nPartitionName=one Nodes=g1 GpuSharing=USER\n"
+        ));
+        assert_eq!(
+            (c.def_cpu_per_gpu, c.def_mem_per_gpu_mb),
+            (Some(4), Some(2048))
+        );
+        assert_eq!(c.node("g1").unwrap().gpu_memory_mb, 80 * 1024);
+        assert!(c.partition("gpu").unwrap().gpu_multiuser);
+        assert!(!c.partition("one").unwrap().gpu_multiuser);
+        let e = parse_err(&format!(
+            "{MIN}NodeName=g1 CPUs=8\nPartitionName=p Nodes=g1 GpuSharing=all\n"
+        ));
+        assert!(e.contains("expected user or multiuser"), "{e}");
     }
 
     #[test]

@@ -390,8 +390,28 @@ impl JobSpec {
         }
     }
 
+    /// `-c`, else what `--cpus-per-gpu` gives each task (the GPUs of a task, or of a node
+    /// over its tasks per node), else 1.
     pub fn cpus_per_task(&self) -> u32 {
-        self.cpus_per_task.unwrap_or(1).max(1)
+        if let Some(c) = self.cpus_per_task {
+            return c.max(1);
+        }
+        let from_gpus = self.gpu.as_ref().and_then(|g| {
+            let c = g.cpus_per_gpu?;
+            if let Some(p) = g.per_task {
+                return Some(p.saturating_mul(c));
+            }
+            let nodes = self.nodes.unwrap_or(1).max(1);
+            let per_node = g.per_node.or(g.per_job.map(|n| n / nodes))?;
+            let tpn = match self.ntasks_per_node {
+                Some(t) => t.max(1),
+                None if self.total_tasks() <= nodes => 1,
+                // Refused at submit: the tasks of each node are not known.
+                None => return None,
+            };
+            Some(per_node.saturating_mul(c).div_ceil(tpn))
+        });
+        from_gpus.unwrap_or(1).max(1)
     }
 }
 
@@ -477,6 +497,10 @@ pub struct JobInfo {
     /// (kept across requeues, so that a job flagged again goes on to the next step).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid: Option<InvalidMark>,
+    /// The GPUs of this run on each node of `nodes` (empty lists without GPUs); kept with
+    /// the record, so a restarted controller knows which GPUs are held.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<Vec<crate::gpu::GpuAlloc>>,
 }
 
 /// Why the invalid-job ladder flagged a job.

@@ -14,6 +14,7 @@ pub mod constraint;
 pub mod depend;
 pub mod gpu;
 pub mod gpu_sample;
+pub mod gpu_tres;
 pub mod gres_conf;
 pub mod het;
 pub mod hostlist;

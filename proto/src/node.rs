@@ -41,6 +41,10 @@ pub struct NodeInfo {
     pub slurmd_start_time: Option<i64>,
     pub version: Option<String>,
     pub weight: u32,
+    /// The node's GPUs in use, in Slurm's `GresUsed=` words (`gpu:a100:1(IDX:0),mps:50(IDX:1)`);
+    /// empty when none are.
+    #[serde(default)]
+    pub gres_used: String,
     /// The node's state flags of its lifecycle (reboot, maintenance, load).
     #[serde(default)]
     pub life: NodeLifeInfo,

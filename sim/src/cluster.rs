@@ -26,6 +26,7 @@ pub struct Cluster {
 
 fn node(name: String, cpus: u32, mem_mb: u64) -> NodeView {
     NodeView {
+        gpus: Vec::new(),
         name,
         cpus,
         mem_mb,
@@ -70,6 +71,7 @@ impl Cluster {
                 .map(|i| node(format!("n{i:05}"), cpus, mem_mb))
                 .collect(),
             partitions: vec![PartitionView {
+                gpu_multiuser: false,
                 name: "sim".into(),
                 nodes: (0..nodes as usize).collect(),
                 up: true,
@@ -99,6 +101,7 @@ impl Cluster {
                 .map(|n| node(n.name.clone(), n.cpus, n.mem_mb))
                 .collect(),
             partitions: vec![PartitionView {
+                gpu_multiuser: false,
                 name: "sim".into(),
                 nodes: (0..trace.nodes.len()).collect(),
                 up: true,
@@ -140,6 +143,7 @@ impl Cluster {
             .nodes
             .iter()
             .map(|n| NodeView {
+                gpus: Vec::new(),
                 name: n.name.clone(),
                 cpus: n.cpus,
                 mem_mb: n.real_memory_mb,
@@ -160,6 +164,7 @@ impl Cluster {
             .partitions
             .iter()
             .map(|p| PartitionView {
+                gpu_multiuser: false,
                 name: p.name.clone(),
                 nodes: p
                     .nodes

@@ -40,6 +40,9 @@ pub struct Settings {
     /// Time-of-use prices (`--prices`); with `aware`, long jobs are deferred to cheap hours
     /// by the core (`gsched_sched::price`).
     pub prices: Option<std::sync::Arc<crate::prices::SimPrices>>,
+    /// Schedule the jobs' GPUs on the nodes' GPUs (`--gpu-sharing`, [`crate::gpu`]); `None`:
+    /// as the trace's resource says (milli-GPUs as CPUs for the Alibaba trace).
+    pub gpu: Option<crate::gpu::GpuSharing>,
 }
 
 /// With a predictor, where running jobs are planned to end. Measured on SDSC-SP2, CTC-SP2 and
@@ -87,6 +90,10 @@ pub struct JobOutcome {
     /// The planning length it was first given: its prediction, or its limit.
     pub planned: Option<i64>,
     pub killed: bool,
+    /// GPUs it held, as (node, GPU index), with `--gpu-sharing`.
+    pub gpus: Vec<(u32, u32)>,
+    /// It asked for part of one GPU (with `--gpu-sharing`).
+    pub fractional: bool,
 }
 
 impl JobOutcome {
@@ -124,8 +131,19 @@ fn minutes(secs: i64) -> u32 {
     ((secs.max(1) + 59) / 60).min(u32::MAX as i64) as u32
 }
 
-fn request(j: &TraceJob) -> ResourceRequest {
+fn request(j: &TraceJob, gpu: Option<crate::gpu::GpuSharing>) -> ResourceRequest {
+    if let (Some(mode), Some(g)) = (gpu, &j.gpu) {
+        return ResourceRequest {
+            nodes: Some(1),
+            tasks: 1,
+            cpus_per_task: crate::gpu::cpus(g),
+            mem: j.mem_mb.map(MemRequest::PerNode),
+            gpu: Some(crate::gpu::need(g, mode)),
+            ..ResourceRequest::default()
+        };
+    }
     ResourceRequest {
+        gpu: None,
         nodes: j.one_node.then_some(1),
         tasks: j.tasks.max(1),
         cpus_per_task: j.cpus_per_task.max(1),
@@ -170,7 +188,9 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
     let mut wakeups: BinaryHeap<Reverse<i64>> = BinaryHeap::new();
     let aware = s.prices.as_ref().filter(|p| p.aware).cloned();
     // Whether a request fits the empty partition at all, by shape.
-    let mut fits: BTreeMap<(u32, u32, Option<u64>, bool), bool> = BTreeMap::new();
+    #[allow(clippy::type_complexity)]
+    let mut fits: BTreeMap<(u32, u32, Option<u64>, bool, Option<(u32, u32)>), bool> =
+        BTreeMap::new();
     let empty_nodes = view.nodes.clone();
     let part_cpus: u64 = cluster.cpus;
     let mut busy_cpus: u64 = view.partitions[part]
@@ -215,6 +235,11 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                 n.alloc_cpus -= a.cpus;
                 n.alloc_mem_mb -= a.mem_mb;
                 busy_cpus -= a.cpus as u64;
+                if !a.gpus.is_empty() {
+                    for g in &mut n.gpus {
+                        g.holds.retain(|h| h.job_id != id);
+                    }
+                }
             }
             let j = &jobs[i];
             if predicting {
@@ -229,6 +254,12 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                 limit: j.limit,
                 planned: planned[i],
                 killed: run.end - run.start < j.run,
+                gpus: alloc
+                    .nodes
+                    .iter()
+                    .flat_map(|a| a.gpus.iter().map(|g| (a.node as u32, g.index)))
+                    .collect(),
+                fractional: s.gpu.is_some() && j.gpu.is_some_and(|g| g.fractional()),
             });
         }
 
@@ -268,7 +299,7 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
             }
             let i = next;
             next += 1;
-            let req = request(j);
+            let req = request(j, s.gpu);
             if let (Some(max), Some(l)) = (part_max, j.limit) {
                 if l > max {
                     *out.rejected
@@ -277,7 +308,8 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                     continue;
                 }
             }
-            let key = (req.tasks, req.cpus_per_task, j.mem_mb, j.one_node);
+            let gkey = s.gpu.and(j.gpu).map(|g| (g.count, g.milli));
+            let key = (req.tasks, req.cpus_per_task, j.mem_mb, j.one_node, gkey);
             let ok = *fits
                 .entry(key)
                 .or_insert_with(|| place(&empty_nodes, &part_nodes, &req).is_some());
@@ -360,9 +392,7 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                 None => gsched_sched::UNLIMITED_END,
             };
             for a in &st.placement.nodes {
-                let n = &mut view.nodes[a.node];
-                n.alloc_cpus += a.cpus;
-                n.alloc_mem_mb += a.mem_mb;
+                view.nodes[a.node].take(a, st.job_id, 0);
                 busy_cpus += a.cpus as u64;
             }
             pos_in_running[i] = view.running.len();
@@ -396,6 +426,7 @@ mod tests {
 
     fn job(submit: i64, run: i64, limit: i64, procs: u32, user: u32) -> TraceJob {
         TraceJob {
+            gpu: None,
             trace_id: 0,
             submit,
             run,
@@ -420,6 +451,7 @@ mod tests {
             running_plan: RunningPlan::default(),
             kill_at_limit: true,
             prices: None,
+            gpu: None,
         }
     }
 

@@ -5,6 +5,7 @@
 //! * [`trace`]: the inputs (SWF, the Alibaba GPU v2023 pod list, gsched's accounting history);
 //! * [`cluster`]: the simulated nodes and partitions, from a gsched.conf, flags or the trace;
 //! * [`engine`]: the event-driven replay;
+//! * [`gpu`]: `--gpu-sharing`, the GPU trace with whole GPUs or packed shares, and its figures;
 //! * [`metrics`]: wait, bounded slowdown, utilization, makespan, prediction accuracy;
 //! * [`report`] and [`plot`]: table, CSV, JSON and the SVG plot;
 //! * [`prices`]: time-of-use prices over the trace, price-aware deferral, energy cost.
@@ -16,6 +17,7 @@
 
 pub mod cluster;
 pub mod engine;
+pub mod gpu;
 pub mod metrics;
 pub mod plot;
 pub mod prices;

@@ -12,6 +12,7 @@ use gsched_sched::price::DeferRules;
 use gsched_sched::{Policy, SchedConfig};
 use gsched_sim::cluster::Cluster;
 use gsched_sim::engine::{self, Outcome, RunningPlan, Settings};
+use gsched_sim::gpu::GpuSharing;
 use gsched_sim::report::{self, Row};
 use gsched_sim::trace::{self, Format, Trace};
 use gsched_sim::{metrics, plot};
@@ -129,6 +130,15 @@ struct Args {
     /// Power of one CPU for the cost estimates, watts.
     #[arg(long, value_name = "W", default_value_t = 10.0, requires = "prices")]
     watts_per_cpu: f64,
+    /// Schedule the GPU trace's GPUs on real GPUs of the nodes, once per mode of the list:
+    /// whole (every pod gets whole GPUs, as Slurm's gres/gpu) and pack (pods asking for part
+    /// of a GPU share GPUs, best-fit packed, as gsched's --gpu-share); prints GPUs busy, waits
+    /// and jobs per GPU-hour instead of the CPU table.
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["config", "csv", "plot"])]
+    gpu_sharing: Option<String>,
+    /// GPUs of each node (with --nodes and --gpu-sharing).
+    #[arg(long, value_name = "N", default_value_t = 8, requires = "gpu_sharing")]
+    gpus_per_node: u32,
 }
 
 const POLICIES: &[&str] = &["fcfs", "easy", "conservative", "easy-predict"];
@@ -210,12 +220,96 @@ fn settings(
         _ => Policy::Easy { reserve },
     };
     Settings {
+        gpu: None,
         sched,
         predictor: (name == "easy-predict").then_some(predictor),
         running_plan: RunningPlan::from_name(&args.running_plan).unwrap_or_default(),
         kill_at_limit: !args.no_kill,
         prices: prices.cloned(),
     }
+}
+
+/// `--gpu-sharing`: every policy with every sharing mode, and the GPU figures.
+fn run_gpu(args: &Args, list: &str, trace: &Trace, read: usize) -> Result<()> {
+    let mut modes = Vec::new();
+    for m in list.split(',').map(str::trim).filter(|m| !m.is_empty()) {
+        match GpuSharing::from_name(m) {
+            Some(g) => modes.push(g),
+            None => bail!(
+                "unknown GPU sharing \"{m}\"; valid: {}",
+                GpuSharing::NAMES.join(", ")
+            ),
+        }
+    }
+    if modes.is_empty() {
+        bail!(
+            "--gpu-sharing needs at least one of {}",
+            GpuSharing::NAMES.join(", ")
+        );
+    }
+    if trace.jobs.iter().all(|j| j.gpu.is_none()) {
+        bail!("--gpu-sharing needs a trace of GPU jobs (the Alibaba GPU v2023 pod list, --format alibaba)");
+    }
+    let uniform = match (args.nodes, args.cpus_per_node) {
+        (Some(n), Some(c)) => Some((n, c, args.mem_per_node, args.gpus_per_node)),
+        _ => None,
+    };
+    let cluster = gsched_sim::gpu::cluster(trace, uniform)?;
+    let total_gpus: u64 = cluster.view.nodes.iter().map(|n| n.gpus.len() as u64).sum();
+    let base = SchedConfig {
+        horizon_secs: DEFAULT_HORIZON_DAYS * 86400,
+        ..SchedConfig::default()
+    };
+    let predictor = PredictorKind::from_name(&args.predictor).unwrap_or(PredictorKind::Recent);
+    let mut rows = Vec::new();
+    let mut rejected = std::collections::BTreeMap::new();
+    for name in policy_list(args, &cluster)? {
+        for &mode in &modes {
+            let mut s = settings(&name, &base, args, predictor, None);
+            s.gpu = Some(mode);
+            let o = engine::simulate(&cluster, &trace.jobs, &s);
+            rows.push(gsched_sim::gpu::compute(&name, mode, &o, total_gpus));
+            if rejected.is_empty() {
+                rejected = o.rejected;
+            }
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    let name = args
+        .trace
+        .as_deref()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let heading = vec![
+        format!(
+            "trace: {name}, {} GPU jobs replayed (skip {}, {read} read), {} asking for part of a GPU",
+            trace.jobs.iter().filter(|j| j.gpu.is_some()).count(),
+            args.skip,
+            trace
+                .jobs
+                .iter()
+                .filter(|j| j.gpu.is_some_and(|g| g.fractional()))
+                .count()
+        ),
+        format!("cluster: {}", cluster.describe),
+    ];
+    let mut heading = heading;
+    if !rejected.is_empty() {
+        heading.push(format!(
+            "refused at submission: {}",
+            rejected
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    print!("{}", gsched_sim::gpu::table(&heading, &rows));
+    Ok(())
 }
 
 fn run(args: &Args) -> Result<()> {
@@ -267,6 +361,9 @@ fn run(args: &Args) -> Result<()> {
             path.display(),
             args.skip
         );
+    }
+    if let Some(list) = &args.gpu_sharing {
+        return run_gpu(args, list, &trace, read);
     }
     let cluster = if let Some(cfg) = &args.config {
         Cluster::from_config(cfg, args.partition.as_deref())?

@@ -169,6 +169,8 @@ mod tests {
 
     fn j(submit: i64, start: i64, end: i64, cpus: u64, planned: i64) -> JobOutcome {
         JobOutcome {
+            fractional: Default::default(),
+            gpus: Vec::new(),
             submit,
             start,
             end,

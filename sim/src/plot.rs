@@ -155,6 +155,8 @@ mod tests {
             jobs: jobs
                 .iter()
                 .map(|&(submit, start, end, cpus)| JobOutcome {
+                    fractional: Default::default(),
+                    gpus: Vec::new(),
                     submit,
                     start,
                     end,

@@ -215,6 +215,8 @@ mod tests {
             limit: Some(3600),
             planned: Some(3600),
             killed: false,
+            gpus: Vec::new(),
+            fractional: false,
         };
         assert!((p.job_cost(&j) - 0.02 * 0.01).abs() < 1e-12);
         let bad = PriceOpts {

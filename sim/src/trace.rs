@@ -43,6 +43,27 @@ pub struct TraceJob {
     pub user: u32,
     /// The executable or job name, as a number; `None` = unknown.
     pub name: Option<u64>,
+    /// What the job asked of GPUs, when the trace says (the Alibaba GPU trace): used by
+    /// `--gpu-sharing`, which schedules real GPUs instead of milli-GPUs as CPUs.
+    pub gpu: Option<TraceGpu>,
+}
+
+/// A trace job's GPU request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceGpu {
+    /// Whole GPUs (`num_gpu`).
+    pub count: u32,
+    /// With one GPU: the share of it, in thousandths (`gpu_milli`; 1000 = all of it).
+    pub milli: u32,
+    /// CPUs, in thousandths (`cpu_milli`).
+    pub cpu_milli: u64,
+}
+
+impl TraceGpu {
+    /// Whether the job could share a GPU (it asks for part of one).
+    pub fn fractional(&self) -> bool {
+        self.count == 1 && self.milli < 1000
+    }
 }
 
 impl TraceJob {
@@ -65,6 +86,10 @@ pub struct TraceNode {
     pub name: String,
     pub cpus: u32,
     pub mem_mb: u64,
+    /// Its GPUs and their model, and its real CPUs (`cpu_milli` / 1000), for `--gpu-sharing`.
+    pub gpus: u32,
+    pub gpu_model: String,
+    pub real_cpus: u32,
 }
 
 /// A loaded trace.
@@ -250,6 +275,7 @@ pub fn parse_swf(text: &str, path: &str) -> Result<Trace, TraceError> {
             continue;
         }
         t.jobs.push(TraceJob {
+            gpu: None,
             trace_id: id,
             submit,
             run,
@@ -299,10 +325,17 @@ fn alibaba_node_list(pod_list: &Path) -> Result<Vec<TraceNode>, TraceError> {
             .trim()
             .parse()
             .map_err(|_| bad(format!("memory_mib is \"{}\", not a number", f[2])))?;
+        let cpu_milli: u64 = f[1].trim().parse().unwrap_or(0);
         nodes.push(TraceNode {
             name: f[0].trim().to_string(),
             cpus: gpus * 1000,
             mem_mb: mem,
+            gpus,
+            gpu_model: f
+                .get(4)
+                .map(|m| m.trim().to_ascii_lowercase())
+                .unwrap_or_default(),
+            real_cpus: (cpu_milli / 1000).min(u32::MAX as u64) as u32,
         });
     }
     Ok(nodes)
@@ -311,8 +344,9 @@ fn alibaba_node_list(pod_list: &Path) -> Result<Vec<TraceNode>, TraceError> {
 /// Reads the Alibaba GPU v2023 pod list (`name,cpu_milli,memory_mib,num_gpu,gpu_milli,
 /// gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time`).
 ///
-/// gsched's scheduler core does not schedule GPUs yet (no GRES in its requests), so this
-/// trace is replayed with the **GPU as the scheduled resource**, in milli-GPUs: a node of `g`
+/// By default (without `--gpu-sharing`, see [`crate::gpu`], which schedules real GPUs with
+/// each job's [`TraceGpu`]) this trace is replayed with the **GPU as the scheduled resource**,
+/// in milli-GPUs, to compare the CPU policies on it: a node of `g`
 /// GPUs (from `openb_node_list_gpu_node.csv` next to the pod list) has `1000 g` "CPUs", a pod
 /// asking for `n` whole GPUs needs `1000 n` of them and a GPU-sharing pod `gpu_milli`, all on
 /// one node; node memory and pod memory are scheduled as they are. A fractional pod may
@@ -342,6 +376,7 @@ pub fn read_alibaba(text: &str, path: &str, nodes: Vec<TraceNode>) -> Result<Tra
             })
     };
     col("name")?;
+    let c_cpu = col("cpu_milli")?;
     let c_mem = col("memory_mib")?;
     let c_ngpu = col("num_gpu")?;
     let c_milli = col("gpu_milli")?;
@@ -412,6 +447,11 @@ pub fn read_alibaba(text: &str, path: &str, nodes: Vec<TraceNode>) -> Result<Tra
             one_node: true,
             user: 0,
             name: Some(key),
+            gpu: Some(TraceGpu {
+                count: ngpu.min(u32::MAX as i64) as u32,
+                milli: milli.clamp(1, 1000) as u32,
+                cpu_milli: int(c_cpu)?.unwrap_or(0).max(0) as u64,
+            }),
         });
     }
     Ok(t.finish())
@@ -447,6 +487,7 @@ pub fn read_history(text: &str, path: &str) -> Result<Trace, TraceError> {
         let key = *names.entry(j.name.clone()).or_insert(next);
         let cpus = j.num_cpus.max(1);
         t.jobs.push(TraceJob {
+            gpu: None,
             trace_id: j.job_id as u64,
             submit: j.submit_time,
             run: (end - start).max(1),

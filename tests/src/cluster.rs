@@ -78,6 +78,8 @@ pub struct ClusterOpts {
     /// Extra environment of the daemons (fake GPU libraries and tools); a `PATH` entry is
     /// put in front of the harness's `PATH`.
     pub daemon_env: Vec<(String, String)>,
+    /// More attributes of some nodes' `NodeName=` lines (`Gres=gpu:a100:2 GpuMemory=80G`).
+    pub node_attrs: Vec<(String, String)>,
 }
 
 impl Default for ClusterOpts {
@@ -99,6 +101,7 @@ impl Default for ClusterOpts {
             files: Vec::new(),
             node_gres: None,
             daemon_env: Vec::new(),
+            node_attrs: Vec::new(),
         }
     }
 }
@@ -142,6 +145,12 @@ impl ClusterOpts {
     }
     /// Names the nodes (their number is the number of names), for clusters whose
     /// partitions are told apart by node names (`cpu1`, `gpu1`, ...).
+    /// Adds `attrs` to node `name`'s `NodeName=` line.
+    pub fn node_attrs(mut self, name: &str, attrs: &str) -> Self {
+        self.node_attrs.push((name.into(), attrs.into()));
+        self
+    }
+
     pub fn named_nodes(mut self, names: &[&str]) -> Self {
         self.custom_node_names = names.iter().map(|n| n.to_string()).collect();
         self.nodes = names.len();
@@ -215,7 +224,7 @@ pub fn render_config(
     for (name, port) in opts.node_names().iter().zip(node_ports) {
         let _ = writeln!(
             s,
-            "NodeName={name} NodeAddr=127.0.0.1 Port={port} CPUs={} RealMemory={} State=UNKNOWN{}{}",
+            "NodeName={name} NodeAddr=127.0.0.1 Port={port} CPUs={} RealMemory={} State=UNKNOWN{}{}{}",
             opts.cpus,
             opts.real_memory_mb,
             opts.node_gres
@@ -226,7 +235,12 @@ pub fn render_config(
                 .iter()
                 .find(|(n, _)| n == name)
                 .map(|(_, f)| format!(" Features={f}"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            opts.node_attrs
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, a)| format!(" {a}"))
+                .collect::<String>()
         );
     }
     let _ = writeln!(

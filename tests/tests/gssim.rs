@@ -401,3 +401,72 @@ fn price_aware_replay_defers_the_long_job_to_cheap_hours() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("prices.csv:2: \"x\" is not a price"), "{err}");
 }
+
+#[test]
+fn alibaba_gpu_packing_against_whole_gpus() {
+    let trace = data("alibaba-gpu-v2023-first1200.csv");
+    let args = [
+        "--trace",
+        trace.to_str().unwrap(),
+        "--format",
+        "alibaba",
+        "--jobs",
+        "600",
+        "--nodes",
+        "1",
+        "--cpus-per-node",
+        "96",
+        "--mem-per-node",
+        "786432",
+        "--gpus-per-node",
+        "8",
+        "--gpu-sharing",
+        "whole,pack",
+        "--policy",
+        "easy",
+        "--json",
+    ];
+    let out = gssim_ok(&args);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).expect("JSON rows");
+    let row = |mode: &str| {
+        rows.iter()
+            .find(|r| r["sharing"] == mode)
+            .unwrap_or_else(|| panic!("no row for {mode}: {out}"))
+    };
+    let (whole, pack) = (row("whole"), row("pack"));
+    assert_eq!(whole["jobs"], pack["jobs"], "every pod runs in both: {out}");
+    assert!(f(whole, "share_jobs") > 100.0, "{out}");
+    let gain = f(pack, "share_jobs_per_gpu_hour") / f(whole, "share_jobs_per_gpu_hour");
+    assert!(
+        gain >= 1.5,
+        "packing gives {gain:.2}x jobs per GPU-hour: {out}"
+    );
+    assert!(
+        f(pack, "share_avg_wait_s") < f(whole, "share_avg_wait_s"),
+        "{out}"
+    );
+    assert!(
+        f(pack, "jobs_per_gpu_hour") > f(whole, "jobs_per_gpu_hour"),
+        "{out}"
+    );
+
+    // Clear refusals.
+    let sdsc = data("sdsc-sp2-first1000.swf");
+    let e = gssim(&["--trace", sdsc.to_str().unwrap(), "--gpu-sharing", "pack"]);
+    assert!(!e.status.success());
+    assert!(
+        String::from_utf8_lossy(&e.stderr).contains("--gpu-sharing needs a trace of GPU jobs"),
+        "{}",
+        String::from_utf8_lossy(&e.stderr)
+    );
+    let e = gssim(&[
+        "--trace",
+        trace.to_str().unwrap(),
+        "--format",
+        "alibaba",
+        "--gpu-sharing",
+        "half",
+    ]);
+    assert!(String::from_utf8_lossy(&e.stderr)
+        .contains("unknown GPU sharing \"half\"; valid: whole, pack"));
+}

@@ -57,6 +57,7 @@ fn cluster(rng: &mut Rng) -> ClusterView {
     for i in 0..10_000 {
         let big = i >= 8_000;
         v.nodes.push(NodeView {
+            gpus: Vec::new(),
             name: format!("n{i:05}"),
             cpus: if big { 64 } else { 32 },
             mem_mb: if big { 512_000 } else { 192_000 },
@@ -69,12 +70,14 @@ fn cluster(rng: &mut Rng) -> ClusterView {
         });
     }
     v.partitions.push(PartitionView {
+        gpu_multiuser: false,
         name: "batch".into(),
         nodes: (0..10_000).collect(),
         up: true,
         max_time: Some(2 * 24 * 60),
     });
     v.partitions.push(PartitionView {
+        gpu_multiuser: false,
         name: "short".into(),
         nodes: (0..2_000).collect(),
         up: true,
@@ -97,6 +100,7 @@ fn cluster(rng: &mut Rng) -> ClusterView {
                 let nv = &mut v.nodes[i];
                 if nv.alloc_cpus == 0 {
                     let a = NodeAlloc {
+                        gpus: Vec::new(),
                         node: i,
                         cpus: nv.cpus,
                         mem_mb: nv.mem_mb / 2,
@@ -114,6 +118,7 @@ fn cluster(rng: &mut Rng) -> ClusterView {
             let c = (1 + rng.below(16) as u32).min(nv.cpus - nv.alloc_cpus);
             if c > 0 {
                 let a = NodeAlloc {
+                    gpus: Vec::new(),
                     node: i,
                     cpus: c,
                     mem_mb: c as u64 * 4000,

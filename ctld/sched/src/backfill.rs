@@ -83,7 +83,7 @@ pub(crate) fn decide_backfill(
             let r = match het::start_now(&pl, view, members, now, config, &[]) {
                 Ok(starts) => {
                     for (start, len) in starts {
-                        pl.commit(&start.placement, now, len);
+                        pl.commit(&start.placement, now, len, 0);
                         out.starts.push(start);
                     }
                     continue;
@@ -162,7 +162,7 @@ pub(crate) fn decide_backfill(
                     break;
                 }
                 left.take(job, &placement, view);
-                pl.commit(&placement, now, len);
+                pl.commit(&placement, now, len, job.req.gpu_user());
                 out.starts.push(Start {
                     job_id: job.id,
                     partition: p,
@@ -180,7 +180,7 @@ pub(crate) fn decide_backfill(
                 } else {
                     left.take(job, &start.placement, view);
                     let len = start.time_limit.map_or(1, |m| m as i64 * 60);
-                    pl.commit(&start.placement, now, len);
+                    pl.commit(&start.placement, now, len, job.req.gpu_user());
                     out.starts.push(start);
                     started = true;
                 }
@@ -342,7 +342,7 @@ fn estimate(
     }
     let (p, f, len) = best?;
     if kind != EstimateKind::NotBefore {
-        pl.commit(&f.placement, f.start, len);
+        pl.commit(&f.placement, f.start, len, job.req.gpu_user());
     }
     Some(Estimate {
         job_id: job.id,

@@ -200,7 +200,7 @@ pub(crate) fn earliest(
             let mut out = Vec::with_capacity(found.len());
             for (job, (p, placement, len)) in members.iter().zip(found) {
                 if kind != EstimateKind::NotBefore {
-                    pl.commit(&placement, t, len);
+                    pl.commit(&placement, t, len, 0);
                 }
                 out.push(Estimate {
                     job_id: job.id,

@@ -40,6 +40,7 @@ use gsched_proto::job::{JobId, MemRequest, Reason};
 
 mod backfill;
 mod config;
+pub mod gpu;
 mod het;
 mod place;
 mod plan;
@@ -50,8 +51,9 @@ pub mod score;
 mod timeline;
 pub mod topology;
 
+pub use gpu::{GpuAmount, GpuHold, GpuNeed, GpuView};
 pub use het::HetMember;
-pub use place::{place, NodeAlloc, Placement};
+pub use place::{place, place_in, NodeAlloc, Placement};
 pub use priority::{
     classic_fairshare, decay, multifactor_priority, FairShare, FsNode, PriorityBreakdown,
     PriorityInputs, PriorityWeights,
@@ -76,6 +78,8 @@ pub struct NodeView {
     pub features: Vec<String>,
     /// Scored down for placement by this much (0: not at all); see [`score`].
     pub penalty: u32,
+    /// The node's GPUs and who holds them now (see [`gpu`]).
+    pub gpus: Vec<GpuView>,
 }
 
 impl NodeView {
@@ -84,6 +88,21 @@ impl NodeView {
     }
     pub fn free_mem_mb(&self) -> u64 {
         self.mem_mb.saturating_sub(self.alloc_mem_mb)
+    }
+
+    /// Takes what `a` gives job `job_id` of `user` on this node: CPUs, memory and GPUs.
+    pub fn take(&mut self, a: &NodeAlloc, job_id: JobId, user: u32) {
+        self.alloc_cpus += a.cpus;
+        self.alloc_mem_mb += a.mem_mb;
+        for g in &a.gpus {
+            if let Some(v) = self.gpus.iter_mut().find(|v| v.device.index == g.index) {
+                v.holds.push(GpuHold {
+                    job_id,
+                    user,
+                    share: g.share.clone(),
+                });
+            }
+        }
     }
 }
 
@@ -97,6 +116,9 @@ pub struct PartitionView {
     pub up: bool,
     /// Minutes; `None` = UNLIMITED.
     pub max_time: Option<u32>,
+    /// `GpuSharing=multiuser`: jobs of several users may share one GPU through MPS (by
+    /// default an MPS-shared GPU takes one user's jobs only, MPS serializing users).
+    pub gpu_multiuser: bool,
 }
 
 /// A running job's resources and when they are expected back.
@@ -237,13 +259,21 @@ pub struct ResourceRequest {
     /// Which nodes the job may and must use (`--nodelist`, `--exclude`, `--constraint`);
     /// `None` = any node of the partition, none required.
     pub filter: Option<Arc<NodeFilter>>,
+    /// GPUs on each node (`--gres=gpu`, `--gpus*`, `--gpu-mem`, ...); `None` = no GPU.
+    pub gpu: Option<Arc<GpuNeed>>,
 }
 
 impl ResourceRequest {
-    /// Whether the request needs the per-job placement path (a node filter or whole nodes)
-    /// rather than the planner's shared searches.
+    /// Whether the request needs the per-job placement path (a node filter, whole nodes or
+    /// GPUs) rather than the planner's shared searches. GPU jobs take it because the shared
+    /// searches plan CPUs and memory only; the per-job path checks GPUs over the whole window.
     pub fn constrained(&self) -> bool {
-        self.exclusive || self.filter.is_some()
+        self.exclusive || self.filter.is_some() || self.gpu.is_some()
+    }
+
+    /// The user GPU shares are held for (0 for a job without GPUs).
+    pub fn gpu_user(&self) -> u32 {
+        self.gpu.as_ref().map_or(0, |g| g.user)
     }
 
     /// Whether the job may use node `i`.
@@ -568,11 +598,9 @@ fn decide_fifo(
                     Ok(starts) => {
                         for (start, len) in starts {
                             for a in &start.placement.nodes {
-                                let n = &mut nodes[a.node];
-                                n.alloc_cpus += a.cpus;
-                                n.alloc_mem_mb += a.mem_mb;
+                                nodes[a.node].take(a, start.job_id, 0);
                             }
-                            pl.commit(&start.placement, now, len);
+                            pl.commit(&start.placement, now, len, 0);
                             gang_done.insert(start.job_id, None);
                             out.starts.push(start);
                         }
@@ -636,7 +664,7 @@ fn decide_fifo(
                         .copied()
                         .filter(|&i| !view.blacked_out(i, now, now.saturating_add(len)))
                         .collect();
-                    place(&nodes, &cands, &job.req)
+                    place::place_gpus(&nodes, &cands, &job.req, view.partitions[p].gpu_multiuser)
                 }
             };
             if let Some(placement) = placement {
@@ -645,12 +673,10 @@ fn decide_fifo(
                     break;
                 }
                 for a in &placement.nodes {
-                    let n = &mut nodes[a.node];
-                    n.alloc_cpus += a.cpus;
-                    n.alloc_mem_mb += a.mem_mb;
+                    nodes[a.node].take(a, job.id, job.req.gpu_user());
                 }
                 left.take(job, &placement, view);
-                pl.commit(&placement, now, len);
+                pl.commit(&placement, now, len, job.req.gpu_user());
                 out.starts.push(Start {
                     job_id: job.id,
                     partition: p,

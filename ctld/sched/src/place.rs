@@ -2,17 +2,21 @@
 //! request given what is free. Used by [`crate::decide`] and by the controller to reject at
 //! submit time a job that could never run (placement on empty nodes fails).
 
-use crate::{NodeView, ResourceRequest};
+use crate::gpu::{self, GpuUse, GpuView};
+use crate::{NodeView, PartitionView, ResourceRequest};
+use gsched_proto::gpu::GpuAlloc;
 use gsched_proto::job::MemRequest;
 
 /// Resources given to a job on one node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeAlloc {
     /// Index into the cluster's nodes.
     pub node: usize,
     pub cpus: u32,
     pub mem_mb: u64,
     pub tasks: u32,
+    /// The GPUs it gets there, by index (empty for a job without GPUs).
+    pub gpus: Vec<GpuAlloc>,
 }
 
 /// Where a job runs.
@@ -23,11 +27,15 @@ pub struct Placement {
 }
 
 /// How many tasks of `req` fit on `n` as it is now.
-fn capacity(n: &NodeView, req: &ResourceRequest) -> u32 {
+fn capacity(n: &NodeView, req: &ResourceRequest, multiuser: bool) -> u32 {
     if !n.available {
         return 0;
     }
-    capacity_with(n.cpus, n.mem_mb, n.alloc_cpus, n.alloc_mem_mb, req)
+    let gpu_cap = match &req.gpu {
+        Some(need) => gpu::task_cap(&n.gpus, &gpu::uses_now(&n.gpus), need, multiuser),
+        None => u32::MAX,
+    };
+    capacity_cap(n.cpus, n.mem_mb, n.alloc_cpus, n.alloc_mem_mb, req, gpu_cap)
 }
 
 /// How many tasks of `req` fit on a node of `cpus` CPUs and `mem_mb` memory of which
@@ -40,13 +48,25 @@ pub(crate) fn capacity_with(
     used_mem_mb: u64,
     req: &ResourceRequest,
 ) -> u32 {
-    if req.exclusive && (used_cpus > 0 || used_mem_mb > 0) {
+    capacity_cap(cpus, mem_mb, used_cpus, used_mem_mb, req, u32::MAX)
+}
+
+/// [`capacity_with`] with at most `gpu_cap` tasks (what the node's GPUs can take).
+pub(crate) fn capacity_cap(
+    cpus: u32,
+    mem_mb: u64,
+    used_cpus: u32,
+    used_mem_mb: u64,
+    req: &ResourceRequest,
+    gpu_cap: u32,
+) -> u32 {
+    if gpu_cap == 0 || req.exclusive && (used_cpus > 0 || used_mem_mb > 0) {
         return 0;
     }
     let free_cpus = cpus.saturating_sub(used_cpus);
     let free_mem = mem_mb.saturating_sub(used_mem_mb);
     let cpt = req.cpus_per_task.max(1);
-    let mut tasks = free_cpus / cpt;
+    let mut tasks = (free_cpus / cpt).min(gpu_cap);
     match req.mem {
         Some(MemRequest::PerNode(0)) if used_mem_mb > 0 => return 0,
         Some(MemRequest::PerNode(m)) if m > 0 && free_mem < m => return 0,
@@ -87,17 +107,103 @@ fn mem_for(node_mem_mb: u64, req: &ResourceRequest, cpus: u32) -> u64 {
 /// Nodes are preferred by weight, then by their order in the config. With an exact node count
 /// the job gets that many nodes, each with at least one task (or `--ntasks-per-node` tasks);
 /// otherwise it gets as few nodes as hold all its tasks.
+///
+/// GPUs are placed as in a partition without `GpuSharing=multiuser` (see [`place_in`]).
 pub fn place(nodes: &[NodeView], candidates: &[usize], req: &ResourceRequest) -> Option<Placement> {
+    place_gpus(nodes, candidates, req, false)
+}
+
+/// [`place`] on the nodes of partition `part`, GPUs shared as the partition allows.
+pub fn place_in(
+    nodes: &[NodeView],
+    part: &PartitionView,
+    req: &ResourceRequest,
+) -> Option<Placement> {
+    place_gpus(nodes, &part.nodes, req, part.gpu_multiuser)
+}
+
+pub(crate) fn place_gpus(
+    nodes: &[NodeView],
+    candidates: &[usize],
+    req: &ResourceRequest,
+    multiuser: bool,
+) -> Option<Placement> {
     let mut cands: Vec<(usize, u32)> = candidates
         .iter()
         .copied()
         .filter(|&i| i < nodes.len() && req.allows(i))
-        .map(|i| (i, capacity(&nodes[i], req)))
+        .map(|i| (i, capacity(&nodes[i], req, multiuser)))
         .filter(|&(_, c)| c > 0)
         .collect();
     cands.sort_by_key(|&(i, _)| crate::score::preference(&nodes[i], i));
     cands.dedup_by_key(|c| c.0);
-    place_caps(&cands, req, |i| (nodes[i].cpus, nodes[i].mem_mb))
+    let cands = packed_first(cands, req, |i| {
+        let need = req.gpu.as_deref()?;
+        gpu::pack_key(
+            &nodes[i].gpus,
+            &gpu::uses_now(&nodes[i].gpus),
+            need,
+            multiuser,
+        )
+    });
+    let mut p = place_caps(&cands, req, |i| (nodes[i].cpus, nodes[i].mem_mb))?;
+    assign_gpus(&mut p, req, multiuser, |i| {
+        (&nodes[i].gpus[..], gpu::uses_now(&nodes[i].gpus))
+    })?;
+    Some(p)
+}
+
+/// For a one-node request of a GPU share: only the node where the share packs best
+/// ([`gpu::pack_key`]; ties by preference order), so that shares fill the GPUs already shared
+/// anywhere in the partition before a free GPU is opened. Other requests: `cands` unchanged.
+pub(crate) fn packed_first(
+    cands: Vec<(usize, u32)>,
+    req: &ResourceRequest,
+    key: impl Fn(usize) -> Option<(bool, i64, u64)>,
+) -> Vec<(usize, u32)> {
+    let share = req
+        .gpu
+        .as_ref()
+        .is_some_and(|g| matches!(g.amount, gpu::GpuAmount::Share(_)));
+    let one_node = req.nodes.is_none_or(|n| n <= 1)
+        && req
+            .filter
+            .as_ref()
+            .is_none_or(|f| f.required.is_empty() && f.counts.is_empty());
+    if !share || !one_node {
+        return cands;
+    }
+    let total = total_tasks(req);
+    let best = cands
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.1 >= total)
+        .filter_map(|(pos, &c)| key(c.0).map(|k| (k, pos, c)))
+        .min_by_key(|&(k, pos, _)| (k, pos))
+        .map(|(_, _, c)| c);
+    match best {
+        Some(c) => vec![c],
+        None => cands,
+    }
+}
+
+/// Gives each node of `p` the GPUs `req` needs there, `gpus(i)` being node `i`'s GPUs and
+/// what is in use on them; `None` if a node lacks them (the capacities said they were there,
+/// so this does not happen).
+pub(crate) fn assign_gpus<'a>(
+    p: &mut Placement,
+    req: &ResourceRequest,
+    multiuser: bool,
+    gpus: impl Fn(usize) -> (&'a [GpuView], Vec<GpuUse>),
+) -> Option<()> {
+    let Some(need) = &req.gpu else {
+        return Some(());
+    };
+    for a in &mut p.nodes {
+        let (g, u) = gpus(a.node);
+        a.gpus = gpu::assign(g, &u, need, a.tasks, multiuser)?;
+    }
+    Some(())
 }
 
 /// The placement rules of [`place`] over candidates already known: `cands` holds
@@ -228,6 +334,7 @@ fn place_required(
                 },
                 mem_mb: mem_for(node_mem, req, cpus),
                 tasks: t,
+                gpus: Vec::new(),
             }
         })
         .collect();

@@ -45,7 +45,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use gsched_proto::job::MemRequest;
 
-use crate::place::{capacity_with, place_caps, total_tasks};
+use crate::gpu::{self, GpuUse};
+use crate::place::{
+    assign_gpus, capacity_cap, capacity_with, packed_first, place_caps, total_tasks,
+};
 use crate::timeline::Timeline;
 use crate::{ClusterView, Placement, QueuedJob, ResourceRequest, SchedConfig};
 
@@ -324,6 +327,19 @@ pub(crate) struct Planner<'a> {
     /// Each group's basis: shortest length, least memory.
     bases: Map<GroupKey, (i64, u64)>,
     searches: Map<SearchKey, SearchState>,
+    /// Per node: GPU holds over time, running (to their expected ends) and planned.
+    gpu_holds: Vec<Vec<GpuHoldAt>>,
+}
+
+/// A hold on one GPU over `[start, end)`.
+#[derive(Debug, Clone)]
+struct GpuHoldAt {
+    start: i64,
+    end: i64,
+    /// Position in the node's [`crate::NodeView::gpus`].
+    pos: usize,
+    user: u32,
+    share: Option<gsched_proto::gpu::GpuShare>,
 }
 
 impl<'a> Planner<'a> {
@@ -380,7 +396,33 @@ impl<'a> Planner<'a> {
                 }
             }
         }
+        // GPU holds of running jobs last until their expected ends (as the timeline's CPUs);
+        // holds of jobs the view does not list as running last for ever.
+        let ends: std::collections::BTreeMap<gsched_proto::job::JobId, i64> = view
+            .running
+            .iter()
+            .map(|r| (r.job_id, r.end.max(now + 1)))
+            .collect();
+        let gpu_holds = view
+            .nodes
+            .iter()
+            .map(|n| {
+                n.gpus
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(pos, g)| g.holds.iter().map(move |h| (pos, h)))
+                    .map(|(pos, h)| GpuHoldAt {
+                        start: now,
+                        end: ends.get(&h.job_id).copied().unwrap_or(crate::UNLIMITED_END),
+                        pos,
+                        user: h.user,
+                        share: h.share.clone(),
+                    })
+                    .collect()
+            })
+            .collect();
         Planner {
+            gpu_holds,
             view,
             tl,
             now,
@@ -877,18 +919,59 @@ impl<'a> Planner<'a> {
         t: i64,
     ) -> Option<Placement> {
         let view = self.view;
+        let multiuser = view.partitions[part].gpu_multiuser;
+        let end = t.saturating_add(len);
         let cands: Vec<(usize, u32)> = self.order[part]
             .iter()
             .copied()
             .filter(|&i| req.allows(i))
             .filter_map(|i| {
                 let n = &view.nodes[i];
-                let (c, m) = self.tl.lines[i].peak(t, t.saturating_add(len));
-                let cap = capacity_with(n.cpus, n.mem_mb, c, m, req);
+                let (c, m) = self.tl.lines[i].peak(t, end);
+                let gpu_cap = match &req.gpu {
+                    Some(need) => {
+                        gpu::task_cap(&n.gpus, &self.gpu_uses(i, t, end), need, multiuser)
+                    }
+                    None => u32::MAX,
+                };
+                let cap = capacity_cap(n.cpus, n.mem_mb, c, m, req, gpu_cap);
                 (cap > 0).then_some((i, cap))
             })
             .collect();
-        place_caps(&cands, req, |i| (view.nodes[i].cpus, view.nodes[i].mem_mb))
+        let cands = packed_first(cands, req, |i| {
+            let need = req.gpu.as_deref()?;
+            gpu::pack_key(
+                &view.nodes[i].gpus,
+                &self.gpu_uses(i, t, end),
+                need,
+                multiuser,
+            )
+        });
+        let mut p = place_caps(&cands, req, |i| (view.nodes[i].cpus, view.nodes[i].mem_mb))?;
+        assign_gpus(&mut p, req, multiuser, |i| {
+            (&view.nodes[i].gpus[..], self.gpu_uses(i, t, end))
+        })?;
+        Some(p)
+    }
+
+    /// What is in use on each GPU of `node` at any time in `[s, e)`: every hold that meets
+    /// the window counts, which is never less than the truth at any instant of it.
+    fn gpu_uses(&self, node: usize, s: i64, e: i64) -> Vec<GpuUse> {
+        let mut uses = vec![
+            GpuUse {
+                window_end: Some(e),
+                ..GpuUse::default()
+            };
+            self.view.nodes[node].gpus.len()
+        ];
+        for h in &self.gpu_holds[node] {
+            if h.start < e && h.end > s {
+                let u = &mut uses[h.pos];
+                u.add(h.user, h.share.as_ref());
+                u.until = u.until.max(h.end);
+            }
+        }
+        uses
     }
 
     /// The earliest start at or after `from` of a constrained request: tried at `from` and
@@ -969,11 +1052,23 @@ impl<'a> Planner<'a> {
         self.latest
     }
 
-    /// Holds `placement`'s resources over `[start, start + len)`.
-    pub(crate) fn commit(&mut self, placement: &Placement, start: i64, len: i64) {
+    /// Holds `placement`'s resources over `[start, start + len)`; its GPUs for `user`.
+    pub(crate) fn commit(&mut self, placement: &Placement, start: i64, len: i64, user: u32) {
         let end = start.saturating_add(len);
         for a in &placement.nodes {
             self.tl.add(a.node, start, end, a.cpus, a.mem_mb);
+            for g in &a.gpus {
+                let gpus = &self.view.nodes[a.node].gpus;
+                if let Some(pos) = gpus.iter().position(|v| v.device.index == g.index) {
+                    self.gpu_holds[a.node].push(GpuHoldAt {
+                        start,
+                        end,
+                        pos,
+                        user,
+                        share: g.share.clone(),
+                    });
+                }
+            }
             if start <= self.now {
                 let (c, m) = Self::free_now(self.view, &self.tl, a.node);
                 for &(p, pos) in &self.places[a.node] {

@@ -352,12 +352,14 @@ mod tests {
                 weight: 1,
                 features: Vec::new(),
                 penalty: 0,
+                gpus: Vec::new(),
             }],
             partitions: vec![PartitionView {
                 name: "p".into(),
                 nodes: vec![0],
                 up: true,
                 max_time: None,
+                gpu_multiuser: false,
             }],
             running: Vec::new(),
             limits: Vec::new(),
@@ -577,6 +579,7 @@ mod tests {
                 cpus: 4,
                 mem_mb: 0,
                 tasks: 1,
+                gpus: Vec::new(),
             }],
         });
         let later = at + 6 * H; // Tuesday 07:00

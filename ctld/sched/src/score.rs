@@ -47,6 +47,7 @@ mod tests {
             weight: w,
             features: vec![],
             penalty: p,
+            gpus: Vec::new(),
         };
         // A busy node of lower weight comes after an idle one of higher weight.
         assert!(preference(&node(1, 10), 0) > preference(&node(5, 0), 1));

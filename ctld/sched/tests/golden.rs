@@ -21,6 +21,10 @@
 //!       [het=10+1/3]           # component 1 of the 3 of het job 10
 //!       [C=[r1|r2]]            # --constraint (a&b, a|b, (a|b)&c, [a|b], [a*2&b*1])
 //!       [topo] [sw=1]          # topology/tree placement (the nodes' switch=), --switches
+//! node g1 cpus=8 gpus=a100:80*2,a100:80@1,v100:16 [shards=4]  # TYPE:GB[@core group][*count]
+//! partition p nodes=g1 [multiuser]                    # GpuSharing=multiuser
+//! running 100 end=+60 user=7 g1:1c g1.g0 g1.g1=40960/50 g1.g2=s2  # whole, MPS mem/%, shards
+//! job 5 t=10 [user=7] [gpus=2] [gpt=1] [gtype=a100] [gmem=40960] [gpct=50] [gmps=50] [gshards=1]
 //! == decisions
 //! start 2 in all on n3:4c            # "limit 45" added when --time-min lowered it
 //! wait 1 Resources, reserved at +3600 on n1:4c,n2:4c,n3:4c,n4:4c
@@ -30,11 +34,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use gsched_proto::gpu::{GpuAlloc, GpuDevice, GpuShare, GpuShareRequest};
 use gsched_proto::job::{MemRequest, Reason};
 use gsched_sched::{
-    decide, ClusterView, Decisions, EstimateKind, HetMember, LimitSlot, LimitUnit, NodeAlloc,
-    NodeView, PartitionView, Policy, QueuedJob, ResourceRequest, RunningAlloc, SchedConfig,
-    UNLIMITED_END,
+    decide, ClusterView, Decisions, EstimateKind, GpuAmount, GpuHold, GpuNeed, GpuView, HetMember,
+    LimitSlot, LimitUnit, NodeAlloc, NodeView, PartitionView, Policy, QueuedJob, ResourceRequest,
+    RunningAlloc, SchedConfig, UNLIMITED_END,
 };
 
 struct Scenario {
@@ -100,6 +105,9 @@ fn parse(text: &str) -> Scenario {
             "node" => s.view.nodes.push({
                 s.switch_of.push(kv("switch").map(|w| w.parse().unwrap()));
                 NodeView {
+                    gpus: kv("gpus").map_or(Vec::new(), |g| {
+                        gpu_views(g, kv("shards").map_or(0, |n| n.parse().unwrap()))
+                    }),
                     name: rest[0].into(),
                     cpus: kv("cpus").unwrap().parse().unwrap(),
                     mem_mb: kv("mem").map_or(0, |m| m.parse().unwrap()),
@@ -128,6 +136,7 @@ fn parse(text: &str) -> Scenario {
                     .map(|n| node_index(&s.view, n))
                     .collect();
                 s.view.partitions.push(PartitionView {
+                    gpu_multiuser: flag("multiuser"),
                     name: rest[0].into(),
                     nodes,
                     up: !flag("down"),
@@ -159,6 +168,7 @@ fn parse(text: &str) -> Scenario {
                     let (name, res) = w.split_once(':').unwrap();
                     let (c, m) = res.split_once('/').unwrap_or((res, "0m"));
                     let a = NodeAlloc {
+                        gpus: Vec::new(),
                         node: node_index(&s.view, name),
                         cpus: c.trim_end_matches('c').parse().unwrap(),
                         mem_mb: m.trim_end_matches('m').parse().unwrap(),
@@ -168,11 +178,31 @@ fn parse(text: &str) -> Scenario {
                     s.view.nodes[a.node].alloc_mem_mb += a.mem_mb;
                     nodes.push(a);
                 }
-                s.view.running.push(RunningAlloc {
-                    job_id: rest[0].parse().unwrap(),
-                    end,
-                    nodes,
-                });
+                let job_id: u32 = rest[0].parse().unwrap();
+                let user: u32 = kv("user").map_or(0, |u| u.parse().unwrap());
+                for w in rest.iter().filter(|w| w.contains(".g")) {
+                    let (name, g) = w.split_once(".g").unwrap();
+                    let (ix, share) = match g.split_once('=') {
+                        None => (g, None),
+                        Some((ix, sh)) => (ix, Some(share(sh))),
+                    };
+                    let node = node_index(&s.view, name);
+                    let ix: u32 = ix.parse().unwrap();
+                    let v = &mut s.view.nodes[node].gpus;
+                    let g = v
+                        .iter_mut()
+                        .find(|g| g.device.index == ix)
+                        .expect("gpu index");
+                    g.holds.push(GpuHold {
+                        job_id,
+                        user,
+                        share: share.clone(),
+                    });
+                    if let Some(a) = nodes.iter_mut().find(|a: &&mut NodeAlloc| a.node == node) {
+                        a.gpus.push(GpuAlloc { index: ix, share });
+                    }
+                }
+                s.view.running.push(RunningAlloc { job_id, end, nodes });
             }
             "job" => {
                 let id: u32 = rest[0].parse().unwrap();
@@ -223,6 +253,7 @@ fn parse(text: &str) -> Scenario {
                                 Some(&spec),
                             ))
                         }),
+                        gpu: job_gpu(&kv),
                         ..Default::default()
                     },
                     limits: kv("lim").map_or(Vec::new(), |l| {
@@ -262,6 +293,7 @@ fn parse(text: &str) -> Scenario {
             // Until partitions are declared, one partition "all" holds every node.
             let all = (0..s.view.nodes.len()).collect();
             s.view.partitions = vec![PartitionView {
+                gpu_multiuser: false,
                 name: "all".into(),
                 nodes: all,
                 up: true,
@@ -275,6 +307,100 @@ fn parse(text: &str) -> Scenario {
     s
 }
 
+/// `TYPE:GB[@group][*count],...` as GPU views (cores: the group number alone).
+fn gpu_views(spec: &str, shards: u64) -> Vec<GpuView> {
+    let mut v = Vec::new();
+    for item in spec.split(',') {
+        let (item, count) = item.split_once('*').unwrap_or((item, "1"));
+        let (item, group) = match item.split_once('@') {
+            Some((i, g)) => (i, vec![g.parse::<u32>().unwrap()]),
+            None => (item, Vec::new()),
+        };
+        let (ty, gb) = item.split_once(':').expect("TYPE:GB");
+        for _ in 0..count.parse::<u32>().unwrap() {
+            v.push(GpuView {
+                device: GpuDevice {
+                    index: v.len() as u32,
+                    type_name: ty.into(),
+                    file: format!("/dev/nvidia{}", v.len()),
+                    major: None,
+                    minor: None,
+                    uuid: None,
+                    memory_mb: gb.parse::<u64>().unwrap() * 1024,
+                    cores: group.clone(),
+                    mig: false,
+                    mps_count: 0,
+                    shard_count: shards,
+                },
+                holds: Vec::new(),
+            });
+        }
+    }
+    v
+}
+
+/// `MEM/PCT` (an MPS share) or `sN` (N shards).
+fn share(s: &str) -> GpuShare {
+    match s.strip_prefix('s') {
+        Some(n) => GpuShare {
+            mem_mb: 0,
+            percent: 100,
+            shards: n.parse().unwrap(),
+            mps: false,
+        },
+        None => {
+            let (m, p) = s.split_once('/').expect("MEM/PCT");
+            GpuShare {
+                mem_mb: m.parse().unwrap(),
+                percent: p.parse().unwrap(),
+                shards: 0,
+                mps: true,
+            }
+        }
+    }
+}
+
+fn job_gpu<'a>(kv: &impl Fn(&str) -> Option<&'a str>) -> Option<std::sync::Arc<GpuNeed>> {
+    let num = |k: &str| kv(k).map(|v| v.parse::<u64>().unwrap());
+    let share = GpuShareRequest {
+        mem_mb: num("gmem"),
+        percent: num("gpct").map(|p| p as u32),
+        mps: num("gmps"),
+        shards: num("gshards"),
+    };
+    let amount = if share != GpuShareRequest::default() {
+        GpuAmount::Share(share)
+    } else if kv("gpus").is_some() || kv("gpt").is_some() {
+        GpuAmount::Whole {
+            per_node: num("gpus").unwrap_or(0) as u32,
+            per_task: num("gpt").unwrap_or(0) as u32,
+        }
+    } else {
+        return None;
+    };
+    Some(std::sync::Arc::new(GpuNeed {
+        type_name: kv("gtype").map(String::from),
+        amount,
+        user: num("user").unwrap_or(0) as u32,
+    }))
+}
+
+fn gpus(a: &NodeAlloc) -> String {
+    if a.gpus.is_empty() {
+        return String::new();
+    }
+    let v: Vec<String> = a
+        .gpus
+        .iter()
+        .map(|g| match &g.share {
+            None => format!("g{}", g.index),
+            Some(s) if s.mps => format!("g{}={}m/{}%", g.index, s.mem_mb, s.percent),
+            Some(s) => format!("g{}=s{}", g.index, s.shards),
+        })
+        .collect();
+    format!("[{}]", v.join(" "))
+}
+
 fn rel(t: i64, now: i64) -> String {
     format!("+{}", t - now)
 }
@@ -284,9 +410,9 @@ fn allocs(view: &ClusterView, a: &[NodeAlloc]) -> String {
         .map(|a| {
             let n = &view.nodes[a.node].name;
             if a.mem_mb > 0 {
-                format!("{n}:{}c/{}m", a.cpus, a.mem_mb)
+                format!("{n}:{}c/{}m{}", a.cpus, a.mem_mb, gpus(a))
             } else {
-                format!("{n}:{}c", a.cpus)
+                format!("{n}:{}c{}", a.cpus, gpus(a))
             }
         })
         .collect::<Vec<_>>()

@@ -48,7 +48,7 @@ impl State {
             begin_time: j.eligible_time,
             time_limit: j.time_limit,
             time_min: j.spec.time_min,
-            req: self.request_of(&j.spec),
+            req: self.request_of(&j.spec, j.user_id),
             // Limits are not simulated: the estimate is where resources would allow it.
             limits: Vec::new(),
             het: self.het_member(j).0,

@@ -438,6 +438,7 @@ mod tests {
             boot_time: 0,
             daemon_start,
             running,
+            gpus: &[],
         };
         st.register(&r, now).unwrap();
     }

@@ -45,6 +45,12 @@ impl State {
             ));
         }
         self.check_job_count(specs.len(), false)?;
+        if specs.iter().any(|s| s.gpu.is_some()) {
+            return Err(ApiError::new(
+                ErrorCode::BadRequest,
+                "GPUs in heterogeneous jobs are not supported by gsched yet: submit the GPU part as a job of its own",
+            ));
+        }
         let base = self.next_id;
         let count = specs.len() as u32;
         let last = base

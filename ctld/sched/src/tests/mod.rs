@@ -5,6 +5,7 @@ mod reference;
 
 fn node(name: &str, cpus: u32, mem: u64) -> NodeView {
     NodeView {
+        gpus: Vec::new(),
         name: name.into(),
         cpus,
         mem_mb: mem,
@@ -23,6 +24,7 @@ fn cluster(n: usize, cpus: u32, mem: u64) -> ClusterView {
             .map(|i| node(&format!("n{}", i + 1), cpus, mem))
             .collect(),
         partitions: vec![PartitionView {
+            gpu_multiuser: false,
             name: "debug".into(),
             nodes: (0..n).collect(),
             up: true,
@@ -166,6 +168,7 @@ fn past_due_running_job_frees_one_second_from_now() {
         job_id: 9,
         end: 50,
         nodes: vec![NodeAlloc {
+            gpus: Vec::new(),
             node: 0,
             cpus: 2,
             mem_mb: 0,
@@ -192,6 +195,7 @@ fn horizon_bounds_estimates() {
         job_id: 9,
         end: 10_000,
         nodes: vec![NodeAlloc {
+            gpus: Vec::new(),
             node: 0,
             cpus: 2,
             mem_mb: 0,
@@ -220,6 +224,7 @@ fn easy_reserves_only_the_first_jobs() {
         job_id: 9,
         end: 100,
         nodes: vec![NodeAlloc {
+            gpus: Vec::new(),
             node: 0,
             cpus: 1,
             mem_mb: 0,
@@ -322,6 +327,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
                 nv.alloc_cpus += c;
                 nv.alloc_mem_mb += m;
                 nodes.push(NodeAlloc {
+                    gpus: Vec::new(),
                     node: n,
                     cpus: c,
                     mem_mb: m,
@@ -336,6 +342,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
         }
         for (i, (nodes, down, max)) in parts.iter().enumerate() {
             v.partitions.push(PartitionView {
+                gpu_multiuser: false,
                 name: format!("p{i}"),
                 nodes: nodes.iter().map(|&n| n % (v.nodes.len() + 1)).collect(),
                 up: !(*down && i > 0),
@@ -802,7 +809,7 @@ fn node_filters_and_exclusive_placement() {
     let mut e = job(2, 1, 1);
     e.req.exclusive = true;
     let d = decide(&v, &[e], 0, &SchedConfig::default());
-    let a = d.starts[0].placement.nodes[0];
+    let a = d.starts[0].placement.nodes[0].clone();
     assert_ne!(a.node, 0);
     assert_eq!(a.cpus, 4);
 }
@@ -945,6 +952,7 @@ fn matching_or_and_node_counts() {
         job_id: 99,
         end: NOW + 600,
         nodes: vec![NodeAlloc {
+            gpus: Vec::new(),
             node: 0,
             cpus: 2,
             mem_mb: 0,
@@ -962,6 +970,7 @@ fn matching_or_and_node_counts() {
         job_id: 98,
         end: NOW + 1200,
         nodes: vec![NodeAlloc {
+            gpus: Vec::new(),
             node: 1,
             cpus: 2,
             mem_mb: 0,
@@ -994,4 +1003,222 @@ fn matching_or_and_node_counts() {
         ..NodeFilter::default()
     }));
     assert!(place(&v.nodes, &[0, 1, 2, 3], &c.req).is_none());
+}
+
+/// GPU scenarios for the property test below: nodes with GPUs (some holding shares or whole
+/// GPUs of running jobs), a queue of whole, MPS-share and shard jobs of a few users.
+#[derive(Debug, Clone)]
+struct GpuCase {
+    view: ClusterView,
+    queue: Vec<QueuedJob>,
+}
+
+fn arb_gpu_case() -> impl Strategy<Value = GpuCase> {
+    let gpu = (0u32..3, prop::sample::select(vec![16u64, 40, 80]), 0u64..3);
+    let node = prop::collection::vec(gpu, 1..5);
+    let hold = (
+        0usize..4,
+        0usize..5,
+        0u32..4,
+        0u8..3,
+        1u64..60,
+        1u32..70,
+        1u64..4,
+    );
+    let jobk = (
+        0u8..3,
+        0u32..4,
+        1u32..4,
+        1u64..90,
+        1u32..101,
+        1u64..5,
+        0u8..4,
+        1u32..4,
+    );
+    (
+        prop::collection::vec(node, 1..4),
+        prop::collection::vec(hold, 0..8),
+        prop::collection::vec(jobk, 1..14),
+        any::<bool>(),
+    )
+        .prop_map(|(nodes, holds, jobs, multiuser)| {
+            let mut v = cluster(nodes.len(), 16, 64_000);
+            v.partitions[0].gpu_multiuser = multiuser;
+            for (n, gpus) in v.nodes.iter_mut().zip(&nodes) {
+                n.gpus = gpus
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(group, gb, shards))| GpuView {
+                        device: gsched_proto::gpu::GpuDevice {
+                            index: i as u32,
+                            type_name: if gb == 16 {
+                                "v100".into()
+                            } else {
+                                "a100".into()
+                            },
+                            file: format!("/dev/nvidia{i}"),
+                            major: None,
+                            minor: None,
+                            uuid: None,
+                            memory_mb: gb * 1024,
+                            cores: vec![group],
+                            mig: false,
+                            mps_count: 0,
+                            shard_count: shards * 2,
+                        },
+                        holds: Vec::new(),
+                    })
+                    .collect();
+            }
+            // Running holds, placed through the same rules so they are valid to start from.
+            for (k, &(node, g, user, kind, gb, pct, sh)) in holds.iter().enumerate() {
+                let node = node % v.nodes.len();
+                let gpus = &v.nodes[node].gpus;
+                let g = g % gpus.len();
+                let share = match kind {
+                    0 => None,
+                    1 => Some(gsched_proto::gpu::GpuShare {
+                        mem_mb: gb * 1024,
+                        percent: pct,
+                        shards: 0,
+                        mps: true,
+                    }),
+                    _ => Some(gsched_proto::gpu::GpuShare {
+                        mem_mb: 0,
+                        percent: 100,
+                        shards: sh,
+                        mps: false,
+                    }),
+                };
+                let mut u = crate::gpu::uses_now(gpus);
+                let fits = match &share {
+                    None => u[g] == Default::default(),
+                    Some(s) => {
+                        let mut t = u[g].clone();
+                        t.add(user, Some(s));
+                        u[g] = t;
+                        gpu_ok(&gpus[g].device, &u[g], multiuser)
+                    }
+                };
+                if fits {
+                    v.nodes[node].gpus[g].holds.push(GpuHold {
+                        job_id: 1000 + k as u32,
+                        user,
+                        share,
+                    });
+                    v.nodes[node].alloc_cpus += 1;
+                    v.running.push(RunningAlloc {
+                        job_id: 1000 + k as u32,
+                        end: NOW + 600 * (k as i64 + 1),
+                        nodes: vec![NodeAlloc {
+                            node,
+                            cpus: 1,
+                            mem_mb: 0,
+                            tasks: 1,
+                            gpus: Vec::new(),
+                        }],
+                    });
+                }
+            }
+            let queue = jobs
+                .iter()
+                .enumerate()
+                .map(|(i, &(kind, count, tasks, gb, pct, sh, ty, user))| {
+                    let mut j = job(i as u32 + 1, tasks, 1);
+                    let amount = match kind {
+                        0 => GpuAmount::Whole {
+                            per_node: count.max(1),
+                            per_task: 0,
+                        },
+                        1 => GpuAmount::Share(gsched_proto::gpu::GpuShareRequest {
+                            mem_mb: (gb % 3 != 0).then_some(gb * 1024),
+                            percent: (gb % 2 == 0).then_some(pct),
+                            ..Default::default()
+                        }),
+                        _ => GpuAmount::Share(gsched_proto::gpu::GpuShareRequest {
+                            shards: Some(sh),
+                            ..Default::default()
+                        }),
+                    };
+                    let amount = if kind == 0 && count == 0 {
+                        GpuAmount::Whole {
+                            per_node: 0,
+                            per_task: 1,
+                        }
+                    } else {
+                        amount
+                    };
+                    j.req.gpu = Some(Arc::new(GpuNeed {
+                        type_name: match ty {
+                            0 => Some("v100".into()),
+                            1 => Some("a100".into()),
+                            _ => None,
+                        },
+                        amount,
+                        user,
+                    }));
+                    j
+                })
+                .collect();
+            GpuCase { view: v, queue }
+        })
+}
+
+/// Whether what `u` holds on GPU `d` is allowed: whole alone; MPS shares within 100% and the
+/// memory, of one user unless `multiuser`; shards within the count; never MPS and shards.
+fn gpu_ok(d: &gsched_proto::gpu::GpuDevice, u: &crate::gpu::GpuUse, multiuser: bool) -> bool {
+    let mixed = u.whole && u.holds > 1 || u.mps && u.shard;
+    !mixed
+        && u.percent <= 100
+        && (d.memory_mb == 0 || u.mem_mb <= d.memory_mb)
+        && u.shards <= d.shard_count
+        && (multiuser || u.users.len() <= 1)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// GPUs: whatever the queue and policy, no GPU is over-allocated (compute, memory,
+    /// shards), whole and shared are never mixed on one GPU, MPS is one user's unless the
+    /// partition is multi-user, and every start got the GPUs it asked for, of its type.
+    #[test]
+    fn gpus_never_over_allocated_or_mixed(case in arb_gpu_case()) {
+        let (v, q) = (&case.view, &case.queue);
+        let multiuser = v.partitions[0].gpu_multiuser;
+        for policy in policies() {
+            let d = decide(v, q, NOW, &config(policy));
+            let mut uses: Vec<Vec<crate::gpu::GpuUse>> =
+                v.nodes.iter().map(|n| crate::gpu::uses_now(&n.gpus)).collect();
+            for s in &d.starts {
+                let j = q.iter().find(|j| j.id == s.job_id).unwrap();
+                let need = j.req.gpu.as_ref().unwrap();
+                for a in &s.placement.nodes {
+                    let gpus = &v.nodes[a.node].gpus;
+                    match &need.amount {
+                        GpuAmount::Whole { .. } => {
+                            prop_assert_eq!(a.gpus.len() as u32, need.whole_count(a.tasks));
+                            prop_assert!(a.gpus.iter().all(|g| g.share.is_none()));
+                        }
+                        GpuAmount::Share(_) => {
+                            prop_assert_eq!(a.gpus.len(), 1);
+                            prop_assert!(a.gpus[0].share.is_some());
+                        }
+                    }
+                    for g in &a.gpus {
+                        let k = gpus.iter().position(|x| x.device.index == g.index).unwrap();
+                        if let Some(t) = &need.type_name {
+                            prop_assert!(gpus[k].device.type_name.eq_ignore_ascii_case(t));
+                        }
+                        uses[a.node][k].add(need.user, g.share.as_ref());
+                    }
+                }
+            }
+            for (i, n) in v.nodes.iter().enumerate() {
+                for (k, g) in n.gpus.iter().enumerate() {
+                    prop_assert!(gpu_ok(&g.device, &uses[i][k], multiuser),
+                        "{:?}: node {} gpu {}: {:?}", policy, i, k, uses[i][k]);
+                }
+            }
+        }
+    }
 }

@@ -116,6 +116,7 @@ pub fn place(nodes: &[NodeView], candidates: &[usize], req: &ResourceRequest) ->
         .map(|(&(i, _), t)| {
             let cpus = t * cpt;
             NodeAlloc {
+                gpus: Vec::new(),
                 node: i,
                 cpus,
                 mem_mb: mem_for(&nodes[i], req, cpus),

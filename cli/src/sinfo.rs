@@ -1411,7 +1411,7 @@ mod tests {
             lines[0],
             "RESV_NAME     STATE           START_TIME             END_TIME     DURATION  NODELIST"
         );
-        assert!(lines[1].starts_with("maint         ACTIVE  "), "{text}");
+        assert!(lines[1].starts_with("maint        ACTIVE  "), "{text}");
         assert!(lines[1].ends_with("     01:00:00  n[1-2]"), "{text}");
         assert_eq!(reservation_listing(&r, true).lines().count(), 1);
     }

@@ -63,8 +63,10 @@ impl State {
     pub(super) fn node_health(&mut self, now: i64) -> Vec<Effect> {
         let hb = i64::from(self.heartbeat_secs());
         let timeout = i64::from(self.cfg.slurmd_timeout);
+        // Slurm pings every third of SlurmdTimeout and shows a node NOT_RESPONDING after a
+        // failed ping: here after two thirds of it (and three missed heartbeats).
         let nr_after = if timeout > 0 {
-            (3 * hb).max(timeout / 2).min(timeout)
+            (3 * hb).max(2 * timeout / 3).min(timeout)
         } else {
             3 * hb
         };
@@ -463,7 +465,7 @@ mod tests {
         register(&mut st, "n2", 0, &[], 1000);
         // n2 keeps answering; n1 is silent.
         st.heartbeat("n2", &[], 1140);
-        st.schedule(1160);
+        st.schedule(1201);
         assert!(st.nodes[0].not_responding && !st.nodes[0].admin.down);
         assert_eq!(st.jobs[&a].info.state, JobState::Running);
         st.heartbeat("n2", &[], 1290);

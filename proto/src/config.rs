@@ -168,7 +168,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "ResumeFailProgram",
     "ResumeProgram",
     "ResumeRate",
-    "ResumeTimeout",
     "ResvEpilog",
     "ResvOverRun",
     "ResvProlog",
@@ -322,6 +321,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "RebootProgram",
     "TopologyPlugin",
     "NodeLoadThreshold",
+    "ResumeTimeout",
 ];
 
 /// `NodeName=` attributes gsched implements (`Procs` and `Feature` are Slurm's old

@@ -373,11 +373,35 @@ impl State {
         Ok(())
     }
 
-    /// Sends the requested reboots of nodes that run no job. Called by every pass.
+    /// Sends the requested reboots of nodes that run no job, and sets DOWN the nodes that
+    /// did not come back within `ResumeTimeout`. Called by every pass.
     pub(super) fn reboots(&mut self, now: i64) -> Vec<Effect> {
         let Some(program) = self.cfg.lifecycle.reboot_program.clone() else {
             return Vec::new();
         };
+        let timeout = i64::from(self.cfg.lifecycle.resume_timeout_secs);
+        let slurm_uid = self.slurm_uid.unwrap_or(0);
+        for i in 0..self.nodes.len() {
+            let n = &mut self.nodes[i];
+            let late = n
+                .admin
+                .reboot
+                .as_ref()
+                .and_then(|r| r.issued_at)
+                .is_some_and(|t| now - t > timeout);
+            if late {
+                tracing::warn!(
+                    "node {}: not back {timeout}s after its reboot (ResumeTimeout): set DOWN",
+                    n.name
+                );
+                n.admin.reboot = None;
+                n.admin.down = true;
+                n.admin.reason = Some("reboot timed out".into());
+                n.admin.reason_time = Some(now);
+                n.admin.reason_uid = Some(slurm_uid);
+                self.save_node_admin(i);
+            }
+        }
         let (cpus, _) = self.node_alloc();
         let mut effects = Vec::new();
         for (i, busy) in cpus.iter().map(|&c| c > 0).enumerate() {
@@ -609,6 +633,23 @@ mod tests {
         register(&mut st, "n1", 1010, &[], 1011);
         assert!(st.nodes[0].admin.reboot.is_none());
         assert!(!st.nodes[0].admin.drain);
+        // A node that does not come back within ResumeTimeout (60 s) is set DOWN.
+        let req = RebootRequest {
+            names: vec!["n1".into()],
+            asap: false,
+            next_state: RebootNextState::Resume,
+            reason: None,
+        };
+        st.reboot_nodes(&req, ROOT, 1012).unwrap();
+        st.schedule(1013);
+        assert!(st.node_infos()[0].life.reboot_issued);
+        st.heartbeat("n1", &[], 1070);
+        st.schedule(1074);
+        assert!(st.nodes[0].admin.down);
+        assert_eq!(
+            st.nodes[0].admin.reason.as_deref(),
+            Some("reboot timed out")
+        );
     }
 
     #[test]

@@ -369,3 +369,64 @@ impl State {
         Ok(r)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{register_all, spec, state, ROOT};
+    use super::*;
+
+    fn create(name: &str, start: i64, flags: &[&str]) -> ReservationAction {
+        ReservationAction::Create(ReservationSpec {
+            name: Some(name.into()),
+            start_time: Some(start),
+            end_time: None,
+            duration_min: Some(60),
+            nodes: Some("n1".into()),
+            flags: Some(flags.iter().map(|f| f.to_string()).collect()),
+            users: Some(vec!["root".into()]),
+        })
+    }
+
+    #[test]
+    fn reservations_are_checked_stored_and_block_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        let a = st.submit(spec(2), ROOT, 1000).unwrap();
+        st.schedule(1000);
+        let busy_node = st.jobs[&a].info.nodes[0].clone();
+        assert_eq!(busy_node, "n1");
+        // A job without a time limit runs on n1 past any start: refused, unless IGNORE_JOBS.
+        let e = st
+            .reservation_action(&create("m", 2000, &["MAINT"]), ROOT, 1001)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::NodesBusy, "{e}");
+        let e = st
+            .reservation_action(&create("m", 2000, &["MAINT", "WEEKLY"]), ROOT, 1001)
+            .unwrap_err();
+        assert!(e.message.contains("flag WEEKLY is not supported"), "{e}");
+        let name = st
+            .reservation_action(&create("m", 2000, &["maint", "ignore_jobs"]), ROOT, 1001)
+            .unwrap();
+        assert_eq!(name, "m");
+        assert_eq!(st.resvs[0].flags, vec!["MAINT", "IGNORE_JOBS"]);
+        assert_eq!(st.resvs[0].end_time, 2000 + 3600);
+        let e = st
+            .reservation_action(&create("m", 3000, &[]), ROOT, 1001)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::ReservationNameDup);
+        // Stored: a restarted controller has it.
+        drop(st);
+        let mut st = state(dir.path());
+        assert_eq!(st.resvs.len(), 1);
+        // n2 is free but its jobs would run into nothing; n1's blackout is in the view.
+        assert_eq!(st.blackouts()[0].nodes, vec![0]);
+        // Over: forgotten.
+        st.expire_reservations(2000 + 3600);
+        assert!(st.resvs.is_empty());
+        let e = st
+            .reservation_action(&ReservationAction::Delete { name: "m".into() }, ROOT, 1002)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::ReservationInvalid);
+    }
+}

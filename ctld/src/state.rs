@@ -1656,9 +1656,14 @@ impl State {
                 }
             }
         }
+        let maint = self.maint_blocked(&view, &decisions.waiting, now);
         for (id, reason) in decisions.waiting {
             if let Some(j) = self.jobs.get_mut(&id) {
-                j.info.reason = reason;
+                j.info.reason = if maint.contains(&id) {
+                    Reason::ReqNodeNotAvailMaint
+                } else {
+                    reason
+                };
             }
         }
         let mut het_leaders = Vec::new();

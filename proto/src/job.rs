@@ -137,6 +137,9 @@ pub enum Reason {
     AssocMaxWallDurationPerJobLimit,
     /// The user's running jobs of the QOS hold as many CPUs as `MaxTRESPerUser=cpu=N` allows.
     QOSMaxCpuPerUserLimit,
+    /// The job would run into a maintenance reservation on the nodes it could use now
+    /// (Slurm's `ReqNodeNotAvail, Reserved for maintenance`).
+    ReqNodeNotAvailMaint,
 }
 
 impl Reason {
@@ -167,6 +170,7 @@ impl Reason {
             Reason::AssocMaxJobsLimit => "AssocMaxJobsLimit",
             Reason::AssocMaxWallDurationPerJobLimit => "AssocMaxWallDurationPerJobLimit",
             Reason::QOSMaxCpuPerUserLimit => "QOSMaxCpuPerUserLimit",
+            Reason::ReqNodeNotAvailMaint => "ReqNodeNotAvail, Reserved for maintenance",
         }
     }
 }

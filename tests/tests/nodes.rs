@@ -203,6 +203,8 @@ fn maintenance_reservation_keeps_a_long_job_from_starting_before_it() {
     std::thread::sleep(Duration::from_secs(2));
     let j = c.job(long);
     assert_eq!(j.state, JobState::Pending, "{j:?}");
+    let r = c.cmd_ok("gsqueue", ["-h", "-o", "%r", "-j", &long.to_string()]);
+    assert_eq!(r.trim(), "ReqNodeNotAvail, Reserved for maintenance");
     // Planned after the window.
     if let Some(s) = j.expected_start {
         assert!(s >= j.submit_time + 70 * 60 - 120, "{j:?}");

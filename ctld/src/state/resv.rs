@@ -102,6 +102,48 @@ impl State {
         req
     }
 
+    /// The waiting jobs (reason `Resources`) that would start now but for a reservation:
+    /// they fit the nodes as they are, and some node they could use is reserved before they
+    /// would end. Slurm shows them `ReqNodeNotAvail, Reserved for maintenance`.
+    pub(super) fn maint_blocked(
+        &self,
+        view: &gsched_sched::ClusterView,
+        waiting: &[(gsched_proto::job::JobId, gsched_proto::job::Reason)],
+        now: i64,
+    ) -> Vec<gsched_proto::job::JobId> {
+        if view.blackouts.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for &(id, r) in waiting {
+            if r != gsched_proto::job::Reason::Resources {
+                continue;
+            }
+            let Some(j) = self.jobs.get(&id) else {
+                continue;
+            };
+            let req = self.request_of(&j.info.spec);
+            let len = j
+                .info
+                .time_limit
+                .map_or(gsched_sched::UNLIMITED_END, |m| i64::from(m) * 60);
+            let blocked = j.info.spec.partitions.iter().any(|p| {
+                let Some(part) = self.parts.iter().find(|x| &x.name == p) else {
+                    return false;
+                };
+                gsched_sched::place(&view.nodes, &part.nodes, &req).is_some_and(|pl| {
+                    pl.nodes
+                        .iter()
+                        .any(|a| view.blacked_out(a.node, now, now.saturating_add(len)))
+                })
+            });
+            if blocked {
+                out.push(id);
+            }
+        }
+        out
+    }
+
     /// Forgets reservations that are over.
     pub(super) fn expire_reservations(&mut self, now: i64) {
         let over: Vec<String> = self

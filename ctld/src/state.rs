@@ -650,6 +650,7 @@ impl State {
                 }
             }
         }
+        self.check_reservation(&spec, who)?;
         if spec.nice.is_some_and(|n| n < 0) && !self.is_admin(who) {
             return Err(ApiError::new(
                 ErrorCode::AccessDenied,
@@ -1584,6 +1585,10 @@ impl State {
             })
             .map(|j| j.info.job_id)
             .collect();
+        // `--reservation` jobs are decided in their reservations (state/resv.rs).
+        let (resv_jobs, candidates): (Vec<JobId>, Vec<JobId>) = candidates
+            .into_iter()
+            .partition(|id| self.jobs[id].info.spec.reservation.is_some());
         let mut limits = self.limit_slots(&candidates);
         view.limits = std::mem::take(&mut limits.slots);
         let predicted = self.predictions(&candidates);
@@ -1616,7 +1621,8 @@ impl State {
                 limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
             })
             .collect();
-        let decisions = gsched_sched::decide(&view, &queue, now, &self.sched_config);
+        let mut decisions = gsched_sched::decide(&view, &queue, now, &self.sched_config);
+        self.reservation_decisions(&view, &mut decisions, &resv_jobs, now);
         for j in self.jobs.values_mut() {
             if j.info.state == JobState::Pending && !dep_blocked.contains_key(&j.info.job_id) {
                 j.info.expected_start = None;

@@ -105,6 +105,7 @@ pub enum ErrorCode {
     NodesBusy,
     ReservationInvalid,
     ReservationNameDup,
+    ReservationAccess,
 }
 
 impl ErrorCode {
@@ -150,6 +151,7 @@ impl ErrorCode {
             ErrorCode::NodesBusy => "Requested nodes are busy",
             ErrorCode::ReservationInvalid => "Requested reservation is invalid",
             ErrorCode::ReservationNameDup => "Duplicate reservation name",
+            ErrorCode::ReservationAccess => "Access denied to requested reservation",
         }
     }
 
@@ -181,6 +183,7 @@ impl ErrorCode {
             ErrorCode::Internal => 500,
             ErrorCode::NodesBusy | ErrorCode::ReservationNameDup => 409,
             ErrorCode::ReservationInvalid => 400,
+            ErrorCode::ReservationAccess => 403,
         }
     }
 }

@@ -140,6 +140,8 @@ pub enum Reason {
     /// The job would run into a maintenance reservation on the nodes it could use now
     /// (Slurm's `ReqNodeNotAvail, Reserved for maintenance`).
     ReqNodeNotAvailMaint,
+    /// A `--reservation` job waits for its reservation to begin.
+    Reservation,
 }
 
 impl Reason {
@@ -171,6 +173,7 @@ impl Reason {
             Reason::AssocMaxWallDurationPerJobLimit => "AssocMaxWallDurationPerJobLimit",
             Reason::QOSMaxCpuPerUserLimit => "QOSMaxCpuPerUserLimit",
             Reason::ReqNodeNotAvailMaint => "ReqNodeNotAvail, Reserved for maintenance",
+            Reason::Reservation => "Reservation",
         }
     }
 }
@@ -320,6 +323,9 @@ pub struct JobSpec {
     /// the time; see [`crate::resv::SwitchesSpec`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switches: Option<crate::resv::SwitchesSpec>,
+    /// `--reservation=NAME`: run in that reservation (its nodes, during its window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<String>,
 }
 
 /// Parses `--constraint` (see [`crate::constraint`] for the syntax and its meaning).

@@ -144,6 +144,161 @@ impl State {
         out
     }
 
+    /// `--reservation=NAME` at submission: the reservation exists and the job's user is one
+    /// of its `Users=` (administrators may use any).
+    pub(super) fn check_reservation(
+        &self,
+        spec: &gsched_proto::job::JobSpec,
+        who: &Identity,
+    ) -> Result<(), ApiError> {
+        let Some(name) = &spec.reservation else {
+            return Ok(());
+        };
+        let r = self.resvs.iter().find(|r| &r.name == name).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::ReservationInvalid,
+                format!("Requested reservation is invalid: no reservation {name} (gscontrol show reservation)"),
+            )
+        })?;
+        let uid = spec.run_as_uid.unwrap_or(who.uid);
+        let user = gsched_proto::users::user_name(uid);
+        if !self.is_admin(who) && !r.users.iter().any(|u| u == &user) {
+            return Err(ApiError::new(
+                ErrorCode::ReservationAccess,
+                format!(
+                    "Access denied to requested reservation: {user} is not in Users= of {name}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Decides the `--reservation` jobs: each in its reservation while it is active, on its
+    /// nodes only, ending by its end, after what the main pass started. The scheduler core
+    /// is called once per reservation with a view of that reservation (its nodes as the one
+    /// partition, the other reservations and its own end as blackouts); its starts and
+    /// reasons join `decisions`.
+    pub(super) fn reservation_decisions(
+        &self,
+        view: &gsched_sched::ClusterView,
+        decisions: &mut gsched_sched::Decisions,
+        jobs: &[gsched_proto::job::JobId],
+        now: i64,
+    ) {
+        use gsched_proto::job::Reason;
+        if jobs.is_empty() {
+            return;
+        }
+        let mut v = view.clone();
+        for s in &decisions.starts {
+            for a in &s.placement.nodes {
+                let n = &mut v.nodes[a.node];
+                n.alloc_cpus += a.cpus;
+                n.alloc_mem_mb += a.mem_mb;
+            }
+            v.running.push(gsched_sched::RunningAlloc {
+                job_id: s.job_id,
+                end: gsched_sched::UNLIMITED_END,
+                nodes: s.placement.nodes.clone(),
+            });
+        }
+        for r in &self.resvs {
+            let mine: Vec<&super::Job> = jobs
+                .iter()
+                .filter_map(|id| self.jobs.get(id))
+                .filter(|j| j.info.spec.reservation.as_ref() == Some(&r.name))
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            if !(r.start_time <= now && now < r.end_time) {
+                decisions
+                    .waiting
+                    .extend(mine.iter().map(|j| (j.info.job_id, Reason::Reservation)));
+                continue;
+            }
+            let nodes: Vec<usize> = r
+                .nodes
+                .iter()
+                .filter_map(|n| self.node_index.get(n).copied())
+                .collect();
+            let mut rv = v.clone();
+            rv.partitions = vec![gsched_sched::PartitionView {
+                name: r.name.clone(),
+                nodes: nodes.clone(),
+                up: true,
+                max_time: None,
+            }];
+            rv.blackouts = self
+                .resvs
+                .iter()
+                .filter(|x| x.name != r.name)
+                .map(|x| gsched_sched::Blackout {
+                    nodes: x
+                        .nodes
+                        .iter()
+                        .filter_map(|n| self.node_index.get(n).copied())
+                        .collect(),
+                    start: x.start_time,
+                    end: x.end_time,
+                })
+                .chain(std::iter::once(gsched_sched::Blackout {
+                    nodes: nodes.clone(),
+                    start: r.end_time,
+                    end: gsched_sched::UNLIMITED_END,
+                }))
+                .collect();
+            let queue: Vec<gsched_sched::QueuedJob> = mine
+                .iter()
+                .map(|j| gsched_sched::QueuedJob {
+                    id: j.info.job_id,
+                    priority: j.info.priority,
+                    submit_time: j.info.submit_time,
+                    partitions: vec![0],
+                    held: None,
+                    begin_time: j.info.eligible_time,
+                    time_limit: j.info.time_limit,
+                    time_min: j.info.spec.time_min,
+                    req: self.request_of(&j.info.spec),
+                    limits: Vec::new(),
+                    het: None,
+                })
+                .collect();
+            let d = gsched_sched::decide(&rv, &queue, now, &self.sched_config);
+            for mut s in d.starts {
+                let Some(j) = self.jobs.get(&s.job_id) else {
+                    continue;
+                };
+                let Some(p) = j
+                    .info
+                    .spec
+                    .partitions
+                    .first()
+                    .and_then(|p| self.partition_by_name(p))
+                    .or_else(|| self.default_partition())
+                else {
+                    continue;
+                };
+                for a in &s.placement.nodes {
+                    let n = &mut v.nodes[a.node];
+                    n.alloc_cpus += a.cpus;
+                    n.alloc_mem_mb += a.mem_mb;
+                }
+                s.partition = p;
+                decisions.starts.push(s);
+            }
+            decisions.waiting.extend(d.waiting);
+        }
+        // Jobs whose reservation is gone wait (Slurm keeps them pending too).
+        for id in jobs {
+            let Some(j) = self.jobs.get(id) else { continue };
+            let name = j.info.spec.reservation.as_deref().unwrap_or("");
+            if !self.resvs.iter().any(|r| r.name == name) {
+                decisions.waiting.push((*id, Reason::Reservation));
+            }
+        }
+    }
+
     /// Forgets reservations that are over.
     pub(super) fn expire_reservations(&mut self, now: i64) {
         let over: Vec<String> = self
@@ -470,5 +625,27 @@ mod tests {
             .reservation_action(&ReservationAction::Delete { name: "m".into() }, ROOT, 1002)
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::ReservationInvalid);
+        // --reservation: it must exist, and the user must be one of its Users=.
+        st.reservation_action(&create("r", 1100, &["IGNORE_JOBS"]), ROOT, 1003)
+            .unwrap();
+        let in_r = gsched_proto::job::JobSpec {
+            reservation: Some("r".into()),
+            ..spec(1)
+        };
+        let stranger = Identity {
+            uid: 4242,
+            gid: 4242,
+        };
+        let e = st.check_reservation(&in_r, &stranger).unwrap_err();
+        assert_eq!(e.code, ErrorCode::ReservationAccess, "{e}");
+        st.check_reservation(&in_r, &ROOT).unwrap();
+        let gone = gsched_proto::job::JobSpec {
+            reservation: Some("gone".into()),
+            ..spec(1)
+        };
+        assert_eq!(
+            st.check_reservation(&gone, &ROOT).unwrap_err().code,
+            ErrorCode::ReservationInvalid
+        );
     }
 }

@@ -1,12 +1,13 @@
 //! Reservations (`scontrol create|update|delete|show reservation`, `sinfo -T`) and the
 //! switch map of `topology/tree`: what of the node lifecycle the scheduler core gets as data.
 //!
-//! A reservation holds whole nodes over `[start, end)`. gsched has no `--reservation` yet, so
-//! no job runs in one: the scheduler core gets each reservation as a
-//! [`gsched_sched::Blackout`], and starts or plans no job that would still run on its nodes
-//! when it begins (jobs that end before it still backfill). That is what a maintenance
-//! reservation (`Flags=MAINT`) is for. Reservations are kept in the store (one row each) and
-//! forgotten once over, as Slurm does.
+//! A reservation holds whole nodes over `[start, end)`. For the ordinary queue the scheduler
+//! core gets each reservation as a [`gsched_sched::Blackout`], and starts or plans no job that
+//! would still run on its nodes when it begins (jobs that end before it still backfill): what
+//! a maintenance reservation (`Flags=MAINT`) is for. Jobs submitted with `--reservation` by
+//! its `Users=` are decided apart, one core call per active reservation over its nodes only,
+//! with its end as a blackout, so they end in time. Reservations are kept in the store (one
+//! row each) and forgotten once over, as Slurm does.
 
 use super::{internal, State};
 use crate::store::{Store, StoreError};

@@ -226,7 +226,7 @@ impl State {
     /// The placement penalty of node `i` (load-aware placement, `NodeLoadThreshold=`).
     pub(super) fn node_penalty(&self, i: usize) -> u32 {
         gsched_sched::score::load_penalty(
-            self.nodes[i].life.load.map(|l| l.cpu_load_pct),
+            self.nodes[i].life.load.map(|l| l.score_pct()),
             self.cfg.lifecycle.load_threshold_pct,
         )
     }

@@ -19,6 +19,8 @@
 #   CARGO_TARGET_DIR    honoured: the binaries are taken from $CARGO_TARGET_DIR/release
 #   GSCHED_NO_BUILD=1   skip `cargo build --release --bins`
 #   GSCHED_LOCAL_AUTH   munge or none: force one (default: munge when usable, else none)
+#   GSCHED_LOCAL_CPUS   CPUs each node declares (default: the machine's, split over the two)
+#   GSCHED_LOCAL_MEM_MB memory each node declares (default: 3/4 of the machine's, split)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -79,7 +81,7 @@ build() {
     (cd "$ROOT" && cargo build --release --bins)
   fi
   local b
-  for b in gsctld gsnoded gsstepd gsbatch gsqueue gsinfo gscontrol gscancel gsacct gsacctmgr gsprio; do
+  for b in gsctld gsnoded gsstepd gsbatch gsqueue gsinfo gscontrol gscancel gsacct gsacctmgr gsprio gseff; do
     [[ -x "$BIN/$b" ]] || die "$BIN/$b is missing after the build"
   done
 }
@@ -176,6 +178,8 @@ write_config() {
   # memory split (at least 256 MiB each).
   c1=$(((cpus + 1) / 2)); c2=$((cpus / 2)); ((c2 >= 1)) || c2=1
   m=$((mem_mb * 3 / 4 / 2)); ((m >= 256)) || m=256
+  if [[ -n ${GSCHED_LOCAL_CPUS:-} ]]; then c1=$GSCHED_LOCAL_CPUS; c2=$GSCHED_LOCAL_CPUS; fi
+  if [[ -n ${GSCHED_LOCAL_MEM_MB:-} ]]; then m=$GSCHED_LOCAL_MEM_MB; fi
   user=$(id -un)
   mkdir -p "$DIR/state" "$DIR/spool" "$LOG" "$RUN" "$JOBS"
   cat >"$CONF.new" <<EOF
@@ -191,6 +195,9 @@ StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool/%n
 KillWait=10
 MinJobAge=300
+# As the reference Slurm cluster of the benchmarks (Slurm's defaults are 10000 and 1001).
+MaxJobCount=200000
+MaxArraySize=10001
 NodeName=n1 NodeAddr=127.0.0.1 Port=$N1_PORT CPUs=$c1 RealMemory=$m
 NodeName=n2 NodeAddr=127.0.0.1 Port=$N2_PORT CPUs=$c2 RealMemory=$m
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP

@@ -104,6 +104,12 @@ pub const COMMANDS: &[Command] = &[
         options: crate::sprio::OPTIONS,
         operands: Values::Free,
     },
+    Command {
+        name: "gseff",
+        slurm: "seff",
+        options: crate::seff::OPTIONS,
+        operands: Values::Free,
+    },
 ];
 
 /// `sacctmgr`'s commands and entities that gsched implements.

@@ -69,6 +69,8 @@ pub const OPTIONS: &[Opt] = &[
     Opt::new("associations", Some('x'), &["associations"], Req),
     Opt::new("allocations", Some('X'), &["allocations"], No),
     Opt::new("yaml", None, &["yaml"], No),
+    // gsched extensions.
+    Opt::new("cost-report", None, &["cost-report"], No),
 ];
 
 /// Options sacct has that gsched does not implement: refused, never ignored.
@@ -207,6 +209,9 @@ const FIELDS: &[(&str, i32)] = &[
     ("WCKey", 10),
     ("WCKeyID", 10),
     ("WorkDir", 20),
+    // gsched: estimated energy and its cost (time-of-use prices).
+    ("EnergyKWh", 10),
+    ("Cost", 10),
 ];
 
 /// One output column: a field of [`FIELDS`] and its width.
@@ -248,6 +253,8 @@ pub struct Params {
     pub steps_only: HashMap<(u32, Option<u32>), Vec<String>>,
     pub query: HistoryQuery,
     pub clusters: Option<String>,
+    /// `--cost-report` (gsched): estimated energy and cost per user and account.
+    pub cost_report: bool,
 }
 
 /// Resolves a `-o` list into columns; unknown names are an error like sacct's.
@@ -364,6 +371,7 @@ pub fn parse_args(
         steps_only: HashMap::new(),
         query: HistoryQuery::default(),
         clusters: None,
+        cost_report: false,
     };
     let mut all_users = false;
     let mut users: Option<Vec<u32>> = None;
@@ -439,6 +447,7 @@ pub fn parse_args(
             }
             "verbose" => {}
             "allocations" => p.allocations = true,
+            "cost-report" => p.cost_report = true,
             _ => {}
         }
     }
@@ -514,6 +523,8 @@ pub fn parse_args(
 /// One output row: a job or its batch step.
 struct Row<'a> {
     job: &'a JobInfo,
+    /// The controller's estimate of the job's energy and cost (gsched).
+    energy: Option<&'a gsched_proto::api::JobEnergy>,
     /// The collapsed index set of a pending array record (`N_[1-3]`).
     range: Option<&'a String>,
     batch: bool,
@@ -676,6 +687,14 @@ impl Params {
             "DerivedExitCode" if row.batch => String::new(),
             "DerivedExitCode" | "ExitCode" => j.exit_code_string(),
             "Elapsed" => units::format_secs_scontrol(el as u64),
+            // gsched: estimated from Watts=/GpuWatts= and the price calendar (the job line
+            // only; the batch step's share is the job's).
+            "EnergyKWh" if !row.batch => row
+                .energy
+                .map_or(String::new(), |e| format!("{:.3}", e.kwh)),
+            "Cost" if !row.batch => row
+                .energy
+                .map_or(String::new(), |e| format!("{:.2}", e.cost)),
             "ElapsedRaw" => el.to_string(),
             "Eligible" => date(j.eligible_time.or(Some(j.submit_time))),
             "End" => {
@@ -910,6 +929,7 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> String {
                 if started && steps.iter().any(|s| s == "batch") {
                     rows.push(Row {
                         job: j,
+                        energy: resp.energy.iter().find(|e| e.job_id == j.job_id),
                         range,
                         batch: true,
                     });
@@ -918,12 +938,14 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> String {
             None => {
                 rows.push(Row {
                     job: j,
+                    energy: resp.energy.iter().find(|e| e.job_id == j.job_id),
                     range,
                     batch: false,
                 });
                 if started && !p.allocations {
                     rows.push(Row {
                         job: j,
+                        energy: resp.energy.iter().find(|e| e.job_id == j.job_id),
                         range,
                         batch: true,
                     });
@@ -993,6 +1015,8 @@ pub fn help_text() -> String {
      \x20 -u, --uid, --user=list  these users' jobs\n\
      \x20     --units=[KMGTP]     memory in this unit\n\
      \x20 -X, --allocations       no step lines\n\
+     \x20     --cost-report       (gsched) estimated energy (kWh) and cost per user and\n\
+     \x20                         account, from Watts=, GpuWatts= and the price calendar\n\
      \x20 -V, --version           print the version\n\
      \x20 -h, --help, --usage     this text\n"
         .to_string()
@@ -1017,7 +1041,11 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
     let resp: JobsResponse = client
         .post(paths::JOBS_HISTORY, &p.query)
         .map_err(|e| Fail::error(prog, common::client_error_text(&e)))?;
-    common::out(&render(&p, &resp, &cfg.cluster_name));
+    if p.cost_report {
+        common::out(&crate::prices::render_cost_report(&resp));
+    } else {
+        common::out(&render(&p, &resp, &cfg.cluster_name));
+    }
     Ok(0)
 }
 

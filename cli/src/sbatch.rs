@@ -134,6 +134,8 @@ pub const OPTIONS: &[Opt] = &[
     Opt::new("wait-all-nodes", None, &["wait-all-nodes"], Req),
     Opt::new("wckey", None, &["wckey"], Req),
     Opt::new("wrap", None, &["wrap"], Req),
+    // gsched extensions.
+    Opt::new("urgent", None, &["urgent"], No),
 ];
 
 /// Options gsched implements (or accepts because they are harmless: `--ignore-pbs`,
@@ -190,6 +192,8 @@ const IMPLEMENTED: &[&str] = &[
     "wrap",
     "qos",
     "switches",
+    "urgent",
+    "deadline",
     "reservation",
 ];
 
@@ -348,6 +352,10 @@ pub struct Opts {
     pub constraint: Option<String>,
     /// `--exclusive`.
     pub exclusive: bool,
+    /// `--urgent` (gsched): never deferred to a cheaper price window.
+    pub urgent: bool,
+    /// `--deadline`, epoch seconds.
+    pub deadline: Option<i64>,
 }
 
 /// Facts about the caller that option processing needs.
@@ -444,6 +452,12 @@ impl Opts {
                 Ok(t) => self.begin = Some(t),
                 Err(_) => return Err(opt_err("Invalid --begin specification")),
             },
+            // Slurm parses --deadline with the --begin time parser.
+            "deadline" => match gsched_proto::begin::parse_begin(val, crate::common::now()) {
+                Ok(t) => self.deadline = Some(t),
+                Err(_) => return Err(opt_err("Invalid --deadline specification")),
+            },
+            "urgent" => self.urgent = true,
             "kill-on-invalid-dep" => {
                 self.kill_on_invalid_dep = Some(match val.to_ascii_lowercase().as_str() {
                     "yes" | "y" | "1" => true,
@@ -1232,6 +1246,8 @@ pub fn build(
         mail_user: opts.mail_user.clone(),
         qos: opts.qos.clone(),
         gpu: None,
+        urgent: opts.urgent,
+        deadline: opts.deadline,
     };
     // The later components of a heterogeneous job: their own resources; the script, its
     // arguments and environment are the first component's (it runs the batch script).
@@ -1327,6 +1343,19 @@ pub fn success_line(
         (true, None) => format!("{job_id}\n"),
         (true, Some(c)) => format!("{job_id};{c}\n"),
     })
+}
+
+/// The one line gsbatch prints (to stderr) when the controller defers the job to a cheaper
+/// price window: when, the price now and then, and how to opt out.
+pub fn deferral_line(prog: &str, job_id: u32, d: &gsched_proto::api::DeferralNote) -> String {
+    format!(
+        "{prog}: job {job_id} deferred to a cheaper price window: expected start {} at {:.4}/kWh (now {:.4}/kWh; estimated cost {:.2} instead of {:.2}); use --urgent to start as soon as possible",
+        units::format_timestamp(d.start),
+        d.price_then,
+        d.price_now,
+        d.cost_then,
+        d.cost_now
+    )
 }
 
 /// `gsbatch` entry point.
@@ -1432,14 +1461,32 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
         common::err_line(w);
     }
     let client = common::client_for(&cfg).map_err(|e| Fail::error(prog, e))?;
-    let resp: Result<SubmitResponse, ClientError> = client.post(
-        paths::JOBS,
-        &SubmitRequest {
-            spec: built.spec.clone(),
-            test_only: built.test_only,
-            het: built.het.clone(),
-        },
-    );
+    let req = SubmitRequest {
+        spec: built.spec.clone(),
+        test_only: built.test_only,
+        het: built.het.clone(),
+    };
+    // As sbatch: while the controller holds MaxJobCount jobs, retry with growing sleeps
+    // (1 s, 2 s, ... for 15 retries), saying so once.
+    let mut retries = 0u64;
+    let resp: Result<SubmitResponse, ClientError> = loop {
+        let resp = client.post(paths::JOBS, &req);
+        match &resp {
+            Err(ClientError::Api(e))
+                if e.code == gsched_proto::api::ErrorCode::MaxJobCount
+                    && retries < SUBMIT_RETRIES =>
+            {
+                if retries == 0 {
+                    common::err_line(&format!(
+                        "{prog}: error: Slurm job queue full, sleeping and retrying"
+                    ));
+                }
+                retries += 1;
+                std::thread::sleep(std::time::Duration::from_secs(retries));
+            }
+            _ => break resp,
+        }
+    };
     match resp {
         Ok(r) if built.test_only => {
             let Some(a) = &r.test_only else {
@@ -1455,6 +1502,9 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
             if let Some(line) = success_line(r.job_id, built.parsable, cl.quiet, cluster.as_deref())
             {
                 common::out(&line);
+            }
+            if let (Some(d), false) = (&r.deferral, cl.quiet) {
+                common::err_line(&deferral_line(prog, r.job_id, d));
             }
             if built.wait {
                 return crate::sbatch_wait::wait_for_job(prog, &client, r.job_id)
@@ -1477,6 +1527,10 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
         .with_code(error_exit)),
     }
 }
+
+/// How many times sbatch retries a submission refused for `MaxJobCount` (Slurm's
+/// `MAX_RETRIES`).
+const SUBMIT_RETRIES: u64 = 15;
 
 /// The line `--test-only` prints on stderr (Slurm's `info()`):
 /// `sbatch: Job N to start at T using C processors on nodes L in partition P`.
@@ -1544,6 +1598,10 @@ pub fn help_text() -> String {
      \x20     --switches=max-switches{@max-time-to-wait}\n\
      \x20                             optimum switches and max time to wait for optimum\n\
      \x20 -t, --time=minutes          time limit\n\
+     \x20     --deadline=time         remove the job if no ending is possible before\n\
+     \x20                             this deadline (start > (deadline - time[-min]))\n\
+     \x20     --urgent                (gsched) never defer the job to a cheaper price\n\
+     \x20                             window (see gsched.conf(5), PriceWindow)\n\
      \x20     --uid=user_id           user ID to run job as (user root only)\n\
      \x20     --test-only             validate the job and estimate its start, submit nothing\n\
      \x20 -v, --verbose               verbose mode (multiple -v's increase verbosity)\n\

@@ -1878,6 +1878,7 @@ mod tests {
             Ok(JobsResponse {
                 now: 1_003_761,
                 jobs: self.jobs.iter().filter(|j| f.names(j)).cloned().collect(),
+                energy: Vec::new(),
             })
         }
         fn nodes(&self) -> Result<NodesResponse, String> {

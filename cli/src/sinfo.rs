@@ -44,6 +44,9 @@ pub const OPTIONS: &[Opt] = &[
     Opt::new("version", Some('V'), &["version"], No),
     Opt::new("json", None, &["json"], No),
     Opt::new("yaml", None, &["yaml"], No),
+    // gsched extensions.
+    Opt::new("prices", None, &["prices"], No),
+    Opt::new("lowload", None, &["lowload"], No),
 ];
 
 const FMT_DEFAULT: &str =
@@ -379,6 +382,10 @@ pub struct Params {
     pub part_auto: bool,
     /// Node list column width is computed (`-N`).
     pub node_auto: bool,
+    /// `--prices` (gsched): the next 24 hours of prices and windows.
+    pub prices: bool,
+    /// `--lowload` (gsched): the learned low-load hours.
+    pub lowload: bool,
 }
 
 pub type Parsed = common::Parsed<Box<Params>>;
@@ -444,6 +451,8 @@ pub fn parse_args(
             "yaml" => return Err(Fail::not_supported(prog, &format!("--{id}"))),
             "verbose" => p.verbose += 1,
             "json" => p.json = true,
+            "prices" => p.prices = true,
+            "lowload" => p.lowload = true,
             _ => {}
         }
     }
@@ -1068,6 +1077,22 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         }
     }
     let (cfg, client) = common::connect(prog, p.clusters.as_deref())?;
+    if p.prices || p.lowload {
+        let r: gsched_proto::api::PricesResponse = client
+            .get(paths::PRICES)
+            .map_err(|e| Fail::error(prog, common::client_error_text(&e)))?;
+        if p.json {
+            common::out(&(serde_json::to_string_pretty(&r).unwrap_or_default() + "\n"));
+            return Ok(0);
+        }
+        if p.prices {
+            common::out(&crate::prices::render_prices(&r));
+        }
+        if p.lowload {
+            common::out(&crate::prices::render_lowload(&r));
+        }
+        return Ok(0);
+    }
     let mut code = 0;
     if p.reservation {
         return match client.get::<gsched_proto::resv::ReservationsResponse>(paths::RESERVATIONS) {
@@ -1137,6 +1162,7 @@ pub fn help_text() -> String {
      \x20     --local                show only local cluster in a federation.\n\
      \x20                            Overrides --federation.\n\
      \x20 -l, --long                 long output - displays more information\n\
+     \x20     --lowload              (gsched) learned low-load hours of the week\n\
      \x20 -M, --clusters=names       clusters to issue commands to (only the local\n\
      \x20                            cluster here).\n\
      \x20 -n, --nodes=NODES          report on specific node(s)\n\
@@ -1147,6 +1173,7 @@ pub fn help_text() -> String {
      \x20 -O, --Format=format        long format specification\n\
      \x20 -p, --partition=PARTITION  report on specific partition\n\
      \x20 -r, --responding           report only responding nodes\n\
+     \x20     --prices               (gsched) prices and price windows of the next 24 h\n\
      \x20 -R, --list-reasons         list reason nodes are down or drained\n\
      \x20 -s, --summarize            report state summary only\n\
      \x20 -S, --sort=fields          comma separated list of fields to sort on\n\

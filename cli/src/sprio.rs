@@ -458,6 +458,7 @@ mod tests {
             usage: None,
             suspended_since: None,
             suspended_secs: 0,
+            invalid: None,
             spec: JobSpec::default(),
         }
     }

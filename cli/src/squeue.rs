@@ -586,6 +586,7 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
                     JobState::Pending
                         | JobState::Timeout
                         | JobState::OutOfMemory
+                        | JobState::Deadline
                         | JobState::Failed
                 );
             if show_reason {
@@ -664,6 +665,7 @@ fn state_rank(s: JobState) -> u32 {
         JobState::Failed => 5,
         JobState::Timeout => 6,
         JobState::NodeFail => 7,
+        JobState::Deadline => 10,
         JobState::OutOfMemory => 11,
         JobState::Completing => 0x8000 | 1,
     }
@@ -1338,6 +1340,7 @@ pub(crate) mod tests {
             usage: None,
             suspended_since: None,
             suspended_secs: 0,
+            invalid: None,
             spec: JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),
@@ -1621,6 +1624,7 @@ pub(crate) mod tests {
                 job(1, JobState::Pending),
                 job(3, JobState::Completed),
             ],
+            energy: Vec::new(),
         };
         let Parsed::Run(p) = parse(&["-h", "-o", "%i %t"]).unwrap() else {
             panic!()

@@ -216,20 +216,24 @@ fn set_qos_key(q: &mut QosDef, key: &str, op: &str, v: &str) -> Result<(), ApiEr
             }
         }
         "Flags" => {
-            let mut flags = if q.deny_on_limit {
-                vec!["denyonlimit".to_string()]
-            } else {
-                Vec::new()
-            };
+            let mut flags = Vec::new();
+            if q.deny_on_limit {
+                flags.push("denyonlimit".to_string());
+            }
+            if q.no_defer {
+                flags.push("nodefer".to_string());
+            }
             edit_list(&mut flags, op, v);
             q.deny_on_limit = false;
+            q.no_defer = false;
             for f in flags {
                 match f.as_str() {
                     "denyonlimit" => q.deny_on_limit = true,
+                    "nodefer" => q.no_defer = true,
                     "-1" | "none" => {}
                     other => {
                         return Err(bad(format!(
-                        "QOS flag {other} is not supported by gsched yet (supported: DenyOnLimit)"
+                        "QOS flag {other} is not supported by gsched yet (supported: DenyOnLimit, NoDefer)"
                     )))
                     }
                 }

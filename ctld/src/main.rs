@@ -139,11 +139,8 @@ fn run(args: Args) -> anyhow::Result<()> {
             }
         });
         let app = server::router(shared.clone());
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<server::ConnPeer>(),
-        )
-        .with_graceful_shutdown(async {
+        let header_timeout = std::time::Duration::from_secs(cfg.message_timeout.into());
+        gsched_proto::server::serve_api(listener, app, header_timeout, async {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
                     .expect("signal handler");

@@ -33,6 +33,8 @@ pub enum Transition {
     InvalidDepend,
     /// Part of the time limit reached (an event among `Time50..Time100`).
     Time(MailEvent),
+    /// A step of the invalid-job ladder (the job's `invalid` record says which).
+    InvalidJob,
 }
 
 impl Transition {
@@ -44,6 +46,7 @@ impl Transition {
             Transition::Requeue => MailEvent::Requeue,
             Transition::InvalidDepend => MailEvent::InvalidDepend,
             Transition::Time(e) => e,
+            Transition::InvalidJob => MailEvent::InvalidJob,
             Transition::Ended { failed } => {
                 if failed && wanted.has(MailTypes::FAIL) {
                     return Some(MailEvent::Fail);
@@ -114,11 +117,25 @@ impl Facts<'_> {
                 let t = secs2time(j.end_time? - j.start_time?);
                 Some((format!(", Run time {t}"), "SLURM_JOB_RUN_TIME", t))
             }
-            MailEvent::Time100 | MailEvent::Time90 | MailEvent::Time80 | MailEvent::Time50 => {
+            MailEvent::Time100
+            | MailEvent::Time90
+            | MailEvent::Time80
+            | MailEvent::Time50
+            | MailEvent::InvalidJob => {
                 let t = secs2time(self.now - j.start_time?);
                 Some((format!(", Run time {t}"), "SLURM_JOB_RUN_TIME", t))
             }
             MailEvent::InvalidDepend => None,
+        }
+    }
+
+    /// `, Hung, step requeue` for a step of the invalid-job ladder.
+    fn invalid_part(&self, ev: MailEvent) -> String {
+        match (ev, &self.job.invalid) {
+            (MailEvent::InvalidJob, Some(m)) => {
+                format!(", {}, step {}", m.kind.reason(), m.step.as_str())
+            }
+            _ => String::new(),
         }
     }
 
@@ -146,7 +163,7 @@ impl Facts<'_> {
     fn subject(&self, ev: MailEvent) -> String {
         let j = self.job;
         let time = self.time_part(ev).map(|t| t.0).unwrap_or_default();
-        let term = self.term_part(ev);
+        let term = self.term_part(ev) + &self.invalid_part(ev);
         match (self.summary, &j.array) {
             (Some(s), _) => format!(
                 "Slurm Array Summary Job_id={}_* ({}) Name={} {}{term}",
@@ -246,6 +263,11 @@ impl Facts<'_> {
                     "end_time": j.end_time,
                     "queued_seconds": j.start_time.map(|s| s - j.submit_time),
                     "run_seconds": j.start_time.map(|s| j.end_time.unwrap_or(self.now) - s),
+                    "invalid": j.invalid.filter(|_| ev == MailEvent::InvalidJob).map(|m| json!({
+                        "reason": m.kind.reason().as_str(),
+                        "step": m.step.as_str(),
+                        "flagged_at": m.flagged_at,
+                    })),
                 })
             }
         }
@@ -280,7 +302,13 @@ pub fn deliveries(
         now,
     };
     let mut out = Vec::new();
-    if let Some(ev) = t.event_for(job.spec.mail_type) {
+    // The invalid-job ladder's steps are mailed whatever --mail-type says: they are the
+    // site's warnings to the user.
+    let mail_event = match t {
+        Transition::InvalidJob => Some(MailEvent::InvalidJob),
+        _ => t.event_for(job.spec.mail_type),
+    };
+    if let Some(ev) = mail_event {
         out.push(Delivery::Mail {
             to: recipient(cfg, job),
             subject: facts.subject(ev),
@@ -529,6 +557,7 @@ mod tests {
             usage: None,
             suspended_since: None,
             suspended_secs: 0,
+            invalid: None,
             spec: JobSpec {
                 mail_type: MailTypes::parse("ALL").unwrap(),
                 account: Some("ml".into()),

@@ -96,6 +96,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::ACCT, get(acct))
         .route(paths::ACCT_UPDATE, post(acct_update))
         .route(paths::JOBS_SUSPEND, post(suspend))
+        .route(paths::PRICES, get(prices))
         .fallback(|| async {
             ApiErr(ApiError::new(
                 ErrorCode::NotFound,
@@ -135,10 +136,16 @@ async fn submit(
         return Ok(Json(SubmitResponse {
             job_id,
             test_only: Some(answer),
+            deferral: None,
         }));
     }
     let held = req.spec.hold;
-    let id = sh.lock().submit(req.spec, who, now())?;
+    let (id, deferral) = {
+        let mut st = sh.lock();
+        let t = now();
+        let id = st.submit(req.spec, who, t)?;
+        (id, st.deferral_note(id, t))
+    };
     sh.metrics.submitted(1);
     // A held job cannot start anything; the periodic pass still sees it.
     if !held {
@@ -147,6 +154,7 @@ async fn submit(
     Ok(Json(SubmitResponse {
         job_id: id,
         test_only: None,
+        deferral,
     }))
 }
 
@@ -175,6 +183,7 @@ fn submit_het(
     Ok(Json(SubmitResponse {
         job_id: id,
         test_only: None,
+        deferral: None,
     }))
 }
 
@@ -202,7 +211,11 @@ async fn query(
     } else {
         Vec::new()
     };
-    Json(JobsResponse { now: now(), jobs })
+    Json(JobsResponse {
+        now: now(),
+        jobs,
+        energy: Vec::new(),
+    })
 }
 
 async fn openapi() -> Response {
@@ -238,25 +251,48 @@ async fn history(
         return Ok(Json(JobsResponse {
             now: now(),
             jobs: Vec::new(),
+            energy: Vec::new(),
         }));
     }
     let db = sh.cfg.state_save_location.join(crate::store::DB_FILE);
-    let jobs = tokio::task::spawn_blocking(move || crate::history::query(&db, &q))
-        .await
-        .map_err(|e| {
-            ApiErr(ApiError::new(
-                ErrorCode::Internal,
-                format!("accounting query failed: {e}"),
-            ))
-        })?
-        .map_err(|e| {
-            tracing::error!("accounting query: {e}");
-            ApiErr(ApiError::new(
-                ErrorCode::Internal,
-                format!("accounting query failed: {e}"),
-            ))
-        })?;
-    Ok(Json(JobsResponse { now: now(), jobs }))
+    let cfg = sh.cfg.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        let jobs = crate::history::query(&db, &q)?;
+        // Estimated energy and cost at the calendar's prices (state/price.rs).
+        let energy = match crate::state::price_calendar(&cfg) {
+            Ok(cal) => crate::state::price_account(&cfg, &cal, &jobs, now()),
+            Err(e) => {
+                tracing::error!("accounting: no cost estimates: {e}");
+                Vec::new()
+            }
+        };
+        Ok::<_, crate::store::StoreError>((jobs, energy))
+    })
+    .await
+    .map_err(|e| {
+        ApiErr(ApiError::new(
+            ErrorCode::Internal,
+            format!("accounting query failed: {e}"),
+        ))
+    })?
+    .map_err(|e| {
+        tracing::error!("accounting query: {e}");
+        ApiErr(ApiError::new(
+            ErrorCode::Internal,
+            format!("accounting query failed: {e}"),
+        ))
+    })?;
+    let (jobs, energy) = answer;
+    Ok(Json(JobsResponse {
+        now: now(),
+        jobs,
+        energy,
+    }))
+}
+
+/// `gsinfo --prices`, `gsinfo --lowload`.
+async fn prices(AxState(sh): Sh) -> Json<api::PricesResponse> {
+    Json(sh.lock().prices_response(now()))
 }
 
 fn results(r: Vec<(u32, Option<ApiError>)>) -> Json<JobActionResponse> {
@@ -434,8 +470,13 @@ async fn heartbeat(
     require_slurm_user(&sh, &who)?;
     let r = {
         let mut st = sh.lock();
+        let t = now();
         st.node_load(&req.name, req.load);
-        st.heartbeat(&req.name, &req.running, now())
+        let r = st.heartbeat(&req.name, &req.running, t);
+        if r.is_some() {
+            st.record_progress(&req.progress, t);
+        }
+        r
     };
     Ok(Json(match r {
         Some(kill) => HeartbeatResponse {

@@ -24,14 +24,18 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+mod admission;
 mod arrays;
 mod client_opts;
 pub mod health;
 mod het;
 pub use arrays::ArrayRt;
+mod ladder;
 mod limits;
 mod notices;
 mod predict;
+mod price;
+pub use price::{account as price_account, calendar as price_calendar};
 mod priority;
 pub use priority::{assoc_of, Assoc, Usage};
 pub mod resv;
@@ -219,10 +223,14 @@ pub struct State {
     predict: predict::PredictRt,
     /// Accounts, users, associations and QOS (`gsacctmgr`).
     pub acct: crate::acct::AcctDb,
+    /// The invalid-job ladder's view of running jobs' progress.
+    ladder: ladder::LadderRt,
     /// Reservations (`state/resv.rs`).
     pub resvs: Vec<gsched_proto::resv::ReservationInfo>,
     /// Leaf switch of each node (`topology/tree`); empty without a topology.
     pub switch_of: Vec<Option<u32>>,
+    /// Time-of-use prices, deferral and learned low-load hours (`state/price.rs`).
+    price: price::PriceRt,
 }
 
 impl std::fmt::Debug for State {
@@ -372,10 +380,12 @@ impl State {
             committed_state: HashMap::new(),
             notices: Default::default(),
             predict: Default::default(),
+            ladder: Default::default(),
             usage,
             acct,
             resvs,
             switch_of,
+            price: Default::default(),
         };
         st.committed_state = st
             .jobs
@@ -554,6 +564,10 @@ impl State {
     ) -> Result<(JobId, Option<TestOnlyAnswer>), ApiError> {
         let id = self.next_id;
         let (info, array) = self.prepare(spec, &who, now, id, true)?;
+        self.check_job_count(
+            array.as_ref().map_or(1, |a| a.indices.len()),
+            array.is_some(),
+        )?;
         if test_only {
             let answer = self.test_only_answer(&info, now);
             return Ok((id, Some(answer)));
@@ -595,6 +609,7 @@ impl State {
         id: JobId,
         batch: bool,
     ) -> Result<(JobInfo, Option<gsched_proto::array::ArraySpec>), ApiError> {
+        self.check_field_sizes(&spec)?;
         if batch && !spec.script.starts_with("#!") {
             return Err(ApiError::new(
                 ErrorCode::BadRequest,
@@ -807,6 +822,7 @@ impl State {
             usage: None,
             suspended_since: None,
             suspended_secs: 0,
+            invalid: None,
         };
         Ok((info, array))
     }
@@ -1502,6 +1518,8 @@ impl State {
         effects.extend(self.reboots(now));
         // Notices of time-limit thresholds, before the jobs at their limit are ended.
         self.time_notices(now);
+        // Hung and idle-GPU jobs: flag them, take the ladder's steps that are due.
+        effects.extend(self.run_ladder(now));
         // Time limits and terminate retries.
         for job in self.jobs.values_mut() {
             match job.info.state {
@@ -1561,6 +1579,8 @@ impl State {
         if let Err(e) = self.persist_many(&followed) {
             tracing::error!("cannot record het job components: {e}");
         }
+        // --deadline: pending jobs that can no longer end in time are removed.
+        self.deadline_pass(now);
         // Dependencies: jobs that wait for other jobs never reach the scheduler core.
         let (dep_blocked, _killed) = self.dependency_blocks(now);
         let het_blocked = self.het_blocked(&dep_blocked);
@@ -1621,7 +1641,7 @@ impl State {
                 limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
             })
             .collect();
-        let mut decisions = gsched_sched::decide(&view, &queue, now, &self.sched_config);
+        let mut decisions = self.decide_priced(&view, &queue, now);
         self.reservation_decisions(&view, &mut decisions, &resv_jobs, now);
         for j in self.jobs.values_mut() {
             if j.info.state == JobState::Pending && !dep_blocked.contains_key(&j.info.job_id) {
@@ -1864,7 +1884,9 @@ impl State {
             (JobState::Failed, Reason::JobLaunchFailure)
         } else {
             match terminate {
-                Some(TerminateReason::Cancelled) => (JobState::Cancelled, Reason::None),
+                Some(TerminateReason::Cancelled) => {
+                    (JobState::Cancelled, ladder::cancel_reason(&job.info))
+                }
                 Some(TerminateReason::TimeLimit) => (JobState::Timeout, Reason::TimeLimit),
                 Some(TerminateReason::NotAssigned) => (JobState::NodeFail, Reason::NodeDown),
                 // The kernel's OOM killer ended a process of the job (its cgroup's counter):
@@ -1909,7 +1931,7 @@ impl State {
                 let (st, r) = match job.extra.terminate {
                     Some(TerminateReason::TimeLimit) => (JobState::Timeout, Reason::TimeLimit),
                     Some(TerminateReason::NotAssigned) => (JobState::NodeFail, Reason::NodeDown),
-                    _ => (JobState::Cancelled, Reason::None),
+                    _ => (JobState::Cancelled, ladder::cancel_reason(&job.info)),
                 };
                 job.info.state = st;
                 job.info.reason = r;
@@ -2126,6 +2148,11 @@ impl State {
             ("ClusterName".into(), c.cluster_name.clone()),
             ("KillWait".into(), format!("{} sec", c.kill_wait)),
             ("MaxArraySize".into(), c.max_array_size.to_string()),
+            ("MaxJobCount".into(), c.max_job_count.to_string()),
+            (
+                "MessageTimeout".into(),
+                format!("{} sec", c.message_timeout),
+            ),
             ("MinJobAge".into(), format!("{} sec", c.min_job_age)),
             ("PriorityType".into(), c.priority.priority_type.to_string()),
             ("PrivateData".into(), c.private_data.to_string()),
@@ -2333,6 +2360,26 @@ pub(crate) mod tests {
                 running: &[],
             };
             st.register(&r, now).unwrap();
+        }
+    }
+
+    /// Heartbeats from both nodes at `now`, each reporting the jobs the controller runs there
+    /// (a node silent for long is not responding, then DOWN).
+    pub(crate) fn heartbeat_all(st: &mut State, now: i64) {
+        for n in ["n1", "n2"] {
+            let running: Vec<RunningJob> = st
+                .jobs
+                .values()
+                .filter(|j| {
+                    matches!(j.info.state, JobState::Running | JobState::Completing)
+                        && j.info.nodes.iter().any(|x| x == n)
+                })
+                .map(|j| RunningJob {
+                    job_id: j.info.job_id,
+                    start_time: j.info.start_time.unwrap_or(0),
+                })
+                .collect();
+            st.heartbeat(n, &running, now);
         }
     }
 

@@ -38,6 +38,8 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE usage_jobs (id INTEGER PRIMARY KEY, counted_until INTEGER NOT NULL);",
     // 3: reservations (scontrol create reservation), one JSON record each.
     "CREATE TABLE reservations (name TEXT PRIMARY KEY, record TEXT NOT NULL);",
+    // 4: hourly cluster utilization (allocated CPU fraction) for learned low-load windows.
+    "CREATE TABLE load_hours (hour INTEGER PRIMARY KEY, cpu_frac REAL NOT NULL);",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -371,6 +373,31 @@ impl Store {
             .and_then(|mut s| s.execute(params![name]))
             .map_err(self.err())?;
         Ok(())
+    }
+
+    /// Stores the mean allocated-CPU fraction of the hour starting at `hour` (epoch seconds),
+    /// replacing an earlier value for it.
+    pub fn save_load_hour(&mut self, hour: i64, frac: f64) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO load_hours (hour, cpu_frac) VALUES (?1, ?2)
+                 ON CONFLICT(hour) DO UPDATE SET cpu_frac = excluded.cpu_frac",
+                params![hour, frac],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// The hourly utilization from `since` on, oldest first.
+    pub fn load_load_hours(&self, since: i64) -> Result<Vec<(i64, f64)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT hour, cpu_frac FROM load_hours WHERE hour >= ?1 ORDER BY hour")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map(params![since], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.err())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
     }
 
     /// Every stored record of one kind of the association table (`account`, `user`,

@@ -21,6 +21,8 @@ pub struct ProcStat {
     /// Field 22: start time in clock ticks after boot. With the pid it identifies a process
     /// for its whole life, across pid reuse.
     pub start_ticks: u64,
+    /// Fields 14 to 17: CPU time of the process and of its reaped children, in clock ticks.
+    pub cpu_ticks: u64,
 }
 
 impl ProcStat {
@@ -44,12 +46,19 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
     // cstime(17) priority(18) nice(19) num_threads(20) itrealvalue(21) starttime(22).
     let state = fields.next()?.chars().next()?;
     let ppid: i32 = fields.next()?.parse().ok()?;
-    let start_ticks: u64 = fields.nth(22 - 5)?.parse().ok()?;
+    let mut rest = fields.skip(14 - 5);
+    let mut cpu_ticks = 0u64;
+    for _ in 14..=17 {
+        // cutime and cstime are signed in the kernel's format; never negative in practice.
+        cpu_ticks += rest.next()?.parse::<i64>().ok()?.max(0) as u64;
+    }
+    let start_ticks: u64 = rest.nth(22 - 18)?.parse().ok()?;
     Some(ProcStat {
         pid,
         state,
         ppid,
         start_ticks,
+        cpu_ticks,
     })
 }
 
@@ -161,7 +170,8 @@ mod tests {
                 pid: 4242,
                 state: 'S',
                 ppid: 17,
-                start_ticks: 987654
+                start_ticks: 987654,
+                cpu_ticks: 3,
             }
         );
         assert!(!s.is_zombie());

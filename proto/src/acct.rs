@@ -40,6 +40,9 @@ pub struct QosDef {
     /// it pending.
     #[serde(default)]
     pub deny_on_limit: bool,
+    /// `Flags=NoDefer` (gsched): jobs of this QOS are never deferred to a price window.
+    #[serde(default)]
+    pub no_defer: bool,
 }
 
 impl QosDef {
@@ -48,6 +51,9 @@ impl QosDef {
         let mut v = Vec::new();
         if self.deny_on_limit {
             v.push("DenyOnLimit");
+        }
+        if self.no_defer {
+            v.push("NoDefer");
         }
         v.join(",")
     }

@@ -68,6 +68,9 @@ pub mod paths {
     pub const NODES_REBOOT: &str = "/v1/nodes/reboot";
     /// `POST` to gsnoded: run `RebootProgram`.
     pub const NODE_REBOOT: &str = "/v1/node/reboot";
+    /// Time-of-use prices of the next hours and the learned low-load hours (`gsinfo
+    /// --prices`, `gsinfo --lowload`).
+    pub const PRICES: &str = "/v1/prices";
 }
 
 /// Error classes; each has Slurm's wording so that commands can print what Slurm prints.
@@ -102,6 +105,12 @@ pub enum ErrorCode {
     JobPending,
     JobSuspended,
     JobNotSuspended,
+    /// `MaxJobCount` reached; sbatch retries.
+    MaxJobCount,
+    /// A field of the request is larger than allowed (Slurm's ESLURM_PATHNAME_TOO_LONG).
+    PathnameTooLong,
+    /// The request body is larger than [`MAX_BODY_BYTES`] (HTTP 413).
+    PayloadTooLarge,
     NodesBusy,
     ReservationInvalid,
     ReservationNameDup,
@@ -148,6 +157,11 @@ impl ErrorCode {
             ErrorCode::JobPending => "Job is pending execution",
             ErrorCode::JobSuspended => "Job is already suspended",
             ErrorCode::JobNotSuspended => "Job is not suspended",
+            ErrorCode::MaxJobCount => "MaxJobCount limit reached",
+            ErrorCode::PathnameTooLong => {
+                "Pathname of a file, directory or other parameter too long"
+            }
+            ErrorCode::PayloadTooLarge => "Request too large",
             ErrorCode::NodesBusy => "Requested nodes are busy",
             ErrorCode::ReservationInvalid => "Requested reservation is invalid",
             ErrorCode::ReservationNameDup => "Duplicate reservation name",
@@ -171,7 +185,10 @@ impl ErrorCode {
             | ErrorCode::InvalidArray
             | ErrorCode::InvalidAccount
             | ErrorCode::InvalidQos
-            | ErrorCode::AccountingPolicy => 400,
+            | ErrorCode::AccountingPolicy
+            | ErrorCode::PathnameTooLong => 400,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::MaxJobCount => 503,
             ErrorCode::Disabled => 409,
             ErrorCode::ProtocolVersion => 426,
             ErrorCode::AuthenticationFailed => 401,
@@ -253,6 +270,24 @@ pub struct SubmitResponse {
     /// id the job would get; nothing was stored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_only: Option<TestOnlyAnswer>,
+    /// Time-of-use deferral (gsched): the job waits for a cheaper price window; gsbatch
+    /// prints it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deferral: Option<DeferralNote>,
+}
+
+/// Why and until when a submitted job is deferred to a cheaper price window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DeferralNote {
+    /// The planned start, epoch seconds.
+    pub start: i64,
+    /// Price per kWh now and at the planned start.
+    pub price_now: f64,
+    pub price_then: f64,
+    /// The expected cost of the run if started now and from the planned start (price ×
+    /// estimated kWh).
+    pub cost_now: f64,
+    pub cost_then: f64,
 }
 
 /// What `sbatch --test-only` reports.
@@ -392,6 +427,19 @@ pub struct JobsResponse {
     /// The controller's clock when the answer was made (for elapsed times).
     pub now: i64,
     pub jobs: Vec<JobInfo>,
+    /// `jobs/history` only: each started job's estimated energy and cost (gsacct
+    /// `EnergyKWh`, `Cost`, `--cost-report`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub energy: Vec<JobEnergy>,
+}
+
+/// A job's estimated energy and its cost at the prices of the hours it ran (gsched): its
+/// share of each node's `Watts=` (by CPUs) plus its GPUs' `GpuWatts=`, times the run time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobEnergy {
+    pub job_id: JobId,
+    pub kwh: f64,
+    pub cost: f64,
 }
 
 /// `POST /v1/jobs/signal`: cancel (no signal) or signal jobs.
@@ -591,6 +639,28 @@ pub struct HeartbeatRequest {
     /// The node's measured CPU load (load-aware placement); `None` from older daemons.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::resv::NodeLoad>,
+    /// What each running job did lately (the invalid-job ladder's input).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub progress: Vec<JobProgress>,
+}
+
+/// A running job's progress counters as gsnoded read them for a heartbeat. The controller
+/// looks only at whether they moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobProgress {
+    pub job_id: JobId,
+    pub start_time: i64,
+    /// CPU time of the job's processes so far, microseconds (its cgroup, else the live
+    /// processes of the job); `None` when it cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_usec: Option<u64>,
+    /// Bytes in the job's output files (stdout and stderr); `None` when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_bytes: Option<u64>,
+    /// Utilization of the job's GPUs (the highest of them), percent; `None` for a job
+    /// without GPUs or where it cannot be measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_util_percent: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -677,4 +747,48 @@ mod tests {
         let s = serde_json::to_string(&e).unwrap();
         assert_eq!(serde_json::from_str::<ApiError>(&s).unwrap(), e);
     }
+}
+
+/// `GET /v1/prices`: the price calendar from now on, and the learned low-load hours.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PricesResponse {
+    pub now: i64,
+    /// Whether time-of-use deferral is on (price windows, a price file or learned windows).
+    pub enabled: bool,
+    /// `PriceTimeZone` (IANA name) the windows are in.
+    pub time_zone: String,
+    pub default_price: f64,
+    /// The next 24 hours, in order; time not covered costs `default_price`.
+    pub spans: Vec<PriceSpanInfo>,
+    /// `LearnLowLoadWindows=yes`.
+    pub learn_low_load: bool,
+    pub low_load_threshold: f64,
+    /// Days of utilization history the profile is made from (at most 14).
+    pub history_days: u32,
+    /// Per hour of the week with history: the median allocated-CPU fraction.
+    pub load_profile: Vec<LoadHour>,
+}
+
+/// One stretch of constant price.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PriceSpanInfo {
+    pub start: i64,
+    pub end: i64,
+    pub price: f64,
+    /// A window's name, `file` (PriceFile), `lowload` (a learned low-load hour, planned at
+    /// half price) or `default`.
+    pub source: String,
+}
+
+/// The utilization of one hour of the week.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LoadHour {
+    /// 0 = Monday, in `PriceTimeZone`.
+    pub weekday: u8,
+    pub hour: u8,
+    pub median: f64,
+    /// How many samples (one per week of history) the median is over.
+    pub samples: u32,
+    /// Below the threshold, with at least 7 days of history in all.
+    pub low: bool,
 }

@@ -122,7 +122,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "LogTimeFormat",
     "MaxBatchRequeue",
     "MaxDBDMsgs",
-    "MaxJobCount",
     "MaxJobId",
     "MaxMemPerCPU",
     "MaxMemPerNode",
@@ -131,7 +130,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "MaxTasksPerNode",
     "MCSParameters",
     "MCSPlugin",
-    "MessageTimeout",
     "MpiDefault",
     "MpiParams",
     "NodeFeaturesPlugins",
@@ -276,6 +274,15 @@ pub const IGNORED_PARTITION_KEYS: &[&str] = &[
     "TRESBillingWeights",
 ];
 
+/// Slurm's default `MaxJobCount`.
+pub const DEFAULT_MAX_JOB_COUNT: u32 = 10_000;
+
+/// Slurm's default `max_script_size` of `SchedulerParameters` (4 MiB).
+pub const DEFAULT_MAX_SCRIPT_SIZE: u64 = 4 * 1024 * 1024;
+
+/// Slurm's default `max_submit_line_size` of `SchedulerParameters` (1 MiB).
+pub const DEFAULT_MAX_SUBMIT_LINE_SIZE: u64 = 1024 * 1024;
+
 /// Slurm's default `MaxArraySize` (indices 0..=1000).
 pub const DEFAULT_MAX_ARRAY_SIZE: u32 = 1001;
 
@@ -293,6 +300,8 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "MailFrom",
     "MailProg",
     "MaxArraySize",
+    "MaxJobCount",
+    "MessageTimeout",
     "MinJobAge",
     "PriorityDecayHalfLife",
     "PriorityFavorSmall",
@@ -315,12 +324,30 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "SchedulerType",
     "StateSaveLocation",
     "StateSyncMode",
+    "HangMinutes",
+    "IdleGpuMinutes",
+    "IdleGpuPercent",
+    "InvalidJobLadder",
     // Node lifecycle (crate::lifecycle::LIFECYCLE_KEYS).
     "JobRequeue",
     "ReturnToService",
     "RebootProgram",
     "TopologyPlugin",
     "NodeLoadThreshold",
+    // Time-of-use prices (price_conf.rs).
+    "DefaultPrice",
+    "PriceTimeZone",
+    "LongJobThreshold",
+    "ShortJobThreshold",
+    "MaxDeferral",
+    "MediumJobRule",
+    "MinDeferralSaving",
+    "PriceFile",
+    "PriceFileUnit",
+    "GpuWatts",
+    "DefaultWattsPerCPU",
+    "LearnLowLoadWindows",
+    "LowLoadThreshold",
     "ResumeTimeout",
 ];
 
@@ -343,6 +370,7 @@ pub const NODE_KEYS: &[&str] = &[
     "Feature",
     "State",
     "Weight",
+    "Watts",
 ];
 
 /// `PartitionName=` attributes gsched implements.
@@ -357,6 +385,8 @@ pub const PARTITION_KEYS: &[&str] = &[
     "DenyAccounts",
     "AllowQos",
     "DenyQos",
+    "HangMinutes",
+    "IdleGpuMinutes",
 ];
 
 /// A config problem. The message always says where and what is accepted.
@@ -507,6 +537,25 @@ pub struct SchedulerParams {
     /// `bf_predict=easy++|recent` (gsched): plan with runtimes predicted from the cluster's
     /// finished jobs instead of the users' limits (the kill time stays the limit).
     pub bf_predict: RuntimePredict,
+    /// `max_script_size=` bytes; `None` = [`DEFAULT_MAX_SCRIPT_SIZE`].
+    pub max_script_size: Option<u64>,
+    /// `max_submit_line_size=` bytes; `None` = [`DEFAULT_MAX_SUBMIT_LINE_SIZE`].
+    pub max_submit_line_size: Option<u64>,
+    /// `max_array_tasks=`: tasks one array may have; `None` = `MaxArraySize`.
+    pub max_array_tasks: Option<u32>,
+}
+
+impl SchedulerParams {
+    /// The largest batch script accepted, in bytes.
+    pub fn max_script_size(&self) -> u64 {
+        self.max_script_size.unwrap_or(DEFAULT_MAX_SCRIPT_SIZE)
+    }
+
+    /// The longest submit line accepted, in bytes.
+    pub fn max_submit_line_size(&self) -> u64 {
+        self.max_submit_line_size
+            .unwrap_or(DEFAULT_MAX_SUBMIT_LINE_SIZE)
+    }
 }
 
 /// `bf_predict=` (gsched): which runtime predictor backfill plans with.
@@ -563,6 +612,11 @@ fn parse_scheduler_params(v: &str) -> Result<(SchedulerParams, Vec<String>), Str
             "bf_window" => p.bf_window_min = Some(num("bf_window")?.max(1)),
             "bf_max_job_test" => p.bf_max_job_test = Some(num("bf_max_job_test")?.max(1)),
             "kill_invalid_depend" => p.kill_invalid_depend = true,
+            "max_script_size" => p.max_script_size = Some(u64::from(num("max_script_size")?)),
+            "max_submit_line_size" => {
+                p.max_submit_line_size = Some(u64::from(num("max_submit_line_size")?))
+            }
+            "max_array_tasks" => p.max_array_tasks = Some(num("max_array_tasks")?),
             "bf_predict" => {
                 p.bf_predict = match val.map(str::to_ascii_lowercase).as_deref() {
                     Some("easy++") => RuntimePredict::EasyPlusPlus,
@@ -789,6 +843,8 @@ pub struct PartitionConfig {
     pub state: PartitionState,
     /// `AllowAccounts=`, `DenyAccounts=`, `AllowQos=`, `DenyQos=`.
     pub access: PartitionAccess,
+    /// `HangMinutes=`, `IdleGpuMinutes=` of the partition (gsched's invalid-job policy).
+    pub ladder: crate::ladder_conf::PartitionLadder,
 }
 
 /// Who may use a partition: `AllowAccounts=`/`DenyAccounts=` and `AllowQos=`/`DenyQos=`
@@ -941,6 +997,13 @@ pub struct Config {
     pub max_array_size: u32,
     /// `SlurmdTimeout=` seconds, default 300.
     pub slurmd_timeout: u32,
+    /// `MaxJobCount=`: jobs the controller holds at once (pending, running, and finished
+    /// ones within `MinJobAge`); default 10,000 as in Slurm. A submission past it is refused
+    /// with "MaxJobCount limit reached" and gsbatch retries, as sbatch does.
+    pub max_job_count: u32,
+    /// `MessageTimeout=` seconds, default 10: how long a daemon waits for a client that has
+    /// opened a connection to send its request (or the rest of it) before dropping it.
+    pub message_timeout: u32,
     /// `AuthType=`, default `auth/munge`.
     pub auth_type: AuthType,
     /// `AuthInfo=` as written.
@@ -965,9 +1028,14 @@ pub struct Config {
     pub partitions: Vec<PartitionConfig>,
     /// `MailProg=`, `MailDomain=`, `SmtpServer=`, `MailFrom=`, `WebhookName=` lines.
     pub notify: crate::notify_config::NotifyConfig,
+    /// The invalid-job policy (`HangMinutes=`, `IdleGpuMinutes=`, `InvalidJobLadder=`).
+    pub invalid_jobs: crate::ladder_conf::InvalidJobPolicy,
     /// `JobRequeue=`, `ReturnToService=`, `RebootProgram=`, `TopologyPlugin=`,
     /// `NodeLoadThreshold=`.
     pub lifecycle: crate::lifecycle::LifecycleConfig,
+    /// Time-of-use prices: `PriceWindow=` lines, `DefaultPrice=`, `PriceFile=`, thresholds,
+    /// `Watts=` of nodes and `GpuWatts=`.
+    pub price: crate::price_conf::PriceConfig,
     /// Human-readable warnings (ignored Slurm settings and the like), one per setting.
     pub warnings: Vec<String>,
 }
@@ -1472,6 +1540,7 @@ struct PartAttrs {
     deny_accounts: Option<Option<Vec<String>>>,
     allow_qos: Option<Option<Vec<String>>>,
     deny_qos: Option<Option<Vec<String>>>,
+    ladder: crate::ladder_conf::PartitionLadder,
 }
 
 impl PartAttrs {
@@ -1487,6 +1556,10 @@ impl PartAttrs {
             deny_accounts: self.deny_accounts.or(d.deny_accounts),
             allow_qos: self.allow_qos.or(d.allow_qos),
             deny_qos: self.deny_qos.or(d.deny_qos),
+            ladder: crate::ladder_conf::PartitionLadder {
+                hang_secs: self.ladder.hang_secs.or(d.ladder.hang_secs),
+                idle_gpu_secs: self.ladder.idle_gpu_secs.or(d.ladder.idle_gpu_secs),
+            },
         }
     }
 }
@@ -1506,6 +1579,8 @@ struct Globals {
     min_job_age: Option<u32>,
     max_array_size: Option<u32>,
     slurmd_timeout: Option<u32>,
+    max_job_count: Option<u32>,
+    message_timeout: Option<u32>,
     auth_type: Option<AuthType>,
     auth_info: Option<String>,
     slurm_user: Option<String>,
@@ -1531,7 +1606,11 @@ struct Parser {
     warnings: Vec<String>,
     warned: HashSet<String>,
     notify: crate::notify_config::NotifyConfig,
+    invalid_jobs: crate::ladder_conf::InvalidJobPolicy,
     lifecycle: crate::lifecycle::LifecycleConfig,
+    price: crate::price_conf::PriceConfig,
+    /// `Watts=` of `NodeName=DEFAULT`.
+    default_watts: Option<u32>,
 }
 
 impl Parser {
@@ -1548,7 +1627,10 @@ impl Parser {
             warnings: Vec::new(),
             warned: HashSet::new(),
             notify: Default::default(),
+            invalid_jobs: Default::default(),
             lifecycle: Default::default(),
+            price: Default::default(),
+            default_watts: None,
         }
     }
 
@@ -1629,6 +1711,12 @@ impl Parser {
                 .webhook_line(pairs)
                 .map_err(|m| syntax_err(loc, m));
         }
+        if first.eq_ignore_ascii_case("PriceWindow") {
+            return self
+                .price
+                .window_line(pairs, &loc.file, loc.line)
+                .map_err(|m| syntax_err(loc, m));
+        }
         if let Some(key) = canonical(IGNORED_LINE_KEYS, first) {
             self.warn_ignored(loc, "", key);
             return Ok(());
@@ -1645,7 +1733,7 @@ impl Parser {
                 self.warn_ignored(loc, "", k);
                 return Ok(());
             }
-            let line_start = ["NodeName", "PartitionName", "WebhookName"]
+            let line_start = ["NodeName", "PartitionName", "WebhookName", "PriceWindow"]
                 .into_iter()
                 .chain(IGNORED_LINE_KEYS.iter().copied())
                 .find(|k| k.eq_ignore_ascii_case(key));
@@ -1689,8 +1777,14 @@ impl Parser {
         if matches!(canon, "MailProg" | "MailDomain" | "MailFrom" | "SmtpServer") {
             return self.notify.global(canon, value).map_err(err);
         }
+        if crate::ladder_conf::InvalidJobPolicy::GLOBAL_KEYS.contains(&canon) {
+            return self.invalid_jobs.global(canon, value).map_err(err);
+        }
         if crate::lifecycle::LIFECYCLE_KEYS.contains(&canon) {
             return self.lifecycle.global(canon, value).map_err(err);
+        }
+        if crate::price_conf::PRICE_GLOBAL_KEYS.contains(&canon) {
+            return self.price.global(canon, value).map_err(err);
         }
         let g = &mut self.globals;
         match canon {
@@ -1713,6 +1807,10 @@ impl Parser {
             "MinJobAge" => g.min_job_age = Some(parse_u32(value).map_err(err)?),
             "MaxArraySize" => g.max_array_size = Some(parse_u32(value).map_err(err)?),
             "SlurmdTimeout" => g.slurmd_timeout = Some(parse_u32(value).map_err(err)?),
+            "MaxJobCount" => g.max_job_count = Some(parse_u32(value).map_err(err)?.max(1)),
+            "MessageTimeout" => {
+                g.message_timeout = Some(parse_u32(value).map_err(err)?.clamp(1, 3600))
+            }
             "AuthType" => {
                 g.auth_type = Some(match value.to_ascii_lowercase().as_str() {
                     "auth/munge" => AuthType::Munge,
@@ -1821,6 +1919,7 @@ impl Parser {
     fn node_line(&mut self, pairs: &[(String, String)], loc: &Loc) -> Result<(), ConfigError> {
         let mut attrs = NodeAttrs::default();
         let mut names_expr = "";
+        let mut watts: Option<u32> = None;
         for (i, (key, value)) in pairs.iter().enumerate() {
             let Some(canon) = canonical(NODE_KEYS, key) else {
                 if let Some(k) = canonical(IGNORED_NODE_KEYS, key) {
@@ -1856,15 +1955,24 @@ impl Parser {
                 "Features" | "Feature" => attrs.features = Some(parse_features(value)),
                 "State" => attrs.state = Some(parse_node_state(value).map_err(err)?),
                 "Weight" => attrs.weight = Some(parse_u32(value).map_err(err)?),
+                "Watts" => watts = Some(parse_u32(value).map_err(err)?),
                 _ => return Err(err(format!("invalid key \"{key}\""))),
             }
         }
         if names_expr.eq_ignore_ascii_case("DEFAULT") {
+            if watts.is_some() {
+                self.default_watts = watts;
+            }
             self.node_defaults = attrs.over(&self.node_defaults);
             return Ok(());
         }
         let names =
             hostlist::expand(names_expr).map_err(|e| value_err(loc, "NodeName", e.to_string()))?;
+        if let Some(w) = watts.or(self.default_watts) {
+            for n in &names {
+                self.price.node_watts.insert(n.clone(), w);
+            }
+        }
         let attrs = attrs.over(&self.node_defaults);
         let cpus = attrs.cpu_count().ok_or_else(|| {
             value_err(
@@ -1963,6 +2071,14 @@ impl Parser {
                 "DenyAccounts" => attrs.deny_accounts = Some(name_list(value)),
                 "AllowQos" => attrs.allow_qos = Some(name_list(value)),
                 "DenyQos" => attrs.deny_qos = Some(name_list(value)),
+                "HangMinutes" => {
+                    attrs.ladder.hang_secs =
+                        Some(crate::ladder_conf::parse_minutes(value).map_err(err)?)
+                }
+                "IdleGpuMinutes" => {
+                    attrs.ladder.idle_gpu_secs =
+                        Some(crate::ladder_conf::parse_minutes(value).map_err(err)?)
+                }
                 _ => return Err(err(format!("invalid key \"{key}\""))),
             }
         }
@@ -2079,6 +2195,7 @@ impl Parser {
                     allow_qos: attrs.allow_qos.unwrap_or(None),
                     deny_qos: attrs.deny_qos.unwrap_or(None),
                 },
+                ladder: attrs.ladder,
             });
         }
         if let Some(((last, last_loc), earlier)) = default_locs.split_last() {
@@ -2096,6 +2213,23 @@ impl Parser {
             }
         }
 
+        self.price.finish().map_err(|m| ConfigError::Missing {
+            file: root.clone(),
+            key: "LongJobThreshold".into(),
+            message: m,
+        })?;
+        if let Some(f) = self.price.price_file.clone() {
+            // Relative to the config file, like Include; checked now so a bad file fails at
+            // start-up with its line (gsctld re-reads it when it changes).
+            let f = root.parent().unwrap_or(Path::new("")).join(f);
+            crate::price_conf::PriceFile::load(&f, self.price.price_file_unit, &self.price.tz())
+                .map_err(|e| ConfigError::Syntax {
+                    file: e.file,
+                    line: e.line,
+                    message: format!("PriceFile: {}", e.message),
+                })?;
+            self.price.price_file = Some(f);
+        }
         Ok(Config {
             path: root,
             cluster_name: g.cluster_name.unwrap_or_else(|| "cluster".to_string()),
@@ -2113,6 +2247,8 @@ impl Parser {
             min_job_age: g.min_job_age.unwrap_or(300),
             max_array_size: g.max_array_size.unwrap_or(DEFAULT_MAX_ARRAY_SIZE),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
+            max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),
+            message_timeout: g.message_timeout.unwrap_or(10),
             auth_type: g.auth_type.unwrap_or(AuthType::Munge),
             auth_info: g.auth_info,
             slurm_user: g.slurm_user.unwrap_or_else(|| "root".to_string()),
@@ -2128,7 +2264,9 @@ impl Parser {
             nodes: self.nodes,
             partitions,
             notify: self.notify,
+            invalid_jobs: self.invalid_jobs,
             lifecycle: self.lifecycle,
+            price: self.price,
             warnings: self.warnings,
         })
     }
@@ -2298,6 +2436,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 default_time: Some(60),
                 state: PartitionState::Up,
                 access: PartitionAccess::default(),
+                ladder: Default::default(),
             })
         );
         assert_eq!(

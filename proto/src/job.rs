@@ -35,10 +35,12 @@ pub enum JobState {
     Timeout,
     NodeFail,
     OutOfMemory,
+    /// The job could not end before its `--deadline` and was removed (Slurm's DEADLINE).
+    Deadline,
 }
 
 impl JobState {
-    pub const ALL: [JobState; 9] = [
+    pub const ALL: [JobState; 10] = [
         JobState::Pending,
         JobState::Running,
         JobState::Completing,
@@ -48,6 +50,7 @@ impl JobState {
         JobState::Timeout,
         JobState::NodeFail,
         JobState::OutOfMemory,
+        JobState::Deadline,
     ];
 
     /// Slurm's long name (`squeue %T`, `scontrol JobState=`).
@@ -62,6 +65,7 @@ impl JobState {
             JobState::Timeout => "TIMEOUT",
             JobState::NodeFail => "NODE_FAIL",
             JobState::OutOfMemory => "OUT_OF_MEMORY",
+            JobState::Deadline => "DEADLINE",
         }
     }
 
@@ -77,6 +81,7 @@ impl JobState {
             JobState::Timeout => "TO",
             JobState::NodeFail => "NF",
             JobState::OutOfMemory => "OOM",
+            JobState::Deadline => "DL",
         }
     }
 
@@ -137,6 +142,15 @@ pub enum Reason {
     AssocMaxWallDurationPerJobLimit,
     /// The user's running jobs of the QOS hold as many CPUs as `MaxTRESPerUser=cpu=N` allows.
     QOSMaxCpuPerUserLimit,
+    /// gsched's invalid-job ladder: no CPU time and no output growth for `HangMinutes`.
+    Hung,
+    /// gsched's invalid-job ladder: its GPUs under `IdleGpuPercent` for `IdleGpuMinutes`.
+    IdleGPU,
+    /// gsched: a long job deferred to a cheaper price window (`PriceWindow=`, `PriceFile=`);
+    /// its expected start is the chosen time (`gsqueue --start`).
+    PriceWindow,
+    /// The job could not end before its `--deadline` (Slurm's `DeadLine`).
+    DeadLine,
     /// The job would run into a maintenance reservation on the nodes it could use now
     /// (Slurm's `ReqNodeNotAvail, Reserved for maintenance`).
     ReqNodeNotAvailMaint,
@@ -172,6 +186,10 @@ impl Reason {
             Reason::AssocMaxJobsLimit => "AssocMaxJobsLimit",
             Reason::AssocMaxWallDurationPerJobLimit => "AssocMaxWallDurationPerJobLimit",
             Reason::QOSMaxCpuPerUserLimit => "QOSMaxCpuPerUserLimit",
+            Reason::Hung => "Hung",
+            Reason::IdleGPU => "IdleGPU",
+            Reason::PriceWindow => "PriceWindow",
+            Reason::DeadLine => "DeadLine",
             Reason::ReqNodeNotAvailMaint => "ReqNodeNotAvail, Reserved for maintenance",
             Reason::Reservation => "Reservation",
         }
@@ -323,6 +341,13 @@ pub struct JobSpec {
     /// the time; see [`crate::resv::SwitchesSpec`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switches: Option<crate::resv::SwitchesSpec>,
+    /// `--urgent` (gsched): never deferred to a cheaper price window.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub urgent: bool,
+    /// `--deadline`, epoch seconds: the job is removed (state DEADLINE, reason DeadLine) when
+    /// it can no longer end by then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<i64>,
     /// `--reservation=NAME`: run in that reservation (its nodes, during its window).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservation: Option<String>,
@@ -453,6 +478,65 @@ pub struct JobInfo {
     /// against the time limit; sacct `Suspended`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub suspended_secs: i64,
+    /// The invalid-job ladder's record: why the job was flagged and the last step taken
+    /// (kept across requeues, so that a job flagged again goes on to the next step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<InvalidMark>,
+}
+
+/// Why the invalid-job ladder flagged a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum InvalidKind {
+    /// No CPU time and no output growth for `HangMinutes`.
+    Hung,
+    /// Its GPUs under `IdleGpuPercent` for `IdleGpuMinutes`.
+    IdleGpu,
+}
+
+impl InvalidKind {
+    /// The reason a flagged job shows.
+    pub fn reason(self) -> Reason {
+        match self {
+            InvalidKind::Hung => Reason::Hung,
+            InvalidKind::IdleGpu => Reason::IdleGPU,
+        }
+    }
+}
+
+/// The steps of the invalid-job ladder, in order.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum LadderStep {
+    /// The user was told.
+    Notify,
+    /// The job was requeued: its resources (GPUs included) went back to the cluster.
+    Requeue,
+    /// The job was cancelled.
+    Cancel,
+}
+
+impl LadderStep {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LadderStep::Notify => "notify",
+            LadderStep::Requeue => "requeue",
+            LadderStep::Cancel => "cancel",
+        }
+    }
+}
+
+/// The invalid-job ladder's record on a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct InvalidMark {
+    pub kind: InvalidKind,
+    /// The last step taken.
+    pub step: LadderStep,
+    /// When the condition was first seen in this run (epoch seconds).
+    pub flagged_at: i64,
+    /// When the last step was taken.
+    pub step_at: i64,
 }
 
 fn is_zero(v: &i64) -> bool {

@@ -16,12 +16,14 @@ pub mod gpu;
 pub mod het;
 pub mod hostlist;
 pub mod job;
+pub mod ladder_conf;
 pub mod lifecycle;
 pub mod mail;
 pub mod node;
 pub mod notify_config;
 pub mod openapi;
 pub mod patterns;
+pub mod price_conf;
 pub mod resv;
 #[cfg(feature = "server")]
 pub mod server;

@@ -26,6 +26,10 @@ impl MailTypes {
     pub const STAGE_OUT: u32 = 1 << 8;
     pub const ARRAY_TASKS: u32 = 1 << 9;
     pub const INVALID_DEPEND: u32 = 1 << 10;
+    /// gsched: a step of the invalid-job ladder (hung or idle-GPU job). Mail about these
+    /// steps goes to the job's user whatever `--mail-type` says; webhooks ask for them with
+    /// `Events=INVALID_JOB`. Not part of `ALL`, which keeps Slurm's meaning.
+    pub const INVALID_JOB: u32 = 1 << 11;
     /// What `ALL` stands for.
     pub const ALL: u32 = Self::BEGIN
         | Self::END
@@ -47,6 +51,7 @@ impl MailTypes {
         ("TIME_LIMIT_80", Self::TIME80),
         ("TIME_LIMIT_50", Self::TIME50),
         ("ARRAY_TASKS", Self::ARRAY_TASKS),
+        ("INVALID_JOB", Self::INVALID_JOB),
     ];
 
     /// Parses `--mail-type` as Slurm's `parse_mail_type` does: comma-separated words,
@@ -118,6 +123,8 @@ pub enum MailEvent {
     Time90,
     Time80,
     Time50,
+    /// A step of the invalid-job ladder (gsched).
+    InvalidJob,
 }
 
 impl MailEvent {
@@ -133,6 +140,7 @@ impl MailEvent {
             MailEvent::Time90 => MailTypes::TIME90,
             MailEvent::Time80 => MailTypes::TIME80,
             MailEvent::Time50 => MailTypes::TIME50,
+            MailEvent::InvalidJob => MailTypes::INVALID_JOB,
         }
     }
 
@@ -148,6 +156,7 @@ impl MailEvent {
             MailEvent::Time90 => "Reached 90% of time limit",
             MailEvent::Time80 => "Reached 80% of time limit",
             MailEvent::Time50 => "Reached 50% of time limit",
+            MailEvent::InvalidJob => "Flagged by the invalid-job policy",
         }
     }
 }

@@ -92,6 +92,7 @@ pub fn document() -> Value {
         op::<(), ConfigResponse>(&mut g, paths::CONFIG, "get", "gsctld", "The running configuration (gscontrol show config)"),
         op::<(), AcctResponse>(&mut g, paths::ACCT, "get", "gsctld", "Accounts, users, associations, QOS and fair-share usage (gsacctmgr, gsprio)"),
         op::<AcctChange, AcctChangeResponse>(&mut g, paths::ACCT_UPDATE, "post", "gsctld", "Change the association table (administrators)"),
+        op::<(), api::PricesResponse>(&mut g, paths::PRICES, "get", "gsctld", "Time-of-use prices of the next 24 hours and learned low-load hours (gsinfo --prices, --lowload)"),
         op::<(), PingResponse>(&mut g, paths::NODE_PING, "get", "gsnoded", "Is the node daemon up"),
         op::<LaunchRequest, Ack>(&mut g, paths::NODE_LAUNCH, "post", "gsnoded", "Start a job (from gsctld)"),
         op::<NodeSignalRequest, Ack>(&mut g, paths::NODE_SIGNAL, "post", "gsnoded", "Signal a job's processes (from gsctld)"),

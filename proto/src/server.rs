@@ -41,10 +41,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            let code = if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ErrorCode::PayloadTooLarge
+            } else {
+                ErrorCode::BadRequest
+            };
             ApiErr(ApiError::new(
-                ErrorCode::BadRequest,
+                code,
                 format!(
-                    "cannot read the request body: {e} (at most {} bytes)",
+                    "cannot read the request body: {e} (at most {} bytes are accepted)",
                     api::MAX_BODY_BYTES
                 ),
             ))
@@ -141,4 +146,59 @@ pub async fn check_request(
             format!("Protocol authentication error: {e}"),
         )
     })
+}
+
+/// Serves `app` on `listener` until `shutdown` completes, then lets the requests in flight
+/// finish (for up to `header_timeout`).
+///
+/// Like `axum::serve`, plus what a daemon facing hostile clients needs: a client that opens
+/// a connection and does not send a whole request head within `header_timeout`
+/// (`MessageTimeout=`) is dropped, and so is a keep-alive connection idle that long, so
+/// that slow or silent clients cannot pile up connections. Requests carry [`ConnPeer`] as
+/// `ConnectInfo`, as with `into_make_service_with_connect_info`.
+pub async fn serve_api(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    header_timeout: std::time::Duration,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use tower::ServiceExt;
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, remote) = tokio::select! {
+            conn = listener.accept() => match conn {
+                Ok(c) => c,
+                // Out of file descriptors and the like: wait a little rather than spin.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let peer = ConnPeer(stream.local_addr().ok().map(|local| Peer { remote, local }));
+        let app = app.clone();
+        let svc =
+            hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(ConnectInfo(peer));
+                app.clone().oneshot(req.map(axum::body::Body::new))
+            });
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_timeout)
+            .serve_connection(TokioIo::new(stream), svc);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(
+        header_timeout.max(std::time::Duration::from_secs(5)),
+        graceful.shutdown(),
+    )
+    .await;
+    Ok(())
 }

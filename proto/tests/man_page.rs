@@ -4,6 +4,7 @@
 
 use gsched_proto::config::{GLOBAL_KEYS, NODE_KEYS, PARTITION_KEYS};
 use gsched_proto::notify_config::WEBHOOK_KEYS;
+use gsched_proto::price_conf::PRICE_WINDOW_KEYS;
 use std::collections::BTreeSet;
 
 const PAGE: &str = include_str!("../../man/man5/gsched.conf.5");
@@ -43,6 +44,7 @@ fn every_accepted_key_is_documented_and_only_those() {
         .chain(NODE_KEYS)
         .chain(PARTITION_KEYS)
         .chain(WEBHOOK_KEYS)
+        .chain(PRICE_WINDOW_KEYS)
         .map(|k| k.to_string())
         .collect();
     let missing: Vec<&String> = accepted

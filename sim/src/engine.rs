@@ -37,6 +37,9 @@ pub struct Settings {
     /// Kill jobs at their limit (gsctld does); `false` lets them run their whole trace
     /// runtime, as simulators that ignore limits (RLScheduler) do.
     pub kill_at_limit: bool,
+    /// Time-of-use prices (`--prices`); with `aware`, long jobs are deferred to cheap hours
+    /// by the core (`gsched_sched::price`).
+    pub prices: Option<std::sync::Arc<crate::prices::SimPrices>>,
 }
 
 /// With a predictor, where running jobs are planned to end. Measured on SDSC-SP2, CTC-SP2 and
@@ -163,6 +166,9 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
     let mut planned: Vec<Option<i64>> = vec![None; jobs.len()];
     let mut ends: BinaryHeap<Reverse<(i64, u32)>> = BinaryHeap::new();
     let mut expiries: BinaryHeap<Reverse<(i64, u32)>> = BinaryHeap::new();
+    // Chosen starts of deferred jobs: a pass must run then even if nothing else happens.
+    let mut wakeups: BinaryHeap<Reverse<i64>> = BinaryHeap::new();
+    let aware = s.prices.as_ref().filter(|p| p.aware).cloned();
     // Whether a request fits the empty partition at all, by shape.
     let mut fits: BTreeMap<(u32, u32, Option<u64>, bool), bool> = BTreeMap::new();
     let empty_nodes = view.nodes.clone();
@@ -178,9 +184,17 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
         let t_arrival = jobs.get(next).map(|j| j.submit);
         let t_end = ends.peek().map(|Reverse((t, _))| *t);
         let t_exp = expiries.peek().map(|Reverse((t, _))| *t);
-        let Some(now) = [t_arrival, t_end, t_exp].into_iter().flatten().min() else {
+        let t_wake = wakeups.peek().map(|Reverse(t)| *t);
+        let Some(now) = [t_arrival, t_end, t_exp, t_wake]
+            .into_iter()
+            .flatten()
+            .min()
+        else {
             break;
         };
+        while wakeups.peek().is_some_and(|Reverse(t)| *t <= now) {
+            wakeups.pop();
+        }
 
         // Completions.
         while let Some(&Reverse((t, id))) = ends.peek() {
@@ -298,7 +312,33 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
             continue;
         }
         out.passes += 1;
-        let d = decide(&view, &queue, now, &sched);
+        let d = match &aware {
+            Some(p) => {
+                let d =
+                    gsched_sched::price::decide_with_prices(&view, &queue, now, &sched, &p.input);
+                let deferred: std::collections::BTreeSet<u32> = d
+                    .waiting
+                    .iter()
+                    .filter(|w| w.1 == gsched_proto::job::Reason::PriceWindow)
+                    .map(|w| w.0)
+                    .collect();
+                if !deferred.is_empty() {
+                    let mut any = false;
+                    for e in d.estimates.iter().filter(|e| deferred.contains(&e.job_id)) {
+                        wakeups.push(Reverse(e.start.max(now + 1)));
+                        any = true;
+                    }
+                    if !any {
+                        // FIFO plans no estimates here: ask the policy directly.
+                        for df in gsched_sched::price::deferrals(&queue, now, &sched, &p.input) {
+                            wakeups.push(Reverse(df.start.max(now + 1)));
+                        }
+                    }
+                }
+                d
+            }
+            None => decide(&view, &queue, now, &sched),
+        };
         if d.starts.is_empty() {
             continue;
         }
@@ -379,6 +419,7 @@ mod tests {
             predictor,
             running_plan: RunningPlan::default(),
             kill_at_limit: true,
+            prices: None,
         }
     }
 

@@ -6,7 +6,8 @@
 //! * [`cluster`]: the simulated nodes and partitions, from a gsched.conf, flags or the trace;
 //! * [`engine`]: the event-driven replay;
 //! * [`metrics`]: wait, bounded slowdown, utilization, makespan, prediction accuracy;
-//! * [`report`] and [`plot`]: table, CSV, JSON and the SVG plot.
+//! * [`report`] and [`plot`]: table, CSV, JSON and the SVG plot;
+//! * [`prices`]: time-of-use prices over the trace, price-aware deferral, energy cost.
 //!
 //! Runtime prediction lives in the scheduler core's crate ([`gsched_sched::predict`]) so that
 //! the controller can use the same predictor.
@@ -17,5 +18,6 @@ pub mod cluster;
 pub mod engine;
 pub mod metrics;
 pub mod plot;
+pub mod prices;
 pub mod report;
 pub mod trace;

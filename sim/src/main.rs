@@ -8,6 +8,7 @@ use clap::Parser;
 use gsched_proto::api::{paths, HistoryQuery, JobsResponse};
 use gsched_proto::config::{resolve_config_path, Config};
 use gsched_sched::predict::PredictorKind;
+use gsched_sched::price::DeferRules;
 use gsched_sched::{Policy, SchedConfig};
 use gsched_sim::cluster::Cluster;
 use gsched_sim::engine::{self, Outcome, RunningPlan, Settings};
@@ -105,6 +106,29 @@ struct Args {
     /// /etc/gsched/gsched.conf.
     #[arg(long, value_name = "FILE", conflicts_with = "trace")]
     export_history: Option<PathBuf>,
+    /// Hourly electricity prices (CSV, .gz allowed: TIMESTAMP,PRICE or the EPEX layout
+    /// DATE,HOUR,PRICE as gsched.conf's PriceFile): the output adds energy_cost,
+    /// deferrable_energy_cost, short_avg_wait_s and long_avg_wait_s.
+    #[arg(long, value_name = "FILE")]
+    prices: Option<PathBuf>,
+    /// Defer long jobs to their cheapest start (gsched's time-of-use policy, with the
+    /// thresholds of --config's LongJobThreshold, ShortJobThreshold, MaxDeferral, ...; else
+    /// their defaults 2:00:00, 30:00, 1-00:00:00).
+    #[arg(long, requires = "prices")]
+    price_aware: bool,
+    /// The time zone of --prices times without an offset (EPEX: Europe/Berlin).
+    #[arg(long, value_name = "ZONE", default_value = "UTC", requires = "prices")]
+    price_tz: String,
+    /// The unit of --prices: kWh or MWh (default: MWh when the header says so, else kWh).
+    #[arg(long, value_name = "UNIT", requires = "prices")]
+    price_unit: Option<String>,
+    /// The day (YYYY-MM-DD, local midnight) the trace's first submission is put at (default:
+    /// the first price of the file).
+    #[arg(long, value_name = "DATE", requires = "prices")]
+    price_start: Option<String>,
+    /// Power of one CPU for the cost estimates, watts.
+    #[arg(long, value_name = "W", default_value_t = 10.0, requires = "prices")]
+    watts_per_cpu: f64,
 }
 
 const POLICIES: &[&str] = &["fcfs", "easy", "conservative", "easy-predict"];
@@ -168,7 +192,13 @@ fn policy_list(args: &Args, cluster: &Cluster) -> Result<Vec<String>> {
     Ok(out)
 }
 
-fn settings(name: &str, base: &SchedConfig, args: &Args, predictor: PredictorKind) -> Settings {
+fn settings(
+    name: &str,
+    base: &SchedConfig,
+    args: &Args,
+    predictor: PredictorKind,
+    prices: Option<&std::sync::Arc<gsched_sim::prices::SimPrices>>,
+) -> Settings {
     let reserve = match base.policy {
         Policy::Easy { reserve } => reserve,
         _ => 1,
@@ -184,6 +214,7 @@ fn settings(name: &str, base: &SchedConfig, args: &Args, predictor: PredictorKin
         predictor: (name == "easy-predict").then_some(predictor),
         running_plan: RunningPlan::from_name(&args.running_plan).unwrap_or_default(),
         kill_at_limit: !args.no_kill,
+        prices: prices.cloned(),
     }
 }
 
@@ -251,6 +282,37 @@ fn run(args: &Args) -> Result<()> {
         ..SchedConfig::default()
     });
     let names = policy_list(args, &cluster)?;
+    let prices = match &args.prices {
+        Some(f) => {
+            let rules = match &args.config {
+                Some(c) => {
+                    let p = Config::load(c)
+                        .with_context(|| format!("reading {}", c.display()))?
+                        .price;
+                    DeferRules {
+                        long_secs: p.long_secs,
+                        short_secs: p.short_secs,
+                        medium_defer: p.medium_rule
+                            == gsched_proto::price_conf::MediumJobRule::Defer,
+                        max_deferral_secs: p.max_deferral_secs,
+                        min_saving: p.min_saving,
+                    }
+                }
+                None => DeferRules::default(),
+            };
+            let first = trace.jobs.first().map_or(0, |j| j.submit);
+            let o = gsched_sim::prices::PriceOpts {
+                tz: &args.price_tz,
+                unit: args.price_unit.as_deref(),
+                start: args.price_start.as_deref(),
+                rules,
+                aware: args.price_aware,
+                watts_per_cpu: args.watts_per_cpu,
+            };
+            Some(std::sync::Arc::new(gsched_sim::prices::load(f, o, first)?))
+        }
+        None => None,
+    };
     let trace_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -259,13 +321,22 @@ fn run(args: &Args) -> Result<()> {
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     for name in &names {
-        let s = settings(name, &base, args, predictor);
+        let s = settings(name, &base, args, predictor, prices.as_ref());
         let o = engine::simulate(&cluster, &trace.jobs, &s);
         let pname = s.predictor.map_or("user", PredictorKind::name);
+        let label = if args.price_aware {
+            format!("{name}+price")
+        } else {
+            name.clone()
+        };
+        let mut m = metrics::compute(&label, pname, &o, cluster.cpus);
+        if let Some(p) = &prices {
+            metrics::add_prices(&mut m, &o, p);
+        }
         rows.push(Row {
             trace: trace_name.clone(),
             cluster_cpus: cluster.cpus,
-            metrics: metrics::compute(name, pname, &o, cluster.cpus),
+            metrics: m,
         });
         outcomes.push((name.clone(), o));
     }
@@ -318,6 +389,17 @@ fn run(args: &Args) -> Result<()> {
             ));
         }
         print!("{}", report::table(&heading, &rows));
+        for r in rows.iter().filter(|r| r.metrics.energy_cost.is_some()) {
+            let m = &r.metrics;
+            println!(
+                "prices ({}): energy_cost {:.2}, deferrable_energy_cost {:.2}, short_avg_wait_s {:.2}, long_avg_wait_s {:.2}",
+                m.policy,
+                m.energy_cost.unwrap_or(0.0),
+                m.deferrable_energy_cost.unwrap_or(0.0),
+                m.short_avg_wait_s.unwrap_or(0.0),
+                m.long_avg_wait_s.unwrap_or(0.0)
+            );
+        }
     }
     if let Some(p) = &args.plot {
         let runs: Vec<(String, &Outcome)> = outcomes.iter().map(|(n, o)| (n.clone(), o)).collect();

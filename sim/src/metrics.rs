@@ -49,6 +49,27 @@ pub struct Metrics {
     /// Scheduling passes run.
     pub passes: u64,
     pub accuracy: Accuracy,
+    /// With `--prices`: estimated energy cost of every job (price × kWh).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_cost: Option<f64>,
+    /// With `--prices`: the same, of the jobs whose limit exceeds LongJobThreshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deferrable_energy_cost: Option<f64>,
+    /// With `--prices`: average wait of jobs with a limit up to ShortJobThreshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub short_avg_wait_s: Option<f64>,
+    /// With `--prices`: average wait of the deferrable jobs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub long_avg_wait_s: Option<f64>,
+}
+
+/// Adds the cost figures of `--prices` to `m`.
+pub fn add_prices(m: &mut Metrics, o: &Outcome, p: &crate::prices::SimPrices) {
+    let f = p.figures(&o.jobs);
+    m.energy_cost = Some(round(f.energy_cost, 2));
+    m.deferrable_energy_cost = Some(round(f.deferrable_energy_cost, 2));
+    m.short_avg_wait_s = Some(round(f.short_avg_wait_s, 2));
+    m.long_avg_wait_s = Some(round(f.long_avg_wait_s, 2));
 }
 
 fn round(x: f64, decimals: i32) -> f64 {
@@ -135,6 +156,10 @@ pub fn compute(policy: &str, predictor: &str, o: &Outcome, cpus: u64) -> Metrics
         never_started: o.never_started,
         passes: o.passes,
         accuracy: accuracy(jobs, predictor),
+        energy_cost: None,
+        deferrable_energy_cost: None,
+        short_avg_wait_s: None,
+        long_avg_wait_s: None,
     }
 }
 

@@ -26,6 +26,7 @@ pub mod procs;
 
 pub use cluster::{current_user, scaled, tail, ClusterOpts, TestCluster, DEFAULT_TIMEOUT};
 pub use gsched_proto::job::{JobId, JobInfo, JobState, Reason};
+use std::io::{BufRead, Read, Write};
 
 use std::process::Output;
 use std::time::Duration;
@@ -88,6 +89,42 @@ pub fn stderr_lines(o: &Output, prog: &str) -> Vec<String> {
 /// The user `name`'s uid and gid, if the user exists.
 pub fn user_ids(name: &str) -> Option<(u32, u32)> {
     gsched_proto::users::user_by_name(name).map(|u| (u.uid, u.gid))
+}
+
+/// A tiny HTTP server on loopback that keeps every POST body that is JSON (a webhook
+/// receiver for notice tests): its port and what it got.
+pub fn webhook_receiver() -> (
+    u16,
+    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let g = got.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = r.read_exact(&mut body);
+            if let Ok(v) = serde_json::from_slice(&body) {
+                g.lock().unwrap().push(v);
+            }
+            let mut w = s;
+            let _ =
+                w.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    (port, got)
 }
 
 #[cfg(test)]

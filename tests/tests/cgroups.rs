@@ -250,6 +250,25 @@ fn a_one_core_job_sees_only_its_core_and_usage_is_recorded() {
         first.starts_with(&format!("{a}|00:0")) && first.contains('.'),
         "{acct}"
     );
+    // gseff (seff) reads the same figures: one core for the job's wall time.
+    let eff = c.cmd_ok("gseff", [a.to_string()]);
+    assert!(
+        eff.contains(&format!("Job ID: {a}\n"))
+            && eff.contains("Cores: 1\n")
+            && eff.contains("State: COMPLETED (exit code 0)\n")
+            && eff.contains("Memory Efficiency: "),
+        "{eff}"
+    );
+    let pct: f64 = eff
+        .lines()
+        .find_map(|l| l.strip_prefix("CPU Efficiency: "))
+        .and_then(|l| l.split('%').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{eff}"));
+    assert!(pct > 5.0 && pct <= 100.0, "{eff}");
+    let missing = c.cmd("gseff", ["999999"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&missing.stderr), "Job not found.\n");
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Confinement at launch (issue 9): a job of an ordinary user gets none of gsnoded's own
 //! environment with `--export=NONE`, its output file is opened as the user (a symlink planted
 //! by another user in a sticky directory does not redirect root's writes, and a directory the
-//! user cannot write stays untouched), and what gsnoded keeps of the job in its spool (script,
+//! user cannot write stays untouched), its working directory is entered as the user (not
+//! at all when the user may not), and what gsnoded keeps of the job in its spool (script,
 //! launch request) is readable by nobody else. Needs root and the user `gstest` (`.ci/run`
 //! creates it); elsewhere it says why it skips.
 
@@ -89,7 +90,32 @@ fn jobs_are_confined_to_their_user() {
     );
     assert_ne!(j.state, JobState::Completed, "{j:?}");
 
-    // 4. What the node keeps of a running job is for root only.
+    // 4. The working directory is entered as the user: one the user may not enter is not
+    //    entered for it by root; as in Slurm, the job says so and runs in /tmp instead.
+    let private = c.dir().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = c.work_file("wd.out");
+    let id = c.submit([
+        uid_opt.as_str(),
+        "-D",
+        private.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--wrap",
+        "pwd; ls . >/dev/null && echo listed",
+    ]);
+    assert_eq!(c.wait_terminal(id, secs(30)).state, JobState::Completed);
+    let text = c.read_work_file("wd.out");
+    assert!(
+        text.contains(&format!(
+            "couldn't chdir to `{}': Permission denied: going to /tmp instead",
+            private.display()
+        )) && text.contains("\n/tmp\n"),
+        "{text}"
+    );
+
+    // 5. What the node keeps of a running job is for root only.
     let id = c.submit([uid_opt.as_str(), "--wrap", "sleep 300"]);
     c.wait_state(id, JobState::Running, secs(30));
     let dir = c.dir().join("spool").join("n1").join(format!("job_{id}"));

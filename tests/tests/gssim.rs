@@ -319,3 +319,85 @@ fn config_gives_cluster_policy_and_limits() {
         (Some(800), Some(200))
     );
 }
+
+/// `--prices` adds the cost figures; `--price-aware` defers the long job to the cheap hours
+/// (05:00-10:00 here) while the short one starts at once. One node of 4 CPUs; hourly prices
+/// from 2019-01-07 00:00 UTC: 1.0 everywhere except 0.1 from 05:00 to 10:00.
+#[test]
+fn price_aware_replay_defers_the_long_job_to_cheap_hours() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("tou.swf");
+    // Job 1: 3 h on 1 CPU (limit 3 h); job 2: 10 min on 1 CPU (limit 20 min).
+    std::fs::write(
+        &trace,
+        "; MaxNodes: 1\n; MaxProcs: 4\n\
+         1 0 -1 10800 1 -1 -1 1 10800 -1 1 1 1 1 1 -1 -1 -1\n\
+         2 0 -1 600 1 -1 -1 1 1200 -1 1 1 1 1 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let prices = dir.path().join("prices.csv");
+    let mut text = String::from("timestamp,price\n");
+    for h in 0..48 {
+        let p = if (5..10).contains(&(h % 24)) {
+            0.1
+        } else {
+            1.0
+        };
+        text.push_str(&format!(
+            "2019-01-{:02}T{:02}:00:00Z,{p}\n",
+            7 + h / 24,
+            h % 24
+        ));
+    }
+    std::fs::write(&prices, text).unwrap();
+    let run = |aware: bool| -> serde_json::Value {
+        let mut args = vec![
+            "--trace",
+            trace.to_str().unwrap(),
+            "--policy",
+            "easy",
+            "--prices",
+            prices.to_str().unwrap(),
+            "--json",
+        ];
+        if aware {
+            args.push("--price-aware");
+        }
+        serde_json::from_str(&gssim_ok(&args)).unwrap()
+    };
+    let plain = run(false);
+    let aware = run(true);
+    assert_eq!(plain["policy"], "easy");
+    assert_eq!(aware["policy"], "easy+price");
+    // Unaware: 3 h at 1.0 and 10 min at 1.0, 10 W per CPU.
+    assert!(
+        (f(&plain, "energy_cost") - 0.03 * 1.0 - 0.01 / 6.0).abs() < 0.006,
+        "{plain}"
+    );
+    assert_eq!(f(&plain, "long_avg_wait_s"), 0.0);
+    // Aware: the long job waits 5 h and runs at 0.1; the short one does not wait.
+    assert_eq!(f(&aware, "long_avg_wait_s"), 18000.0, "{aware}");
+    assert_eq!(f(&aware, "short_avg_wait_s"), 0.0, "{aware}");
+    assert!(f(&aware, "deferrable_energy_cost") < f(&plain, "deferrable_energy_cost") * 0.2);
+    // Without --prices the figures are absent (the JSON shape scripts rely on is unchanged).
+    let none: serde_json::Value = serde_json::from_str(&gssim_ok(&[
+        "--trace",
+        trace.to_str().unwrap(),
+        "--policy",
+        "easy",
+        "--json",
+    ]))
+    .unwrap();
+    assert!(none.get("energy_cost").is_none(), "{none}");
+    // A malformed price file names its line.
+    std::fs::write(&prices, "timestamp,price\n2019-01-07T00:00:00Z,x\n").unwrap();
+    let out = gssim(&[
+        "--trace",
+        trace.to_str().unwrap(),
+        "--prices",
+        prices.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("prices.csv:2: \"x\" is not a price"), "{err}");
+}

@@ -3,42 +3,7 @@
 //! one summary for a whole array, and a webhook receiver on loopback gets the JSON of the
 //! events its `Events=` names.
 
-use gsched_tests::{secs, ClusterOpts, JobState, TestCluster};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
-
-/// A tiny HTTP server that keeps every POST body.
-fn receiver() -> (u16, Arc<Mutex<Vec<serde_json::Value>>>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let g = got.clone();
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            let mut r = BufReader::new(s.try_clone().unwrap());
-            let mut len = 0usize;
-            loop {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; len];
-            let _ = r.read_exact(&mut body);
-            if let Ok(v) = serde_json::from_slice(&body) {
-                g.lock().unwrap().push(v);
-            }
-            let mut w = s;
-            let _ =
-                w.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-        }
-    });
-    (port, got)
-}
+use gsched_tests::{secs, webhook_receiver as receiver, ClusterOpts, JobState, TestCluster};
 
 #[test]
 fn mail_and_webhook_notices() {

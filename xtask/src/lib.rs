@@ -78,6 +78,13 @@ pub const PROGRAMS: &[Program] = &[
         description: "gsprio shows, under PriorityType=priority/multifactor, the weighted (or with -n normalized) factors of each pending job's priority as the controller last computed them: age, fair-share, job size, partition and QOS, in sprio's formats; -w shows the weights.",
     },
     Program {
+        name: "gseff",
+        section: 1,
+        slurm: Some("seff"),
+        summary: "how well a job used its CPUs and memory",
+        description: "gseff prints, in the layout of Slurm's seff, a job's CPU time against its core-walltime and its peak memory against its allocation, from the controller's own store (the figures come from the job's cgroup when it ended). Options: -h (usage), -v (version), -d (the raw figures first). A job that is not known exits with status 2 and 'Job not found.'.",
+    },
+    Program {
         name: "gsctld",
         section: 8,
         slurm: Some("slurmctld"),

@@ -53,6 +53,7 @@ pub(crate) fn decide_backfill(
     queue: &[QueuedJob],
     now: i64,
     config: &SchedConfig,
+    deferred: &std::collections::BTreeSet<gsched_proto::job::JobId>,
 ) -> Decisions {
     let reserve = match config.policy {
         Policy::Easy { reserve } => reserve,
@@ -209,6 +210,8 @@ pub(crate) fn decide_backfill(
         out.waiting.push((job.id, reason));
         let hold = match config.policy {
             Policy::Conservative => true,
+            // A job deferred to a price window holds its start (price.rs).
+            _ if deferred.contains(&job.id) => true,
             _ => begin.is_none() && reserved < reserve,
         };
         if !hold {
@@ -224,7 +227,9 @@ pub(crate) fn decide_backfill(
             None,
             EstimateKind::Reserved,
         ) {
-            reserved += 1;
+            if !deferred.contains(&job.id) {
+                reserved += 1;
+            }
             estimates[at] = Some(e);
         }
     }

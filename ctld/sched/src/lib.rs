@@ -44,6 +44,7 @@ mod het;
 mod place;
 mod plan;
 pub mod predict;
+pub mod price;
 pub mod priority;
 pub mod score;
 mod timeline;
@@ -516,10 +517,22 @@ pub fn decide(
     now: i64,
     config: &SchedConfig,
 ) -> Decisions {
+    decide_inner(view, queue, now, config, &Default::default())
+}
+
+/// [`decide`], where the jobs in `deferred` (time-of-use deferral, `price.rs`: their
+/// `begin_time` is their chosen start) always hold a reservation under backfill.
+pub(crate) fn decide_inner(
+    view: &ClusterView,
+    queue: &[QueuedJob],
+    now: i64,
+    config: &SchedConfig,
+    deferred: &std::collections::BTreeSet<JobId>,
+) -> Decisions {
     match config.policy {
         Policy::Fifo => decide_fifo(view, queue, now, config),
         Policy::Easy { .. } | Policy::Conservative => {
-            backfill::decide_backfill(view, queue, now, config)
+            backfill::decide_backfill(view, queue, now, config, deferred)
         }
     }
 }

@@ -44,6 +44,7 @@ impl State {
                 ),
             ));
         }
+        self.check_job_count(specs.len(), false)?;
         let base = self.next_id;
         let count = specs.len() as u32;
         let last = base

@@ -24,7 +24,7 @@ impl State {
         self.notices.notifier = Some(n);
     }
 
-    fn deliver(&mut self, ds: Vec<Delivery>) {
+    pub(super) fn deliver(&mut self, ds: Vec<Delivery>) {
         for d in ds {
             match &self.notices.notifier {
                 Some(n) => n.send(d),

@@ -347,7 +347,7 @@ impl State {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{register_all, spec, ROOT};
+    use super::super::tests::{heartbeat_all, register_all, spec, ROOT};
     use super::*;
 
     const ALICE: Identity = Identity {
@@ -420,6 +420,7 @@ mod tests {
         assert!(fa.age > fb.age);
         // One node frees: Bob's job starts first.
         finish(&mut st, a1, 1200);
+        heartbeat_all(&mut st, 1200);
         st.schedule(1200);
         assert_eq!(st.jobs[&b1].info.state, JobState::Running);
         assert_eq!(st.jobs[&a3].info.state, JobState::Pending);

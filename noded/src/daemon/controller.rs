@@ -81,9 +81,14 @@ async fn heartbeat_until_unregistered(node: &Arc<Node>, interval: Duration) {
     let mut failing = false;
     loop {
         tokio::time::sleep(interval).await;
+        let sampler = node.clone();
+        let progress = tokio::task::spawn_blocking(move || sampler.job_progress())
+            .await
+            .unwrap_or_default();
         let req = HeartbeatRequest {
             name: node.settings.node.clone(),
             running: node.running(),
+            progress,
             load: super::life::sample(&node.settings.node, node.settings.cpus),
         };
         let client = node.client.clone();

@@ -15,6 +15,7 @@
 mod controller;
 mod jobs;
 pub mod life;
+mod progress;
 mod server;
 
 pub use jobs::default_stepd_path;
@@ -52,6 +53,8 @@ pub struct NodeSettings {
     pub controller: String,
     /// `KillWait` seconds.
     pub kill_wait: u32,
+    /// `MessageTimeout` seconds: how long a client may take to send a request head.
+    pub message_timeout: u32,
     /// `SlurmUser`'s uid, when the name resolves.
     pub slurm_uid: Option<u32>,
     /// The gsstepd binary.
@@ -97,6 +100,7 @@ impl NodeSettings {
             config_path: config_path.to_path_buf(),
             controller: host_port(cfg.ctld_host.connect_addr(), cfg.ctld_port),
             kill_wait: cfg.kill_wait,
+            message_timeout: cfg.message_timeout,
             slurm_uid: gsched_proto::users::user_by_name(&cfg.slurm_user).map(|u| u.uid),
             stepd,
             cgroups: None,
@@ -208,10 +212,10 @@ impl Node {
     ) -> std::io::Result<()> {
         self.adopt_spool().await;
         let ctl = tokio::spawn(controller::run(self.clone()));
-        let app = router(self.clone()).into_make_service_with_connect_info::<server::ConnPeer>();
-        let result = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let timeout = std::time::Duration::from_secs(self.settings.message_timeout.into());
+        let result =
+            gsched_proto::server::serve_api(listener, router(self.clone()), timeout, shutdown)
+                .await;
         ctl.abort();
         result
     }

@@ -12,7 +12,7 @@ use gsched_proto::api::{
     self, paths, Ack, ApiError, ErrorCode, LaunchRequest, NodeSignalRequest, PingResponse,
     TerminateRequest,
 };
-pub use gsched_proto::server::{check_request, request_peer, ApiErr, Body, ConnPeer};
+pub use gsched_proto::server::{check_request, request_peer, ApiErr, Body};
 use std::sync::Arc;
 
 async fn auth_layer(State(node): State<Arc<Node>>, mut req: Request, next: Next) -> Response {

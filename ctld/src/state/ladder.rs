@@ -1,0 +1,260 @@
+//! The invalid-job ladder (see `gsched_proto::ladder_conf` for the policy): running jobs
+//! that stop making progress (no CPU time, no output growth) or leave their GPUs idle are
+//! flagged, and walked through notify → requeue (their resources, GPUs included, go back to
+//! the cluster) → cancel, each step after its own delay while the condition lasts.
+//!
+//! The input is the progress counters gsnoded sends with every heartbeat; only whether they
+//! moved matters. That bookkeeping is in memory: after a controller restart every job starts
+//! with a clean slate, which can only delay a step, never take one early. What was done is
+//! recorded on the job (`JobInfo::invalid`, persisted): the reason (`Hung`, `IdleGPU`) shows
+//! in gsqueue, gscontrol and gsacct, and the ladder goes on from the last step when a
+//! requeued job is flagged again.
+
+use super::{Effect, JobId, JobState, State};
+use crate::notify::Transition;
+use gsched_proto::api::{JobFilter, JobProgress};
+use gsched_proto::auth::Identity;
+use gsched_proto::job::{InvalidKind, InvalidMark, LadderStep, Reason};
+use std::collections::HashMap;
+
+/// The reason a cancelled job keeps: the invalid-job ladder's when it cancelled the job.
+pub(super) fn cancel_reason(info: &gsched_proto::job::JobInfo) -> Reason {
+    match info.invalid {
+        Some(m)
+            if m.step == LadderStep::Cancel && info.start_time.is_some_and(|s| m.step_at >= s) =>
+        {
+            m.kind.reason()
+        }
+        _ => Reason::None,
+    }
+}
+
+/// What the controller last saw of a running job's counters.
+#[derive(Debug, Clone, Copy)]
+struct Track {
+    start_time: i64,
+    cpu_usec: Option<u64>,
+    output_bytes: Option<u64>,
+    /// When the counters last moved (or were first seen).
+    moved_at: i64,
+    /// When the job's GPUs were last seen busy; `None` while no utilization was reported.
+    gpu_busy_at: Option<i64>,
+}
+
+/// The ladder's in-memory bookkeeping.
+#[derive(Debug, Default)]
+pub struct LadderRt {
+    tracks: HashMap<JobId, Track>,
+}
+
+impl State {
+    /// Takes in the progress counters of a heartbeat.
+    pub fn record_progress(&mut self, progress: &[JobProgress], now: i64) {
+        let idle_pct = self.cfg.invalid_jobs.idle_gpu_percent;
+        for p in progress {
+            let Some(job) = self.jobs.get(&p.job_id) else {
+                continue;
+            };
+            if job.info.state != JobState::Running || job.info.start_time != Some(p.start_time) {
+                continue;
+            }
+            let busy = p.gpu_util_percent.map(|u| u >= idle_pct);
+            let t = self.ladder.tracks.entry(p.job_id).or_insert(Track {
+                start_time: p.start_time,
+                cpu_usec: p.cpu_usec,
+                output_bytes: p.output_bytes,
+                moved_at: now,
+                gpu_busy_at: None,
+            });
+            if t.start_time != p.start_time {
+                *t = Track {
+                    start_time: p.start_time,
+                    cpu_usec: p.cpu_usec,
+                    output_bytes: p.output_bytes,
+                    moved_at: now,
+                    gpu_busy_at: None,
+                };
+            }
+            if t.cpu_usec != p.cpu_usec || t.output_bytes != p.output_bytes {
+                t.cpu_usec = p.cpu_usec;
+                t.output_bytes = p.output_bytes;
+                t.moved_at = now;
+            }
+            match busy {
+                Some(true) => t.gpu_busy_at = Some(now),
+                // Idle since it was first measured.
+                Some(false) if t.gpu_busy_at.is_none() => t.gpu_busy_at = Some(now),
+                _ => {}
+            }
+        }
+    }
+
+    /// Flags jobs and takes the steps that are due; returns what the nodes must do.
+    pub(super) fn run_ladder(&mut self, now: i64) -> Vec<Effect> {
+        let policy = &self.cfg.invalid_jobs;
+        if !policy.any_enabled(self.cfg.partitions.iter().map(|p| &p.ladder)) {
+            return Vec::new();
+        }
+        let jobs = &self.jobs;
+        self.ladder.tracks.retain(|id, t| {
+            jobs.get(id)
+                .is_some_and(|j| j.info.start_time == Some(t.start_time))
+        });
+        // (job, kind, since): jobs whose condition holds now, and since when.
+        let mut flagged: Vec<(JobId, InvalidKind, i64)> = Vec::new();
+        let mut cleared: Vec<JobId> = Vec::new();
+        for (&id, t) in &self.ladder.tracks {
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
+            if job.info.state != JobState::Running || job.info.is_suspended() {
+                continue;
+            }
+            let part = self
+                .cfg
+                .partition(&job.info.partition)
+                .map(|p| p.ladder)
+                .unwrap_or_default();
+            let hung = policy
+                .hang_for(&part)
+                .filter(|h| now - t.moved_at >= *h as i64)
+                .map(|h| (InvalidKind::Hung, t.moved_at + h as i64));
+            let idle = policy.idle_gpu_for(&part).and_then(|h| {
+                let since = t.gpu_busy_at?;
+                (now - since >= h as i64).then_some((InvalidKind::IdleGpu, since + h as i64))
+            });
+            match hung.or(idle) {
+                Some((kind, since)) => flagged.push((id, kind, since)),
+                None if matches!(job.info.reason, Reason::Hung | Reason::IdleGPU) => {
+                    cleared.push(id)
+                }
+                None => {}
+            }
+        }
+        flagged.sort_by_key(|f| f.0);
+        let mut effects = Vec::new();
+        let mut changed = Vec::new();
+        for id in cleared {
+            if let Some(j) = self.jobs.get_mut(&id) {
+                j.info.reason = Reason::None;
+                changed.push(id);
+            }
+        }
+        for (id, kind, since) in flagged {
+            let Some(job) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            let start = job.info.start_time.unwrap_or(since);
+            // The flag of this run: kept when already set in it, else set now (the last
+            // step of an earlier run carries over).
+            let mark = match job.info.invalid {
+                Some(m) if m.flagged_at >= start => m,
+                Some(m) => InvalidMark {
+                    kind,
+                    flagged_at: since,
+                    ..m
+                },
+                None => InvalidMark {
+                    kind,
+                    step: LadderStep::Notify,
+                    flagged_at: since,
+                    step_at: since,
+                },
+            };
+            let first_in_history = job.info.invalid.is_none();
+            if job.info.reason != kind.reason() || job.info.invalid != Some(mark) {
+                job.info.reason = kind.reason();
+                job.info.invalid = Some(mark);
+                changed.push(id);
+            }
+            let requeue_ok = job.info.requeue;
+            let next = self
+                .cfg
+                .invalid_jobs
+                .steps
+                .iter()
+                .filter(|(s, _)| first_in_history || *s > mark.step)
+                .find(|(s, _)| *s != LadderStep::Requeue || requeue_ok)
+                .copied();
+            let Some((step, delay)) = next else {
+                continue;
+            };
+            if now < mark.flagged_at + delay as i64 {
+                continue;
+            }
+            if let Some(j) = self.jobs.get_mut(&id) {
+                j.info.invalid = Some(InvalidMark {
+                    step,
+                    step_at: now,
+                    ..mark
+                });
+            }
+            tracing::info!(
+                "job {id}: {} for {} s; invalid-job step {}",
+                kind.reason(),
+                now - mark.flagged_at + self.threshold(id, kind),
+                step.as_str()
+            );
+            let controller = Identity {
+                uid: self.slurm_uid.unwrap_or(0),
+                gid: 0,
+            };
+            match step {
+                LadderStep::Notify => changed.push(id),
+                LadderStep::Requeue => match self.requeue(&[id], controller, now) {
+                    Ok((_, e)) => effects.extend(e),
+                    Err(e) => tracing::error!("job {id}: invalid-job requeue failed: {e}"),
+                },
+                LadderStep::Cancel => {
+                    let filter = JobFilter {
+                        ids: vec![id],
+                        ..JobFilter::default()
+                    };
+                    match self.signal_jobs(&filter, None, false, controller, now) {
+                        Ok((_, e)) => effects.extend(e),
+                        Err(e) => tracing::error!("job {id}: invalid-job cancel failed: {e}"),
+                    }
+                }
+            }
+            self.ladder.tracks.remove(&id);
+            self.announce_invalid(id, now);
+        }
+        changed.sort_unstable();
+        changed.dedup();
+        if let Err(e) = self.persist_many(&changed) {
+            tracing::error!("cannot record invalid-job flags: {e}");
+        }
+        effects
+    }
+
+    /// The threshold (seconds) after which `kind` flagged job `id`, for the log.
+    fn threshold(&self, id: JobId, kind: InvalidKind) -> i64 {
+        let part = self
+            .jobs
+            .get(&id)
+            .and_then(|j| self.cfg.partition(&j.info.partition))
+            .map(|p| p.ladder)
+            .unwrap_or_default();
+        let p = &self.cfg.invalid_jobs;
+        match kind {
+            InvalidKind::Hung => p.hang_for(&part),
+            InvalidKind::IdleGpu => p.idle_gpu_for(&part),
+        }
+        .unwrap_or(0) as i64
+    }
+
+    fn announce_invalid(&mut self, id: JobId, now: i64) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let ds = crate::notify::deliveries(
+            &self.cfg.notify,
+            &self.cfg.cluster_name,
+            &job.info,
+            Transition::InvalidJob,
+            None,
+            now,
+        );
+        self.deliver(ds);
+    }
+}

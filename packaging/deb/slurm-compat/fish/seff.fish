@@ -1,0 +1,1 @@
+gseff.fish

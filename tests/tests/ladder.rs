@@ -1,0 +1,109 @@
+//! The invalid-job ladder through the real daemons (issue 11): a job that burns no CPU and
+//! writes nothing for `HangMinutes` is flagged `Hung` (gsqueue, gscontrol), its user is told,
+//! it is requeued (its resources go back to the cluster), and when it hangs again in its new
+//! run it is cancelled, with the reason kept in gsacct; a job that keeps writing is left
+//! alone, and a partition with `HangMinutes=0` exempts its jobs. Short thresholds (decimal
+//! minutes) keep the test to about a minute; gsnoded reports progress every heartbeat (5 s).
+
+use gsched_tests::{secs, webhook_receiver, ClusterOpts, JobState, TestCluster};
+
+#[test]
+fn hung_jobs_walk_the_ladder_busy_and_exempt_ones_do_not() {
+    let (port, hooks) = webhook_receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mail.log");
+    let prog = dir.path().join("mailprog");
+    std::fs::write(
+        &prog,
+        format!("#!/bin/sh\necho \"$3|$2\" >> {}\n", log.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let c = TestCluster::start(
+        ClusterOpts::named("ladder")
+            .nodes(1)
+            .cpus(4)
+            .config_line(&format!("MailProg={}", prog.display()))
+            .config_line("HangMinutes=0.1")
+            .config_line("InvalidJobLadder=notify:0,requeue:0.05,cancel:0.05")
+            .config_line(&format!(
+                "WebhookName=ops URL=http://127.0.0.1:{port}/hook Events=INVALID_JOB"
+            ))
+            .config_line("PartitionName=exempt Nodes=ALL HangMinutes=0"),
+    );
+    let hung = c.submit(["-J", "stuck", "--wrap", "sleep 600"]);
+    let busy = c.submit([
+        "-J",
+        "busy",
+        "-o",
+        "busy.out",
+        "--wrap",
+        "while :; do echo tick; sleep 1; done",
+    ]);
+    let exempt = c.submit(["-J", "calm", "-p", "exempt", "--wrap", "sleep 600"]);
+
+    // Flagged: reason Hung while it still runs, and its user is told.
+    c.wait_until(secs(40), "the stuck job flagged", || {
+        c.cmd_ok("gsqueue", ["-h", "-j", &hung.to_string(), "-o", "%r"])
+            .trim()
+            == "Hung"
+    });
+    // Requeued: it runs again (Restarts=1), and the step is mailed.
+    let show = c.wait_for(secs(40), "the stuck job requeued", || {
+        let s = c.cmd_ok("gscontrol", ["show", "job", &hung.to_string()]);
+        s.contains("Restarts=1").then_some(s)
+    });
+    assert!(show.contains("JobName=stuck"), "{show}");
+    // Hung again in its new run: cancelled, and the reason stays in accounting.
+    let j = c.wait_terminal(hung, secs(60));
+    assert_eq!(j.state, JobState::Cancelled, "{j:?}");
+    let acct = c.cmd_ok(
+        "gsacct",
+        [
+            "-X",
+            "-n",
+            "-P",
+            "-j",
+            &hung.to_string(),
+            "-o",
+            "JobID,State,Reason",
+        ],
+    );
+    assert!(acct.starts_with(&format!("{hung}|CANCELLED")), "{acct}");
+    assert!(acct.trim_end().ends_with("|Hung"), "{acct}");
+
+    let mails = c.wait_for(secs(20), "three ladder mails", || {
+        let t = std::fs::read_to_string(&log).unwrap_or_default();
+        (t.lines().count() >= 3).then_some(t)
+    });
+    for step in ["notify", "requeue", "cancel"] {
+        assert!(
+            mails.contains(&format!(
+                "Slurm Job_id={hung} Name=stuck Flagged by the invalid-job policy, Run time"
+            )) && mails
+                .lines()
+                .any(|l| l.ends_with(&format!(", Hung, step {step}"))),
+            "{step}: {mails}"
+        );
+    }
+    assert!(
+        !mails.contains("Name=busy") && !mails.contains("Name=calm"),
+        "{mails}"
+    );
+    let got = hooks.lock().unwrap().clone();
+    let steps: Vec<&str> = got
+        .iter()
+        .filter(|v| v["job_id"] == hung)
+        .filter_map(|v| v["invalid"]["step"].as_str())
+        .collect();
+    assert_eq!(steps, ["notify", "requeue", "cancel"], "{got:?}");
+
+    // The job that writes every second and the exempt one were left alone.
+    for id in [busy, exempt] {
+        let j = c.jobs().into_iter().find(|j| j.job_id == id).unwrap();
+        assert_eq!(j.state, JobState::Running, "{j:?}");
+        assert_eq!(j.restarts, 0, "{j:?}");
+        assert_eq!(j.reason.as_str(), "None", "{j:?}");
+    }
+    c.cmd_ok("gscancel", [busy.to_string(), exempt.to_string()]);
+}

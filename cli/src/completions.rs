@@ -49,6 +49,10 @@ const SCONTROL_WORDS: &[&str] = &[
     "ping",
     "version",
     "import-slurm-conf",
+    "create",
+    "delete",
+    "reboot",
+    "reservation",
 ];
 
 pub const COMMANDS: &[Command] = &[

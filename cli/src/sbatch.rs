@@ -205,6 +205,7 @@ const IMPLEMENTED: &[&str] = &[
     "mem-per-gpu",
     "gpu-mem",
     "gpu-share",
+    "reservation",
 ];
 
 /// Options handled only in the first pass (command line); Slurm ignores them in `#SBATCH`
@@ -349,6 +350,8 @@ pub struct Opts {
     pub test_only: bool,
     /// `--switches=N[@time]`, parsed.
     pub switches: Option<gsched_proto::resv::SwitchesSpec>,
+    /// `--reservation`.
+    pub reservation: Option<String>,
     /// `-A/--account`, lower-cased.
     pub account: Option<String>,
     /// `-q/--qos`, lower-cased.
@@ -493,6 +496,7 @@ impl Opts {
                 None => return Err(opt_err("Invalid --mail-type specification")),
             },
             "mail-user" => self.mail_user = Some(val.to_string()),
+            "reservation" => self.reservation = Some(val.to_string()),
             "switches" => match gsched_proto::resv::SwitchesSpec::parse(val) {
                 Ok(w) => self.switches = Some(w),
                 Err(e) => return Err(opt_err(&e)),
@@ -1306,6 +1310,7 @@ pub fn build(
         comment: opts.comment.clone(),
         warn_signal: opts.warn_signal,
         switches: opts.switches,
+        reservation: opts.reservation.clone(),
         account: opts.account.clone(),
         nice: opts.nice,
         nodelist: opts.nodelist.clone(),
@@ -1368,6 +1373,7 @@ pub fn build(
             comment: o.comment.clone(),
             warn_signal: o.warn_signal,
             switches: o.switches,
+            reservation: o.reservation.clone(),
             account: o.account.clone(),
             nice: o.nice,
             nodelist: o.nodelist.clone(),
@@ -1669,9 +1675,12 @@ pub fn help_text() -> String {
      \x20                             separated by semicolon, only on successful submission.\n\
      \x20 -q, --qos=qos               quality of service\n\
      \x20 -Q, --quiet                 quiet mode (suppress informational messages)\n\
+     \x20     --reservation=name      allocate resources from named reservation\n\
      \x20     --signal=[B:]num[@time] send signal when time limit within time seconds\n\
      \x20                             (without B: every process of the job, as there\n\
      \x20                             are no job steps yet)\n\
+     \x20     --switches=max-switches{@max-time-to-wait}\n\
+     \x20                             optimum switches and max time to wait for optimum\n\
      \x20 -t, --time=minutes          time limit\n\
      \x20     --deadline=time         remove the job if no ending is possible before\n\
      \x20                             this deadline (start > (deadline - time[-min]))\n\
@@ -2179,7 +2188,7 @@ mod tests {
         );
         assert_eq!(e.code, 1);
         let e = build(
-            &ctx(&[("SBATCH_RESERVATION", "a")]),
+            &ctx(&[("SBATCH_PROFILE", "all")]),
             &cli(&["x"]),
             &src,
             plain,
@@ -2188,8 +2197,18 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e.lines,
-            vec!["sbatch: error: option --reservation (from SBATCH_RESERVATION) is not supported by gsched yet"]
+            vec!["sbatch: error: option --profile (from SBATCH_PROFILE) is not supported by gsched yet"]
         );
+        // --reservation: SBATCH_RESERVATION.
+        let b = build(
+            &ctx(&[("SBATCH_RESERVATION", "maint")]),
+            &cli(&["x"]),
+            &src,
+            plain,
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(b.spec.reservation.as_deref(), Some("maint"));
         // --qos: SBATCH_QOS, overridden by the command line; lower-cased.
         let b = build(
             &ctx(&[("SBATCH_QOS", "High")]),

@@ -1934,6 +1934,11 @@ pub fn usage_text() -> String {
      \x20 terminated.\n\
      \n\
      \x20   Valid <COMMAND> values are:\n\
+     \x20    create reservation <SPECIFICATIONS>\n\
+     \x20                             create a reservation (StartTime= Duration=|EndTime=\n\
+     \x20                             Nodes= Users= [Flags=MAINT,IGNORE_JOBS]\n\
+     \x20                             [ReservationName=]).\n\
+     \x20    delete ReservationName=<name>  delete a reservation.\n\
      \x20    details                  display job details with \"show job\".\n\
      \x20    exit                     terminate scontrol.\n\
      \x20    help                     print this description of use.\n\
@@ -1945,13 +1950,17 @@ pub fn usage_text() -> String {
      \x20    ping                     print status of slurmctld daemon.\n\
      \x20    quiet                    print no messages other than error messages.\n\
      \x20    quit                     terminate this command.\n\
+     \x20    reboot [ASAP] [nextstate=resume|down] [reason=<reason>] <node_list>|ALL\n\
+     \x20                             reboot nodes with RebootProgram once they are idle\n\
+     \x20                             (ASAP: drain them meanwhile).\n\
      \x20    release <job_list>       permit specified job to start.\n\
      \x20    show <ENTITY> [<ID>]     display state of identified entity, default\n\
      \x20                             is all records.\n\
      \x20    uhold <job_list>         place user hold on specified job.\n\
      \x20    update <SPECIFICATIONS>  update job or node configuration\n\
      \x20                             (JobId=<id> TimeLimit=<limit>,\n\
-     \x20                             NodeName=<list> State=DRAIN|RESUME|DOWN|IDLE Reason=...).\n\
+     \x20                             NodeName=<list> State=DRAIN|RESUME|DOWN|IDLE Reason=...\n\
+     \x20                             [MigrateBy=<time>], ReservationName=<name> ...).\n\
      \x20    verbose                  enable detailed logging.\n\
      \x20    version                  display tool version number.\n\
      \n\

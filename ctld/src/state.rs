@@ -681,6 +681,7 @@ impl State {
                 }
             }
         }
+        self.check_reservation(&spec, who)?;
         if spec.nice.is_some_and(|n| n < 0) && !self.is_admin(who) {
             return Err(ApiError::new(
                 ErrorCode::AccessDenied,
@@ -1651,6 +1652,10 @@ impl State {
             })
             .map(|j| j.info.job_id)
             .collect();
+        // `--reservation` jobs are decided in their reservations (state/resv.rs).
+        let (resv_jobs, candidates): (Vec<JobId>, Vec<JobId>) = candidates
+            .into_iter()
+            .partition(|id| self.jobs[id].info.spec.reservation.is_some());
         let mut limits = self.limit_slots(&candidates);
         view.limits = std::mem::take(&mut limits.slots);
         let predicted = self.predictions(&candidates);
@@ -1687,7 +1692,8 @@ impl State {
                 limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
             })
             .collect();
-        let decisions = self.decide_priced(&view, &queue, now);
+        let mut decisions = self.decide_priced(&view, &queue, now);
+        self.reservation_decisions(&view, &mut decisions, &resv_jobs, now);
         for j in self.jobs.values_mut() {
             if j.info.state == JobState::Pending && !dep_blocked.contains_key(&j.info.job_id) {
                 j.info.expected_start = None;
@@ -1727,9 +1733,14 @@ impl State {
                 }
             }
         }
+        let maint = self.maint_blocked(&view, &decisions.waiting, now);
         for (id, reason) in decisions.waiting {
             if let Some(j) = self.jobs.get_mut(&id) {
-                j.info.reason = reason;
+                j.info.reason = if maint.contains(&id) {
+                    Reason::ReqNodeNotAvailMaint
+                } else {
+                    reason
+                };
             }
         }
         let mut het_leaders = Vec::new();

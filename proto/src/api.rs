@@ -125,6 +125,7 @@ pub enum ErrorCode {
     ReservationInvalid,
     ReservationNameDup,
     InvalidGres,
+    ReservationAccess,
 }
 
 impl ErrorCode {
@@ -176,6 +177,7 @@ impl ErrorCode {
             ErrorCode::ReservationInvalid => "Requested reservation is invalid",
             ErrorCode::ReservationNameDup => "Duplicate reservation name",
             ErrorCode::InvalidGres => "Invalid generic resource (gres) specification",
+            ErrorCode::ReservationAccess => "Access denied to requested reservation",
         }
     }
 
@@ -211,6 +213,7 @@ impl ErrorCode {
             ErrorCode::Internal => 500,
             ErrorCode::NodesBusy | ErrorCode::ReservationNameDup => 409,
             ErrorCode::ReservationInvalid => 400,
+            ErrorCode::ReservationAccess => 403,
         }
     }
 }

@@ -164,7 +164,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "ResumeFailProgram",
     "ResumeProgram",
     "ResumeRate",
-    "ResumeTimeout",
     "ResvEpilog",
     "ResvOverRun",
     "ResvProlog",
@@ -350,6 +349,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "GpuSampleInterval",
     "DefCpuPerGPU",
     "DefMemPerGPU",
+    "ResumeTimeout",
 ];
 
 /// `NodeName=` attributes gsched implements (`Procs` and `Feature` are Slurm's old

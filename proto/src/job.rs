@@ -154,6 +154,11 @@ pub enum Reason {
     /// gsched: requeued because the MPS daemon or server of a GPU it shared died (the job
     /// is not charged for that run).
     GpuMpsFailure,
+    /// The job would run into a maintenance reservation on the nodes it could use now
+    /// (Slurm's `ReqNodeNotAvail, Reserved for maintenance`).
+    ReqNodeNotAvailMaint,
+    /// A `--reservation` job waits for its reservation to begin.
+    Reservation,
 }
 
 impl Reason {
@@ -189,6 +194,8 @@ impl Reason {
             Reason::PriceWindow => "PriceWindow",
             Reason::DeadLine => "DeadLine",
             Reason::GpuMpsFailure => "GpuMpsFailure",
+            Reason::ReqNodeNotAvailMaint => "ReqNodeNotAvail, Reserved for maintenance",
+            Reason::Reservation => "Reservation",
         }
     }
 }
@@ -345,6 +352,9 @@ pub struct JobSpec {
     /// it can no longer end by then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<i64>,
+    /// `--reservation=NAME`: run in that reservation (its nodes, during its window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<String>,
 }
 
 /// Parses `--constraint` (see [`crate::constraint`] for the syntax and its meaning).

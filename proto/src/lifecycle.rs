@@ -14,6 +14,7 @@ pub const LIFECYCLE_KEYS: &[&str] = &[
     "RebootProgram",
     "TopologyPlugin",
     "NodeLoadThreshold",
+    "ResumeTimeout",
 ];
 
 /// Default `NodeLoadThreshold=`: a node whose measured CPU load is above 85% of its CPUs is
@@ -48,6 +49,9 @@ pub struct LifecycleConfig {
     /// `NodeLoadThreshold=` percent (gsched): nodes whose measured load is above it are
     /// placed on last. 0 disables the scoring.
     pub load_threshold_pct: u32,
+    /// `ResumeTimeout=` seconds (default 60): a node whose reboot was issued and that has
+    /// not registered again within it is set DOWN, as Slurm does.
+    pub resume_timeout_secs: u32,
 }
 
 impl Default for LifecycleConfig {
@@ -58,6 +62,7 @@ impl Default for LifecycleConfig {
             reboot_program: None,
             topology: TopologyPlugin::None,
             load_threshold_pct: DEFAULT_LOAD_THRESHOLD_PCT,
+            resume_timeout_secs: 60,
         }
     }
 }
@@ -107,6 +112,12 @@ impl LifecycleConfig {
                     .map_err(|_| format!("invalid value \"{value}\" (expected a percentage, 0 to disable)"))?;
                 self.load_threshold_pct = pct;
             }
+            "ResumeTimeout" => {
+                self.resume_timeout_secs = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("invalid value \"{value}\" (expected seconds)"))?;
+            }
             _ => return Err(format!("{key} is not a node lifecycle setting")),
         }
         Ok(())
@@ -128,6 +139,9 @@ mod tests {
         c.global("RebootProgram", "/sbin/reboot").unwrap();
         c.global("TopologyPlugin", "topology/tree").unwrap();
         c.global("NodeLoadThreshold", "70%").unwrap();
+        c.global("ResumeTimeout", "600").unwrap();
+        assert_eq!(c.resume_timeout_secs, 600);
+        assert!(c.global("ResumeTimeout", "soon").is_err());
         assert!(!c.job_requeue);
         assert_eq!(c.return_to_service, 2);
         assert_eq!(c.reboot_program.as_deref(), Some("/sbin/reboot"));

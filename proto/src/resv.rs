@@ -12,6 +12,17 @@ pub struct NodeLoad {
     pub load_avg: f64,
     /// `load_avg` as a percentage of the node's CPUs (100 = every CPU busy).
     pub cpu_load_pct: u32,
+    /// The busiest GPU's utilisation in percent, where gsnoded measures GPUs (NVML); `None`
+    /// without GPUs. Placement scores a node by the higher of the two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_util_pct: Option<u32>,
+}
+
+impl NodeLoad {
+    /// The load placement scores: the higher of CPU load and GPU utilisation.
+    pub fn score_pct(&self) -> u32 {
+        self.cpu_load_pct.max(self.gpu_util_pct.unwrap_or(0))
+    }
 }
 
 /// A reservation as the controller keeps and reports it.

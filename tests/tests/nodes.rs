@@ -203,6 +203,8 @@ fn maintenance_reservation_keeps_a_long_job_from_starting_before_it() {
     std::thread::sleep(Duration::from_secs(2));
     let j = c.job(long);
     assert_eq!(j.state, JobState::Pending, "{j:?}");
+    let r = c.cmd_ok("gsqueue", ["-h", "-o", "%r", "-j", &long.to_string()]);
+    assert_eq!(r.trim(), "ReqNodeNotAvail, Reserved for maintenance");
     // Planned after the window.
     if let Some(s) = j.expected_start {
         assert!(s >= j.submit_time + 70 * 60 - 120, "{j:?}");
@@ -377,6 +379,46 @@ fn reboot_asap_runs_reboot_program_once_idle_and_returns_the_node() {
     assert!(!o.status.success());
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("RebootProgram is not set"),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn reservation_users_run_their_jobs_in_it_and_others_stay_out() {
+    let c = TestCluster::start(ClusterOpts::named("node-resv").nodes(2).cpus(1));
+    let user = c.user().to_string();
+    let users = format!("Users={user}");
+    c.cmd_ok(
+        "gscontrol",
+        [
+            "create",
+            "reservation",
+            "ReservationName=r1",
+            "StartTime=now",
+            "Duration=60",
+            "Nodes=n1",
+            "Flags=MAINT",
+            &users,
+        ],
+    );
+    // Outside the reservation: n2 only.
+    let a = c.submit(["--wrap", "true"]);
+    assert_eq!(c.wait_terminal(a, T).nodes, vec!["n2".to_string()]);
+    // In it: n1.
+    let b = c.submit(["--reservation=r1", "-t", "10", "--wrap", "true"]);
+    let j = c.wait_terminal(b, T);
+    assert_eq!(
+        (j.state, j.nodes),
+        (JobState::Completed, vec!["n1".to_string()])
+    );
+    // A job that would outlast the reservation waits; an unknown one is refused.
+    let long = c.submit(["--reservation=r1", "-t", "120", "--wrap", "true"]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(c.job(long).state, JobState::Pending);
+    let o = c.cmd("gsbatch", ["--reservation=nope", "--wrap", "true"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("Requested reservation is invalid"),
         "{o:?}"
     );
 }

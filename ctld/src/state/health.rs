@@ -63,8 +63,10 @@ impl State {
     pub(super) fn node_health(&mut self, now: i64) -> Vec<Effect> {
         let hb = i64::from(self.heartbeat_secs());
         let timeout = i64::from(self.cfg.slurmd_timeout);
+        // Slurm pings every third of SlurmdTimeout and shows a node NOT_RESPONDING after a
+        // failed ping: here after two thirds of it (and three missed heartbeats).
         let nr_after = if timeout > 0 {
-            (3 * hb).max(timeout / 2).min(timeout)
+            (3 * hb).max(2 * timeout / 3).min(timeout)
         } else {
             3 * hb
         };
@@ -224,7 +226,7 @@ impl State {
     /// The placement penalty of node `i` (load-aware placement, `NodeLoadThreshold=`).
     pub(super) fn node_penalty(&self, i: usize) -> u32 {
         gsched_sched::score::load_penalty(
-            self.nodes[i].life.load.map(|l| l.cpu_load_pct),
+            self.nodes[i].life.load.map(|l| l.score_pct()),
             self.cfg.lifecycle.load_threshold_pct,
         )
     }
@@ -371,11 +373,35 @@ impl State {
         Ok(())
     }
 
-    /// Sends the requested reboots of nodes that run no job. Called by every pass.
+    /// Sends the requested reboots of nodes that run no job, and sets DOWN the nodes that
+    /// did not come back within `ResumeTimeout`. Called by every pass.
     pub(super) fn reboots(&mut self, now: i64) -> Vec<Effect> {
         let Some(program) = self.cfg.lifecycle.reboot_program.clone() else {
             return Vec::new();
         };
+        let timeout = i64::from(self.cfg.lifecycle.resume_timeout_secs);
+        let slurm_uid = self.slurm_uid.unwrap_or(0);
+        for i in 0..self.nodes.len() {
+            let n = &mut self.nodes[i];
+            let late = n
+                .admin
+                .reboot
+                .as_ref()
+                .and_then(|r| r.issued_at)
+                .is_some_and(|t| now - t > timeout);
+            if late {
+                tracing::warn!(
+                    "node {}: not back {timeout}s after its reboot (ResumeTimeout): set DOWN",
+                    n.name
+                );
+                n.admin.reboot = None;
+                n.admin.down = true;
+                n.admin.reason = Some("reboot timed out".into());
+                n.admin.reason_time = Some(now);
+                n.admin.reason_uid = Some(slurm_uid);
+                self.save_node_admin(i);
+            }
+        }
         let (cpus, _) = self.node_alloc();
         let mut effects = Vec::new();
         for (i, busy) in cpus.iter().map(|&c| c > 0).enumerate() {
@@ -464,7 +490,7 @@ mod tests {
         register(&mut st, "n2", 0, &[], 1000);
         // n2 keeps answering; n1 is silent.
         st.heartbeat("n2", &[], 1140);
-        st.schedule(1160);
+        st.schedule(1201);
         assert!(st.nodes[0].not_responding && !st.nodes[0].admin.down);
         assert_eq!(st.jobs[&a].info.state, JobState::Running);
         st.heartbeat("n2", &[], 1290);
@@ -610,6 +636,23 @@ mod tests {
         register(&mut st, "n1", 1010, &[], 1011);
         assert!(st.nodes[0].admin.reboot.is_none());
         assert!(!st.nodes[0].admin.drain);
+        // A node that does not come back within ResumeTimeout (60 s) is set DOWN.
+        let req = RebootRequest {
+            names: vec!["n1".into()],
+            asap: false,
+            next_state: RebootNextState::Resume,
+            reason: None,
+        };
+        st.reboot_nodes(&req, ROOT, 1012).unwrap();
+        st.schedule(1013);
+        assert!(st.node_infos()[0].life.reboot_issued);
+        st.heartbeat("n1", &[], 1070);
+        st.schedule(1074);
+        assert!(st.nodes[0].admin.down);
+        assert_eq!(
+            st.nodes[0].admin.reason.as_deref(),
+            Some("reboot timed out")
+        );
     }
 
     #[test]

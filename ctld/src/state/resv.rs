@@ -1,12 +1,13 @@
 //! Reservations (`scontrol create|update|delete|show reservation`, `sinfo -T`) and the
 //! switch map of `topology/tree`: what of the node lifecycle the scheduler core gets as data.
 //!
-//! A reservation holds whole nodes over `[start, end)`. gsched has no `--reservation` yet, so
-//! no job runs in one: the scheduler core gets each reservation as a
-//! [`gsched_sched::Blackout`], and starts or plans no job that would still run on its nodes
-//! when it begins (jobs that end before it still backfill). That is what a maintenance
-//! reservation (`Flags=MAINT`) is for. Reservations are kept in the store (one row each) and
-//! forgotten once over, as Slurm does.
+//! A reservation holds whole nodes over `[start, end)`. For the ordinary queue the scheduler
+//! core gets each reservation as a [`gsched_sched::Blackout`], and starts or plans no job that
+//! would still run on its nodes when it begins (jobs that end before it still backfill): what
+//! a maintenance reservation (`Flags=MAINT`) is for. Jobs submitted with `--reservation` by
+//! its `Users=` are decided apart, one core call per active reservation over its nodes only,
+//! with its end as a blackout, so they end in time. Reservations are kept in the store (one
+//! row each) and forgotten once over, as Slurm does.
 
 use super::{internal, State};
 use crate::store::{Store, StoreError};
@@ -100,6 +101,204 @@ impl State {
         }));
         req.filter = Some(std::sync::Arc::new(f));
         req
+    }
+
+    /// The waiting jobs (reason `Resources`) that would start now but for a reservation:
+    /// they fit the nodes as they are, and some node they could use is reserved before they
+    /// would end. Slurm shows them `ReqNodeNotAvail, Reserved for maintenance`.
+    pub(super) fn maint_blocked(
+        &self,
+        view: &gsched_sched::ClusterView,
+        waiting: &[(gsched_proto::job::JobId, gsched_proto::job::Reason)],
+        now: i64,
+    ) -> Vec<gsched_proto::job::JobId> {
+        if view.blackouts.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for &(id, r) in waiting {
+            if r != gsched_proto::job::Reason::Resources {
+                continue;
+            }
+            let Some(j) = self.jobs.get(&id) else {
+                continue;
+            };
+            let req = self.request_of(&j.info.spec, j.info.user_id);
+            let len = j
+                .info
+                .time_limit
+                .map_or(gsched_sched::UNLIMITED_END, |m| i64::from(m) * 60);
+            let blocked = j.info.spec.partitions.iter().any(|p| {
+                let Some(part) = self.parts.iter().find(|x| &x.name == p) else {
+                    return false;
+                };
+                gsched_sched::place(&view.nodes, &part.nodes, &req).is_some_and(|pl| {
+                    pl.nodes
+                        .iter()
+                        .any(|a| view.blacked_out(a.node, now, now.saturating_add(len)))
+                })
+            });
+            if blocked {
+                out.push(id);
+            }
+        }
+        out
+    }
+
+    /// `--reservation=NAME` at submission: the reservation exists and the job's user is one
+    /// of its `Users=` (administrators may use any).
+    pub(super) fn check_reservation(
+        &self,
+        spec: &gsched_proto::job::JobSpec,
+        who: &Identity,
+    ) -> Result<(), ApiError> {
+        let Some(name) = &spec.reservation else {
+            return Ok(());
+        };
+        let r = self.resvs.iter().find(|r| &r.name == name).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::ReservationInvalid,
+                format!("Requested reservation is invalid: no reservation {name} (gscontrol show reservation)"),
+            )
+        })?;
+        let uid = spec.run_as_uid.unwrap_or(who.uid);
+        let user = gsched_proto::users::user_name(uid);
+        if !self.is_admin(who) && !r.users.iter().any(|u| u == &user) {
+            return Err(ApiError::new(
+                ErrorCode::ReservationAccess,
+                format!(
+                    "Access denied to requested reservation: {user} is not in Users= of {name}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Decides the `--reservation` jobs: each in its reservation while it is active, on its
+    /// nodes only, ending by its end, after what the main pass started. The scheduler core
+    /// is called once per reservation with a view of that reservation (its nodes as the one
+    /// partition, the other reservations and its own end as blackouts); its starts and
+    /// reasons join `decisions`.
+    pub(super) fn reservation_decisions(
+        &self,
+        view: &gsched_sched::ClusterView,
+        decisions: &mut gsched_sched::Decisions,
+        jobs: &[gsched_proto::job::JobId],
+        now: i64,
+    ) {
+        use gsched_proto::job::Reason;
+        if jobs.is_empty() {
+            return;
+        }
+        let mut v = view.clone();
+        for s in &decisions.starts {
+            for a in &s.placement.nodes {
+                let n = &mut v.nodes[a.node];
+                n.alloc_cpus += a.cpus;
+                n.alloc_mem_mb += a.mem_mb;
+            }
+            v.running.push(gsched_sched::RunningAlloc {
+                job_id: s.job_id,
+                end: gsched_sched::UNLIMITED_END,
+                nodes: s.placement.nodes.clone(),
+            });
+        }
+        for r in &self.resvs {
+            let mine: Vec<&super::Job> = jobs
+                .iter()
+                .filter_map(|id| self.jobs.get(id))
+                .filter(|j| j.info.spec.reservation.as_ref() == Some(&r.name))
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            if !(r.start_time <= now && now < r.end_time) {
+                decisions
+                    .waiting
+                    .extend(mine.iter().map(|j| (j.info.job_id, Reason::Reservation)));
+                continue;
+            }
+            let nodes: Vec<usize> = r
+                .nodes
+                .iter()
+                .filter_map(|n| self.node_index.get(n).copied())
+                .collect();
+            let mut rv = v.clone();
+            rv.partitions = vec![gsched_sched::PartitionView {
+                name: r.name.clone(),
+                nodes: nodes.clone(),
+                up: true,
+                max_time: None,
+                gpu_multiuser: false,
+            }];
+            rv.blackouts = self
+                .resvs
+                .iter()
+                .filter(|x| x.name != r.name)
+                .map(|x| gsched_sched::Blackout {
+                    nodes: x
+                        .nodes
+                        .iter()
+                        .filter_map(|n| self.node_index.get(n).copied())
+                        .collect(),
+                    start: x.start_time,
+                    end: x.end_time,
+                })
+                .chain(std::iter::once(gsched_sched::Blackout {
+                    nodes: nodes.clone(),
+                    start: r.end_time,
+                    end: gsched_sched::UNLIMITED_END,
+                }))
+                .collect();
+            let queue: Vec<gsched_sched::QueuedJob> = mine
+                .iter()
+                .map(|j| gsched_sched::QueuedJob {
+                    id: j.info.job_id,
+                    priority: j.info.priority,
+                    submit_time: j.info.submit_time,
+                    partitions: vec![0],
+                    held: None,
+                    begin_time: j.info.eligible_time,
+                    time_limit: j.info.time_limit,
+                    time_min: j.info.spec.time_min,
+                    req: self.request_of(&j.info.spec, j.info.user_id),
+                    limits: Vec::new(),
+                    het: None,
+                })
+                .collect();
+            let d = gsched_sched::decide(&rv, &queue, now, &self.sched_config);
+            for mut s in d.starts {
+                let Some(j) = self.jobs.get(&s.job_id) else {
+                    continue;
+                };
+                let Some(p) = j
+                    .info
+                    .spec
+                    .partitions
+                    .first()
+                    .and_then(|p| self.partition_by_name(p))
+                    .or_else(|| self.default_partition())
+                else {
+                    continue;
+                };
+                for a in &s.placement.nodes {
+                    let n = &mut v.nodes[a.node];
+                    n.alloc_cpus += a.cpus;
+                    n.alloc_mem_mb += a.mem_mb;
+                }
+                s.partition = p;
+                decisions.starts.push(s);
+            }
+            decisions.waiting.extend(d.waiting);
+        }
+        // Jobs whose reservation is gone wait (Slurm keeps them pending too).
+        for id in jobs {
+            let Some(j) = self.jobs.get(id) else { continue };
+            let name = j.info.spec.reservation.as_deref().unwrap_or("");
+            if !self.resvs.iter().any(|r| r.name == name) {
+                decisions.waiting.push((*id, Reason::Reservation));
+            }
+        }
     }
 
     /// Forgets reservations that are over.
@@ -367,5 +566,88 @@ impl State {
             }
         }
         Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{register_all, spec, state, ROOT};
+    use super::*;
+
+    fn create(name: &str, start: i64, flags: &[&str]) -> ReservationAction {
+        ReservationAction::Create(ReservationSpec {
+            name: Some(name.into()),
+            start_time: Some(start),
+            end_time: None,
+            duration_min: Some(60),
+            nodes: Some("n1".into()),
+            flags: Some(flags.iter().map(|f| f.to_string()).collect()),
+            users: Some(vec!["root".into()]),
+        })
+    }
+
+    #[test]
+    fn reservations_are_checked_stored_and_block_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        let a = st.submit(spec(2), ROOT, 1000).unwrap();
+        st.schedule(1000);
+        let busy_node = st.jobs[&a].info.nodes[0].clone();
+        assert_eq!(busy_node, "n1");
+        // A job without a time limit runs on n1 past any start: refused, unless IGNORE_JOBS.
+        let e = st
+            .reservation_action(&create("m", 2000, &["MAINT"]), ROOT, 1001)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::NodesBusy, "{e}");
+        let e = st
+            .reservation_action(&create("m", 2000, &["MAINT", "WEEKLY"]), ROOT, 1001)
+            .unwrap_err();
+        assert!(e.message.contains("flag WEEKLY is not supported"), "{e}");
+        let name = st
+            .reservation_action(&create("m", 2000, &["maint", "ignore_jobs"]), ROOT, 1001)
+            .unwrap();
+        assert_eq!(name, "m");
+        assert_eq!(st.resvs[0].flags, vec!["MAINT", "IGNORE_JOBS"]);
+        assert_eq!(st.resvs[0].end_time, 2000 + 3600);
+        let e = st
+            .reservation_action(&create("m", 3000, &[]), ROOT, 1001)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::ReservationNameDup);
+        // Stored: a restarted controller has it.
+        drop(st);
+        let mut st = state(dir.path());
+        assert_eq!(st.resvs.len(), 1);
+        // n2 is free but its jobs would run into nothing; n1's blackout is in the view.
+        assert_eq!(st.blackouts()[0].nodes, vec![0]);
+        // Over: forgotten.
+        st.expire_reservations(2000 + 3600);
+        assert!(st.resvs.is_empty());
+        let e = st
+            .reservation_action(&ReservationAction::Delete { name: "m".into() }, ROOT, 1002)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::ReservationInvalid);
+        // --reservation: it must exist, and the user must be one of its Users=.
+        st.reservation_action(&create("r", 1100, &["IGNORE_JOBS"]), ROOT, 1003)
+            .unwrap();
+        let in_r = gsched_proto::job::JobSpec {
+            reservation: Some("r".into()),
+            ..spec(1)
+        };
+        let stranger = Identity {
+            uid: 4242,
+            gid: 4242,
+        };
+        let e = st.check_reservation(&in_r, &stranger).unwrap_err();
+        assert_eq!(e.code, ErrorCode::ReservationAccess, "{e}");
+        st.check_reservation(&in_r, &ROOT).unwrap();
+        let gone = gsched_proto::job::JobSpec {
+            reservation: Some("gone".into()),
+            ..spec(1)
+        };
+        assert_eq!(
+            st.check_reservation(&gone, &ROOT).unwrap_err().code,
+            ErrorCode::ReservationInvalid
+        );
     }
 }

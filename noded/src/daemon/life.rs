@@ -30,6 +30,8 @@ pub fn parse_loadavg(text: &str, cpus: u32) -> Option<NodeLoad> {
     Some(NodeLoad {
         load_avg,
         cpu_load_pct: pct.min(f64::from(u32::MAX)) as u32,
+        // GPU utilisation is the GPU backend's to fill (NVML); none measured here.
+        gpu_util_pct: None,
     })
 }
 

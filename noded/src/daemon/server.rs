@@ -77,7 +77,18 @@ async fn ping(State(node): Node_) -> Json<PingResponse> {
 }
 
 async fn launch(State(node): Node_, Body(req): Body<LaunchRequest>) -> Result<Json<Ack>, ApiErr> {
-    node.launch(req).await?;
+    // The launch runs to its end in a task of its own even when the controller's connection
+    // drops half-way (gsctld killed): the request's future would otherwise be dropped after
+    // the job entered the table and before its gsstepd started, leaving a job that is listed
+    // as held here but never runs.
+    tokio::spawn(async move { node.launch(req).await })
+        .await
+        .map_err(|e| {
+            ApiErr(ApiError::new(
+                ErrorCode::Internal,
+                format!("launch task failed: {e}"),
+            ))
+        })??;
     Ok(Json(Ack { ok: true }))
 }
 

@@ -553,6 +553,42 @@ proptest! {
         }
     }
 
+    /// (a') With maintenance windows (blackouts), no start and no planned start puts a job
+    /// on a node over a window it would still run into, under every policy.
+    #[test]
+    fn never_runs_into_a_blackout(
+        case in arb_case(),
+        windows in prop::collection::vec((prop::collection::vec(0usize..6, 1..3), 0i64..4000, 1i64..4000), 1..3),
+    ) {
+        let mut v = case.view.clone();
+        for (nodes, start, dur) in &windows {
+            let nodes: Vec<usize> = nodes.iter().map(|n| n % v.nodes.len()).collect();
+            v.blackouts.push(Blackout { nodes, start: NOW + start, end: NOW + start + dur });
+        }
+        let q = &case.queue;
+        for policy in policies() {
+            let cfg = config(policy);
+            let d = decide(&v, q, NOW, &cfg);
+            for s in &d.starts {
+                let j = q.iter().find(|j| j.id == s.job_id).unwrap();
+                let len = s.time_limit.map_or_else(|| len_of(j, &v, s.partition, &cfg), |m| m as i64 * 60);
+                for a in &s.placement.nodes {
+                    prop_assert!(!v.blacked_out(a.node, NOW, NOW + len),
+                        "{:?}: job {} started on node {} into a blackout", policy, j.id, a.node);
+                }
+            }
+            for e in &d.estimates {
+                let j = q.iter().find(|j| j.id == e.job_id).unwrap();
+                if e.kind == EstimateKind::NotBefore { continue; }
+                let len = len_of(j, &v, e.partition, &cfg);
+                for a in &e.placement.nodes {
+                    prop_assert!(!v.blacked_out(a.node, e.start, e.start + len),
+                        "{:?}: job {} planned on node {} into a blackout", policy, j.id, a.node);
+                }
+            }
+        }
+    }
+
     /// (b) The same input gives the same output, whatever the order of the queue and of the
     /// running jobs.
     #[test]

@@ -79,39 +79,12 @@ impl Dest {
             v.parse().map(Dest::OneTask).unwrap_or(Dest::Discard)
         } else if v.eq_ignore_ascii_case("all") {
             Dest::Terminal
-        } else if is_per_task(v) {
+        } else if gsched_proto::patterns::pattern_is_per_task(v) {
             Dest::PerTask(v.to_string())
         } else {
             Dest::File(v.to_string())
         }
     }
-}
-
-/// `%t`, `%n`, `%N` (with padding digits) make a pattern per task or per node.
-pub fn is_per_task(pattern: &str) -> bool {
-    if pattern.contains('\\') {
-        return false;
-    }
-    let b = pattern.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let mut j = i + 1;
-            while j < b.len() && b[j].is_ascii_digit() {
-                j += 1;
-            }
-            match b.get(j) {
-                Some(b't' | b'n' | b'N') => return true,
-                Some(b'%') => {
-                    i = j + 1;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        i += 1;
-    }
-    false
 }
 
 /// What `-i` asks for.
@@ -508,7 +481,7 @@ fn read_input(prog: &str, o: &SrunOpts) -> Result<(Option<Vec<u8>>, Option<u32>)
             stdin(Some(v.parse().unwrap_or(0)))
         }
         Some(path) => {
-            if is_per_task(path) {
+            if gsched_proto::patterns::pattern_is_per_task(path) {
                 return Err(Fail::error(
                     prog,
                     "per-task input files (-i with %t/%n/%N) are not supported by gsched",
@@ -914,7 +887,7 @@ mod tests {
             Dest::PerTask("out-%3t.txt".into())
         );
         assert_eq!(Dest::parse("%N.log"), Dest::PerTask("%N.log".into()));
-        assert!(!is_per_task("100%%t"));
+        assert!(!gsched_proto::patterns::pattern_is_per_task("100%%t"));
     }
 
     #[test]

@@ -105,35 +105,6 @@ pub fn read_pids(dir: &Path) -> Result<Option<PidsFile>, JobDirError> {
     read_json(&dir.join(crate::jobdir::PIDS_FILE))
 }
 
-/// Whether an `-o/-e` pattern names one file per task or node (`%t`, `%n`, `%N`, with or
-/// without padding digits): those files are opened on the node; other patterns are written
-/// by gsrun itself, as srun does.
-pub fn pattern_is_per_task(pattern: &str) -> bool {
-    if pattern.contains('\\') {
-        return false;
-    }
-    let b = pattern.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let mut j = i + 1;
-            while j < b.len() && b[j].is_ascii_digit() {
-                j += 1;
-            }
-            match b.get(j) {
-                Some(b't' | b'n' | b'N') => return true,
-                Some(b'%') => {
-                    i = j + 1;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        i += 1;
-    }
-    false
-}
-
 /// The per-task environment: the step's plus `SLURM_PROCID`, `SLURM_LOCALID`,
 /// `SLURM_NODEID`, `SLURM_GTIDS`, `SLURMD_NODENAME`.
 pub fn task_environment(
@@ -470,14 +441,14 @@ mod tests {
 
     #[test]
     fn per_task_patterns_are_recognised() {
-        assert!(pattern_is_per_task("out-%t.log"));
-        assert!(pattern_is_per_task("%j_%4t.out"));
-        assert!(pattern_is_per_task("%N.out"));
-        assert!(pattern_is_per_task("node%n"));
-        assert!(!pattern_is_per_task("out-%j.log"));
-        assert!(!pattern_is_per_task("100%%t"));
-        assert!(!pattern_is_per_task("a\\%t"));
-        assert!(!pattern_is_per_task("plain"));
+        assert!(gsched_proto::patterns::pattern_is_per_task("out-%t.log"));
+        assert!(gsched_proto::patterns::pattern_is_per_task("%j_%4t.out"));
+        assert!(gsched_proto::patterns::pattern_is_per_task("%N.out"));
+        assert!(gsched_proto::patterns::pattern_is_per_task("node%n"));
+        assert!(!gsched_proto::patterns::pattern_is_per_task("out-%j.log"));
+        assert!(!gsched_proto::patterns::pattern_is_per_task("100%%t"));
+        assert!(!gsched_proto::patterns::pattern_is_per_task("a\\%t"));
+        assert!(!gsched_proto::patterns::pattern_is_per_task("plain"));
     }
 
     #[test]

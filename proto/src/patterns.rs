@@ -38,6 +38,35 @@ pub struct PatternContext<'a> {
     pub restart_count: u32,
 }
 
+/// Whether an `-o/-e` pattern names one file per task or node (`%t`, `%n`, `%N`, with or
+/// without padding digits): those files are opened on the node; other patterns are written
+/// by gsrun itself, as srun does.
+pub fn pattern_is_per_task(pattern: &str) -> bool {
+    if pattern.contains('\\') {
+        return false;
+    }
+    let b = pattern.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let mut j = i + 1;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            match b.get(j) {
+                Some(b't' | b'n' | b'N') => return true,
+                Some(b'%') => {
+                    i = j + 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    false
+}
+
 /// Expands a stdio filename pattern.
 ///
 /// Tokens: `%%` → `%`; `%A` array master id (else the job id); `%a` array index

@@ -224,8 +224,9 @@ mod tests {
         let mut found = Vec::new();
         let mut kids = Vec::new();
         for _ in 0..2000 {
-            found = descendants(me);
+            // The grandchild first: a table read after it includes it.
             kids = descendants(pid);
+            found = descendants(me);
             if found.contains(&pid) && !kids.is_empty() {
                 break;
             }

@@ -512,8 +512,12 @@ fn input_source(prog: &str, o: &SrunOpts) -> Result<InputSource, Fail> {
 
 /// Reads the input on a thread of its own (it may never end: a pipe left open), handing
 /// chunks to the polling loop; `None` is the end.
+/// Most input bytes sent to a node in one request, and held by gsrun before it reads more.
+const INPUT_CHUNK: u64 = 1 << 20;
+const INPUT_HELD_MAX: usize = 4 << 20;
+
 fn spawn_reader(mut src: Box<dyn Read + Send>) -> std::sync::mpsc::Receiver<Option<Vec<u8>>> {
-    let (tx, rx) = std::sync::mpsc::channel();
+    let (tx, rx) = std::sync::mpsc::sync_channel(16);
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -674,6 +678,7 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
         .filter(|&i| stdin_rank.is_none_or(|r| node_clients[i].0.tasks.contains(&r)))
         .collect();
     let mut input_buf: Vec<u8> = Vec::new();
+    let mut input_base: u64 = 0;
     let mut input_eof = input_rx.is_none();
     let mut input_sent: Vec<(u64, bool)> = vec![(0, false); node_clients.len()];
     let mut delay = Duration::from_millis(20);
@@ -701,36 +706,53 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
         }
         let mut got = false;
         if let Some(rx) = &input_rx {
-            while let Ok(chunk) = rx.try_recv() {
-                match chunk {
-                    Some(b) => input_buf.extend_from_slice(&b),
-                    None => input_eof = true,
+            // Take more input only while little is waiting (the reader blocks meanwhile).
+            while input_buf.len() < INPUT_HELD_MAX {
+                match rx.try_recv() {
+                    Ok(Some(b)) => input_buf.extend_from_slice(&b),
+                    Ok(None) => input_eof = true,
+                    Err(_) => break,
                 }
             }
         }
         if input_rx.is_some() {
+            let total = input_base + input_buf.len() as u64;
             for &i in &input_nodes {
                 let (sent, eof_sent) = input_sent[i];
-                let total = input_buf.len() as u64;
                 if ended[i].is_some() || (sent == total && (eof_sent || !input_eof)) {
                     continue;
                 }
+                // At most INPUT_CHUNK per request (request bodies are limited).
+                let end = total.min(sent + INPUT_CHUNK);
+                let from = (sent - input_base) as usize;
+                let to = (end - input_base) as usize;
+                let eof = input_eof && end == total;
                 let req = gsched_proto::step::StepStdinRequest {
                     job_id,
                     step_id: step.step_id,
                     offset: sent,
-                    data_b64: b64_encode(&input_buf[sent as usize..]),
-                    eof: input_eof,
+                    data_b64: b64_encode(&input_buf[from..to]),
+                    eof,
                 };
                 let r = node_clients[i].1.post::<_, gsched_proto::api::Ack>(
                     gsched_proto::api::paths::NODE_STEP_STDIN,
                     &req,
                 );
                 if r.is_ok() {
-                    input_sent[i] = (total, input_eof);
+                    input_sent[i] = (end, eof);
                     got = true;
                 }
             }
+            // Forget what every node still reading has received.
+            let done = input_nodes
+                .iter()
+                .filter(|&&i| ended[i].is_none())
+                .map(|&i| input_sent[i].0)
+                .min()
+                .unwrap_or(total);
+            let drop_n = (done.saturating_sub(input_base) as usize).min(input_buf.len());
+            input_buf.drain(..drop_n);
+            input_base += drop_n as u64;
         }
         for (i, (node, c)) in node_clients.iter().enumerate() {
             if ended[i].is_some() {

@@ -308,14 +308,20 @@ impl Node {
         if !(1..=sys::MAX_SIGNAL).contains(&req.signal) {
             return Err(bad(format!("invalid signal number {}", req.signal)));
         }
-        self.signal_steps(
-            req.job_id,
-            req.step_id,
-            req.signal,
-            req.terminate,
-            req.kill_wait,
-        )
-        .await;
+        if req.terminate && req.step_id.is_none() && req.signal == libc::SIGKILL {
+            // The job has ended (the controller tells the job's nodes other than the batch
+            // node): kill its steps and remove their folders after a while.
+            self.job_steps_end(req.job_id).await;
+        } else {
+            self.signal_steps(
+                req.job_id,
+                req.step_id,
+                req.signal,
+                req.terminate,
+                req.kill_wait,
+            )
+            .await;
+        }
         Ok(())
     }
 

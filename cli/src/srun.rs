@@ -449,34 +449,23 @@ impl Sink {
     }
 }
 
-fn read_input(prog: &str, o: &SrunOpts) -> Result<(Option<Vec<u8>>, Option<u32>), Fail> {
-    const MAX: u64 = 16 * 1024 * 1024;
-    let read_limited = |r: &mut dyn Read, what: &str| -> Result<Vec<u8>, Fail> {
-        let mut buf = Vec::new();
-        r.take(MAX + 1)
-            .read_to_end(&mut buf)
-            .map_err(|e| Fail::error(prog, format!("cannot read {what}: {e}")))?;
-        if buf.len() as u64 > MAX {
-            return Err(Fail::error(
-                prog,
-                format!("{what} is larger than {MAX} bytes, which gsrun can pass to tasks; give the tasks a file to read instead"),
-            ));
-        }
-        Ok(buf)
-    };
-    let stdin = |rank| -> Result<(Option<Vec<u8>>, Option<u32>), Fail> {
+/// Where the tasks' input comes from (`-i`): `None` is `/dev/null`; `Some((source, rank))`
+/// streams the source to every task or only to task `rank`.
+type InputSource = Option<(Box<dyn Read + Send>, Option<u32>)>;
+
+fn input_source(prog: &str, o: &SrunOpts) -> Result<InputSource, Fail> {
+    let stdin = |rank| -> InputSource {
+        // A terminal is not forwarded (gsched has no --pty): the tasks read /dev/null.
         if std::io::stdin().is_terminal() {
-            return Ok((None, rank));
+            None
+        } else {
+            Some((Box::new(std::io::stdin()), rank))
         }
-        Ok((
-            Some(read_limited(&mut std::io::stdin(), "standard input")?),
-            rank,
-        ))
     };
-    match o.input.as_deref() {
+    Ok(match o.input.as_deref() {
         None => stdin(None),
         Some(v) if v.eq_ignore_ascii_case("all") => stdin(None),
-        Some(v) if v.eq_ignore_ascii_case("none") => Ok((None, None)),
+        Some(v) if v.eq_ignore_ascii_case("none") => None,
         Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
             stdin(Some(v.parse().unwrap_or(0)))
         }
@@ -487,11 +476,38 @@ fn read_input(prog: &str, o: &SrunOpts) -> Result<(Option<Vec<u8>>, Option<u32>)
                     "per-task input files (-i with %t/%n/%N) are not supported by gsched",
                 ));
             }
-            let mut f = std::fs::File::open(path)
+            let f = std::fs::File::open(path)
                 .map_err(|e| Fail::error(prog, format!("Could not open stdin file: {e}")))?;
-            Ok((Some(read_limited(&mut f, path)?), None))
+            Some((Box::new(f), None))
         }
-    }
+    })
+}
+
+/// Reads the input on a thread of its own (it may never end: a pipe left open), handing
+/// chunks to the polling loop; `None` is the end.
+/// Most input bytes sent to a node in one request, and held by gsrun before it reads more.
+const INPUT_CHUNK: u64 = 1 << 20;
+const INPUT_HELD_MAX: usize = 4 << 20;
+
+fn spawn_reader(mut src: Box<dyn Read + Send>) -> std::sync::mpsc::Receiver<Option<Vec<u8>>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(16);
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match src.read(&mut buf) {
+                Ok(0) | Err(_) => {
+                    let _ = tx.send(None);
+                    return;
+                }
+                Ok(n) => {
+                    if tx.send(Some(buf[..n].to_vec())).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    rx
 }
 
 fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
@@ -521,7 +537,8 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
         Dest::PerTask(p) => Some(p.clone()),
         _ => None,
     };
-    let (input, stdin_rank) = read_input(prog, &o)?;
+    let input = input_source(prog, &o)?;
+    let stdin_rank = input.as_ref().and_then(|(_, r)| *r);
     let req = StepCreateRequest {
         job_id,
         name: o.name.clone(),
@@ -539,7 +556,7 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
         } else {
             None
         },
-        stdin_b64: input.as_deref().map(b64_encode),
+        stdin: input.is_some(),
         stdin_rank,
     };
     let created: StepCreateResponse = client
@@ -628,6 +645,15 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
         Some((at, w.signal))
     });
     let mut warned = false;
+    // The input: read on its own thread, sent to the nodes of the reading tasks.
+    let input_rx = input.map(|(src, _)| spawn_reader(src));
+    let input_nodes: Vec<usize> = (0..node_clients.len())
+        .filter(|&i| stdin_rank.is_none_or(|r| node_clients[i].0.tasks.contains(&r)))
+        .collect();
+    let mut input_buf: Vec<u8> = Vec::new();
+    let mut input_base: u64 = 0;
+    let mut input_eof = input_rx.is_none();
+    let mut input_sent: Vec<(u64, bool)> = vec![(0, false); node_clients.len()];
     let mut delay = Duration::from_millis(20);
     let mut failures = 0u32;
     let started = Instant::now();
@@ -652,6 +678,55 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
             }
         }
         let mut got = false;
+        if let Some(rx) = &input_rx {
+            // Take more input only while little is waiting (the reader blocks meanwhile).
+            while input_buf.len() < INPUT_HELD_MAX {
+                match rx.try_recv() {
+                    Ok(Some(b)) => input_buf.extend_from_slice(&b),
+                    Ok(None) => input_eof = true,
+                    Err(_) => break,
+                }
+            }
+        }
+        if input_rx.is_some() {
+            let total = input_base + input_buf.len() as u64;
+            for &i in &input_nodes {
+                let (sent, eof_sent) = input_sent[i];
+                if ended[i].is_some() || (sent == total && (eof_sent || !input_eof)) {
+                    continue;
+                }
+                // At most INPUT_CHUNK per request (request bodies are limited).
+                let end = total.min(sent + INPUT_CHUNK);
+                let from = (sent - input_base) as usize;
+                let to = (end - input_base) as usize;
+                let eof = input_eof && end == total;
+                let req = gsched_proto::step::StepStdinRequest {
+                    job_id,
+                    step_id: step.step_id,
+                    offset: sent,
+                    data_b64: b64_encode(&input_buf[from..to]),
+                    eof,
+                };
+                let r = node_clients[i].1.post::<_, gsched_proto::api::Ack>(
+                    gsched_proto::api::paths::NODE_STEP_STDIN,
+                    &req,
+                );
+                if r.is_ok() {
+                    input_sent[i] = (end, eof);
+                    got = true;
+                }
+            }
+            // Forget what every node still reading has received.
+            let done = input_nodes
+                .iter()
+                .filter(|&&i| ended[i].is_none())
+                .map(|&i| input_sent[i].0)
+                .min()
+                .unwrap_or(total);
+            let drop_n = (done.saturating_sub(input_base) as usize).min(input_buf.len());
+            input_buf.drain(..drop_n);
+            input_base += drop_n as u64;
+        }
         for (i, (node, c)) in node_clients.iter().enumerate() {
             if ended[i].is_some() {
                 continue;

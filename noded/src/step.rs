@@ -38,6 +38,8 @@ use std::time::Duration;
 pub const STEP_FILE: &str = "step.json";
 pub const STEP_STATUS_FILE: &str = "status.json";
 pub const STEP_STDIN_FILE: &str = "stdin";
+/// Created by gsnoded when gsrun's input has ended.
+pub const STEP_STDIN_EOF: &str = "stdin.eof";
 const DIR_PREFIX: &str = "step_";
 
 /// The folder of step `job.step` in `spool`.
@@ -271,24 +273,21 @@ fn run_tasks(dir: &Path, step: &StepFile, start: i64) -> StepStatus {
             }
         }
     }
-    let stdin_path = dir.join(STEP_STDIN_FILE);
-    let input = req
-        .stdin_b64
-        .as_deref()
-        .and_then(gsched_proto::step::b64_decode);
-    let have_input = match input {
-        Some(data) => match create_user_file(&stdin_path, owner, &data) {
-            Ok(()) => true,
-            Err(e) => {
-                return failed(
-                    start,
-                    format!("cannot create {}: {e}", stdin_path.display()),
-                    &ranks,
-                )
+    // Input: gsnoded appends what gsrun streams to `stdin` (and creates `stdin.eof` at its
+    // end); each reading task gets a FIFO of its own that gsstepd feeds from that file.
+    let mut feeds: Vec<Feed> = Vec::new();
+    if req.stdin {
+        for t in step
+            .tasks
+            .iter()
+            .filter(|t| req.stdin_rank.is_none_or(|r| r == t.rank))
+        {
+            match Feed::create(dir, t.rank, owner) {
+                Ok(f) => feeds.push(f),
+                Err(e) => return failed(start, e, &ranks),
             }
-        },
-        None => false,
-    };
+        }
+    }
     let umask = req
         .environment
         .iter()
@@ -299,7 +298,11 @@ fn run_tasks(dir: &Path, step: &StepFile, start: i64) -> StepStatus {
     let mut running: BTreeMap<i32, u32> = BTreeMap::new();
     let mut ends: Vec<TaskEnd> = Vec::new();
     for t in &step.tasks {
-        match spawn_task(req, step, t, ident.clone(), umask, have_input, &stdin_path) {
+        let input = feeds
+            .iter()
+            .find(|f| f.rank == t.rank)
+            .map(|f| f.path.clone());
+        match spawn_task(req, step, t, ident.clone(), umask, input.as_deref()) {
             Ok(pid) => {
                 running.insert(pid, t.rank);
             }
@@ -318,8 +321,17 @@ fn run_tasks(dir: &Path, step: &StepFile, start: i64) -> StepStatus {
             }
         }
     }
+    let mut input = Input::new(dir.join(STEP_STDIN_FILE), dir.join(STEP_STDIN_EOF));
     while !running.is_empty() {
-        match nix::sys::wait::waitpid(Pid::from_raw(-1), None) {
+        // While input is fed, wait in short slices; otherwise block in waitpid.
+        let flags = if feeds.is_empty() {
+            None
+        } else {
+            input.feed(&mut feeds);
+            Some(nix::sys::wait::WaitPidFlag::WNOHANG)
+        };
+        match nix::sys::wait::waitpid(Pid::from_raw(-1), flags) {
+            Ok(WaitStatus::StillAlive) => std::thread::sleep(Duration::from_millis(20)),
             Ok(WaitStatus::Exited(pid, code)) => {
                 if let Some(rank) = running.remove(&pid.as_raw()) {
                     ends.push(TaskEnd {
@@ -361,16 +373,11 @@ fn spawn_task(
     t: &TaskFile,
     identity: Option<JobIdentity>,
     umask: Option<nix::sys::stat::Mode>,
-    have_input: bool,
-    stdin_path: &Path,
+    input: Option<&Path>,
 ) -> Result<i32, String> {
     let (report_r, report_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let stdin: &Path = if have_input && req.stdin_rank.is_none_or(|r| r == t.rank) {
-        stdin_path
-    } else {
-        Path::new("/dev/null")
-    };
+    let stdin: &Path = input.unwrap_or(Path::new("/dev/null"));
     let cgroup_procs = step
         .cgroup_procs
         .iter()
@@ -419,6 +426,96 @@ fn spawn_task(
                     Errno::from_raw(e.raw_os_error().unwrap_or(0)).desc()
                 ),
             })
+        }
+    }
+}
+
+/// One reading task's FIFO: gsstepd holds it open read-write (so opening it for reading
+/// never blocks and the reader sees the end only when gsstepd closes it), non-blocking.
+struct Feed {
+    rank: u32,
+    path: PathBuf,
+    fd: Option<std::os::fd::OwnedFd>,
+    /// Bytes read from the input file but not yet taken by this task.
+    pending: Vec<u8>,
+}
+
+impl Feed {
+    fn create(dir: &Path, rank: u32, owner: Option<(u32, u32)>) -> Result<Feed, String> {
+        let path = dir.join(format!("stdin_{rank}"));
+        let _ = std::fs::remove_file(&path);
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .map_err(|e| format!("cannot create the input FIFO {}: {e}", path.display()))?;
+        if let Some((u, g)) = owner {
+            nix::unistd::chown(&path, Some(Uid::from_raw(u)), Some(Gid::from_raw(g)))
+                .map_err(|e| format!("cannot give {} to the user: {e}", path.display()))?;
+        }
+        let fd = nix::fcntl::open(
+            &path,
+            nix::fcntl::OFlag::O_RDWR
+                | nix::fcntl::OFlag::O_NONBLOCK
+                | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        Ok(Feed {
+            rank,
+            path,
+            fd: Some(fd),
+            pending: Vec::new(),
+        })
+    }
+}
+
+/// The input file gsnoded appends to, read as it grows.
+struct Input {
+    path: PathBuf,
+    eof_marker: PathBuf,
+    offset: u64,
+}
+
+impl Input {
+    fn new(path: PathBuf, eof_marker: PathBuf) -> Input {
+        Input {
+            path,
+            eof_marker,
+            offset: 0,
+        }
+    }
+
+    /// Moves new input into the FIFOs as far as they take it; closes them at the end.
+    fn feed(&mut self, feeds: &mut [Feed]) {
+        use std::io::{Read as _, Seek as _};
+        // The marker first: input written before it is then surely in the file.
+        let ended = self.eof_marker.exists();
+        let mut fresh = Vec::new();
+        if let Ok(mut f) = std::fs::File::open(&self.path) {
+            if f.seek(std::io::SeekFrom::Start(self.offset)).is_ok() {
+                let _ = f.take(1 << 20).read_to_end(&mut fresh);
+            }
+        }
+        self.offset += fresh.len() as u64;
+        let all_read = fresh.is_empty();
+        for fd in feeds.iter_mut() {
+            let Some(out) = fd.fd.as_ref() else { continue };
+            fd.pending.extend_from_slice(&fresh);
+            while !fd.pending.is_empty() {
+                match nix::unistd::write(out, &fd.pending) {
+                    Ok(n) => {
+                        fd.pending.drain(..n);
+                    }
+                    Err(Errno::EAGAIN) | Err(Errno::EINTR) => break,
+                    // The task closed its input (or ended): drop what it did not take.
+                    Err(_) => {
+                        fd.pending.clear();
+                        fd.fd = None;
+                        break;
+                    }
+                }
+            }
+            if ended && all_read && fd.pending.is_empty() {
+                fd.fd = None;
+            }
         }
     }
 }

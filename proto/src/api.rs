@@ -76,11 +76,12 @@ pub mod paths {
     pub const JOBS_STEPS_COMPLETE: &str = "/v1/jobs/steps/complete";
     pub const JOBS_STEPS_QUERY: &str = "/v1/jobs/steps/query";
     pub const JOBS_STEPS_SIGNAL: &str = "/v1/jobs/steps/signal";
-    /// gsnoded: start a step's tasks (from gsctld), signal them (from gsctld), and read
-    /// their output (from the step's user).
+    /// gsnoded: start a step's tasks (from gsctld), signal them (from gsctld), read their
+    /// output and feed their input (from the step's user).
     pub const NODE_STEP_LAUNCH: &str = "/v1/node/step_launch";
     pub const NODE_STEP_SIGNAL: &str = "/v1/node/step_signal";
     pub const NODE_STEP_IO: &str = "/v1/node/step_io";
+    pub const NODE_STEP_STDIN: &str = "/v1/node/step_stdin";
 }
 
 /// Error classes; each has Slurm's wording so that commands can print what Slurm prints.

@@ -109,6 +109,7 @@ pub fn document() -> Value {
         op::<crate::step::StepLaunchRequest, Ack>(&mut g, paths::NODE_STEP_LAUNCH, "post", "gsnoded", "Start one node's tasks of a step (from gsctld)"),
         op::<crate::step::NodeStepSignalRequest, Ack>(&mut g, paths::NODE_STEP_SIGNAL, "post", "gsnoded", "Signal or end a step's tasks, or every step of a job (from gsctld)"),
         op::<crate::step::StepIoRequest, crate::step::StepIoResponse>(&mut g, paths::NODE_STEP_IO, "post", "gsnoded", "New output of a step's tasks and how they ended (the step's user: gsrun)"),
+        op::<crate::step::StepStdinRequest, Ack>(&mut g, paths::NODE_STEP_STDIN, "post", "gsnoded", "The next bytes of a step's input, or its end (the step's user: gsrun)"),
     ];
     let error = schema_value(g.subschema_for::<api::ApiError>());
     let mut paths_obj = Map::new();

@@ -96,10 +96,10 @@ pub struct StepCreateRequest {
     pub stdout: Option<String>,
     #[serde(default)]
     pub stderr: Option<String>,
-    /// What the tasks read on stdin (gsrun's stdin when it is not a terminal, or `-i`'s
-    /// file), base64; `None`: `/dev/null`.
+    /// The tasks read what gsrun streams to the nodes (`node/step_stdin`: gsrun's stdin, or
+    /// `-i`'s file); `false`: `/dev/null`.
     #[serde(default)]
-    pub stdin_b64: Option<String>,
+    pub stdin: bool,
     /// `-i N`: only task N reads it; `None`: every task (srun's default).
     #[serde(default)]
     pub stdin_rank: Option<u32>,
@@ -185,7 +185,9 @@ pub struct StepLaunchRequest {
     pub tasks: Vec<StepTask>,
     pub stdout: Option<String>,
     pub stderr: Option<String>,
-    pub stdin_b64: Option<String>,
+    /// Tasks read the input gsrun streams (see [`StepCreateRequest::stdin`]).
+    #[serde(default)]
+    pub stdin: bool,
     #[serde(default)]
     pub stdin_rank: Option<u32>,
     /// The array master id and index, for `%A`/`%a` in patterns.
@@ -206,6 +208,19 @@ pub struct NodeStepSignalRequest {
     pub terminate: bool,
     #[serde(default)]
     pub kill_wait: u32,
+}
+
+/// `POST /v1/node/step_stdin` (from the step's user, i.e. gsrun): the next bytes of the
+/// tasks' input, and its end.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StepStdinRequest {
+    pub job_id: JobId,
+    pub step_id: StepId,
+    /// Where these bytes start in the input (a repeated request is not appended twice).
+    pub offset: u64,
+    pub data_b64: String,
+    #[serde(default)]
+    pub eof: bool,
 }
 
 /// Which output stream.

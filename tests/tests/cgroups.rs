@@ -518,3 +518,27 @@ fn a_job_of_another_user_is_in_its_cgroup() {
         "{out}"
     );
 }
+
+/// A job step's tasks (`gsrun`) on the batch node join the job's cgroup and see only the
+/// job's core.
+#[test]
+fn a_steps_tasks_are_in_their_jobs_cgroup() {
+    if let Some(why) = v1_missing(&["cpuset", "freezer"]) {
+        eprintln!("{why}");
+        return;
+    }
+    let sub = Subdir::new("step", v1_roots());
+    let c = TestCluster::start(ClusterOpts::named("cg-step").nodes(1).cpus(2).cgroup_conf(
+        &format!(
+            "CgroupPlugin=cgroup/v1\nConstrainCores=yes\nCgroupSubdir={}_%n\n",
+            sub.name
+        ),
+    ));
+    let script = "gsrun sh -c 'grep cpuset /proc/self/cgroup; nproc'";
+    let id = c.submit(["-c1", "-o", "step.out", "--wrap", script]);
+    let j = c.wait_terminal(id, secs(30));
+    let out = c.read_work_file("step.out");
+    assert_eq!(j.state, JobState::Completed, "{out}");
+    assert!(out.contains(&format!("/job_{id}/")), "{out}");
+    assert!(out.lines().any(|l| l == "1"), "nproc in the step: {out}");
+}

@@ -140,3 +140,57 @@ fn submitit_runs_a_function_through_sbatch_and_srun() {
     );
     assert!(acct.contains(&format!("{id}.0|COMPLETED")), "{acct}");
 }
+
+/// snakemake with snakemake-executor-plugin-slurm runs a three-rule workflow to completion:
+/// each rule is submitted with `sbatch`, runs inside its job through the jobstep plugin's
+/// `srun -n1 --cpu-bind=q ...` (a gsrun step), and is followed with `sacct`.
+#[test]
+fn snakemake_runs_a_three_rule_workflow() {
+    let Some(py) = venv_python("snakemake_executor_plugin_slurm") else {
+        return;
+    };
+    let c = TestCluster::start(ClusterOpts::named("snakemake").nodes(1).cpus(2));
+    let path = slurm_path(&c, &py);
+    let work = c.dir().join("snakemake-work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::copy(
+        repo_root().join("tests/clients/snakemake/Snakefile"),
+        work.join("Snakefile"),
+    )
+    .unwrap();
+    let out = Command::new(py.parent().unwrap().join("snakemake"))
+        .args([
+            "--executor",
+            "slurm",
+            "--jobs",
+            "3",
+            "--latency-wait",
+            "10",
+            "--default-resources",
+            "slurm_partition=debug",
+            "runtime=5",
+            "mem_mb=100",
+        ])
+        .env_clear()
+        .envs(c.base_env())
+        .env("PATH", path)
+        .env("HOME", c.dir())
+        .current_dir(&work)
+        .output()
+        .expect("run snakemake");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "snakemake failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("c.txt")).unwrap(),
+        "a\nb\nc\n"
+    );
+    // Three batch jobs, each with its srun step.
+    let acct = c.cmd_ok("gsacct", ["-P", "-n", "-o", "JobID,State"]);
+    let steps = acct.lines().filter(|l| l.contains(".0|COMPLETED")).count();
+    assert_eq!(steps, 3, "{acct}");
+}

@@ -245,7 +245,7 @@ impl State {
                     tasks,
                     stdout: req.stdout.clone(),
                     stderr: req.stderr.clone(),
-                    stdin_b64: req.stdin_b64.clone(),
+                    stdin: req.stdin,
                     stdin_rank: req.stdin_rank,
                     array: job.array.map(|a| (a.job_id, a.task_id)),
                 },

@@ -1,7 +1,8 @@
 //! gsnoded's side of the API (`/v1/node/...`): the routes, and the one place where every
 //! request's protocol version and credential are checked. Only root, `SlurmUser` and
 //! gsnoded's own user may call it (in practice that is the controller), except
-//! `node/step_io`, which a step's own user (gsrun) may call for that step.
+//! `node/step_io` and `node/step_stdin`, which a step's own user (gsrun) may call for that
+//! step.
 
 use super::{now, Node};
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -19,7 +20,8 @@ use std::sync::Arc;
 async fn auth_layer(State(node): State<Arc<Node>>, mut req: Request, next: Next) -> Response {
     let peer = request_peer(&req);
     // A step's output is read by the step's own user (gsrun); the handler checks the uid.
-    let users_may_call = req.uri().path() == paths::NODE_STEP_IO;
+    let users_may_call =
+        req.uri().path() == paths::NODE_STEP_IO || req.uri().path() == paths::NODE_STEP_STDIN;
     match check_request(node.auth.clone(), req.headers(), peer, "gsnoded").await {
         Ok(id) if users_may_call || node.may_call(id.uid) => {
             req.extensions_mut().insert(id);
@@ -57,6 +59,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(paths::NODE_STEP_LAUNCH, post(step_launch))
         .route(paths::NODE_STEP_SIGNAL, post(step_signal))
         .route(paths::NODE_STEP_IO, post(step_io))
+        .route(paths::NODE_STEP_STDIN, post(step_stdin))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(node.clone(), auth_layer))
         .layer(DefaultBodyLimit::max(api::MAX_BODY_BYTES))
@@ -156,6 +159,15 @@ async fn step_io(
     Body(req): Body<gsched_proto::step::StepIoRequest>,
 ) -> Result<Json<gsched_proto::step::StepIoResponse>, ApiErr> {
     Ok(Json(node.step_io(req, &who).await?))
+}
+
+async fn step_stdin(
+    State(node): Node_,
+    axum::Extension(who): axum::Extension<gsched_proto::auth::Identity>,
+    Body(req): Body<gsched_proto::step::StepStdinRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    node.step_stdin(req, &who).await?;
+    Ok(Json(Ack { ok: true }))
 }
 
 async fn not_found(req: Request) -> ApiErr {

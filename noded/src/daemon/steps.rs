@@ -16,11 +16,11 @@ use gsched_proto::auth::Identity;
 use gsched_proto::job::JobId;
 use gsched_proto::patterns::{expand_stdio, resolve_output_path, PatternContext};
 use gsched_proto::step::{
-    b64_encode, IoChunk, NodeStepSignalRequest, StepIoRequest, StepIoResponse, StepLaunchRequest,
-    Stream,
+    b64_decode, b64_encode, IoChunk, NodeStepSignalRequest, StepIoRequest, StepIoResponse,
+    StepLaunchRequest, StepStdinRequest, Stream,
 };
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -308,14 +308,20 @@ impl Node {
         if !(1..=sys::MAX_SIGNAL).contains(&req.signal) {
             return Err(bad(format!("invalid signal number {}", req.signal)));
         }
-        self.signal_steps(
-            req.job_id,
-            req.step_id,
-            req.signal,
-            req.terminate,
-            req.kill_wait,
-        )
-        .await;
+        if req.terminate && req.step_id.is_none() && req.signal == libc::SIGKILL {
+            // The job has ended (the controller tells the job's nodes other than the batch
+            // node): kill its steps and remove their folders after a while.
+            self.job_steps_end(req.job_id).await;
+        } else {
+            self.signal_steps(
+                req.job_id,
+                req.step_id,
+                req.signal,
+                req.terminate,
+                req.kill_wait,
+            )
+            .await;
+        }
         Ok(())
     }
 
@@ -350,6 +356,57 @@ impl Node {
             });
         }
         Ok(resp)
+    }
+
+    /// `POST /v1/node/step_stdin`: appends gsrun's input for the step's gsstepd to feed to
+    /// its tasks; `eof` marks its end.
+    pub(crate) async fn step_stdin(
+        self: &Arc<Self>,
+        req: StepStdinRequest,
+        who: &Identity,
+    ) -> Result<(), ApiError> {
+        let s = self.find_step(req.job_id, req.step_id).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidJobId,
+                format!(
+                    "Invalid job id specified: node {} runs no step {}.{}",
+                    self.settings.node, req.job_id, req.step_id
+                ),
+            )
+        })?;
+        if who.uid != s.uid && !self.may_call(who.uid) {
+            return Err(ApiError::plain(ErrorCode::AccessDenied));
+        }
+        let data = b64_decode(&req.data_b64).ok_or_else(|| bad("data_b64 is not base64"))?;
+        let dir = s.dir.clone();
+        blocking(move || -> Result<(), ApiError> {
+            let path = dir.join(step::STEP_STDIN_FILE);
+            let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            // Append only what is new (a retried request repeats bytes already there).
+            if req.offset + data.len() as u64 > len {
+                if req.offset > len {
+                    return Err(bad(format!(
+                        "input offset {} is past the {len} bytes received",
+                        req.offset
+                    )));
+                }
+                let skip = (len - req.offset) as usize;
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .mode(0o600)
+                    .open(&path)
+                    .map_err(|e| internal(format!("cannot write {}: {e}", path.display())))?;
+                std::io::Write::write_all(&mut f, &data[skip..])
+                    .map_err(|e| internal(format!("cannot write {}: {e}", path.display())))?;
+            }
+            if req.eof {
+                std::fs::write(dir.join(step::STEP_STDIN_EOF), b"")
+                    .map_err(|e| internal(format!("cannot mark the input's end: {e}")))?;
+            }
+            Ok(())
+        })
+        .await?
     }
 
     fn remove_step_dir(&self, dir: &Path, key: (JobId, u32)) {

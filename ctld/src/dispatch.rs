@@ -11,7 +11,11 @@ use std::time::Duration;
 
 fn client(sh: &Shared, node: &str) -> Option<Client> {
     let ep = sh.lock().node_endpoint(node)?;
-    Some(Client::new(ep, sh.auth.clone()).with_timeout(Duration::from_secs(15)))
+    Some(
+        Client::new(ep, sh.auth.clone())
+            .with_timeout(Duration::from_secs(15))
+            .for_node(node),
+    )
 }
 
 /// Sends every effect in the background.

@@ -16,6 +16,8 @@
 //!   node's tasks of a step.
 //! * [`gpu`] — a job's GPU environment and device rules, GPU samples per job (`gres.conf`).
 //! * [`mps`] — one CUDA MPS control daemon per shared GPU.
+//! * [`virt`] — virtual nodes (`gsnoded --virtual`): many simulated nodes in one process,
+//!   for measuring the controller at scale.
 //! * [`sys`] — the only module with `unsafe` code (raw system calls).
 
 pub mod cgroup;
@@ -28,3 +30,4 @@ pub mod procfs;
 pub mod step;
 pub mod stepd;
 pub mod sys;
+pub mod virt;

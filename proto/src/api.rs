@@ -21,6 +21,10 @@ pub const MIN_PROTOCOL_VERSION: u32 = 1;
 pub const PROTOCOL_HEADER: &str = "x-gsched-protocol";
 /// Header carrying the caller's credential.
 pub const AUTH_HEADER: &str = "authorization";
+/// Header naming the node a controller-to-node request is for. A real gsnoded refuses a
+/// request for another node (a `NodeAddr`/`Port` mix-up); a gsnoded hosting virtual nodes
+/// (`gsnoded --virtual`) routes by it, as all its nodes share one address.
+pub const NODE_HEADER: &str = "x-gsched-node";
 /// Largest request body a server accepts (a batch script plus its environment fits easily).
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// The version string every `-V` prints and the API reports.

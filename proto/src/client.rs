@@ -3,7 +3,9 @@
 //! plain `TcpStream`, no async runtime and no connection pool. The daemons use it too, from
 //! blocking threads, so there is exactly one implementation of the protocol's client side.
 
-use crate::api::{ApiError, ErrorCode, AUTH_HEADER, PROTOCOL_HEADER, PROTOCOL_VERSION};
+use crate::api::{
+    ApiError, ErrorCode, AUTH_HEADER, NODE_HEADER, PROTOCOL_HEADER, PROTOCOL_VERSION,
+};
 use crate::auth::Authenticator;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -63,6 +65,8 @@ pub struct Client {
     addr: String,
     auth: Arc<dyn Authenticator>,
     timeout: Duration,
+    /// Sent as [`crate::api::NODE_HEADER`]: the node a call to a node daemon is for.
+    node: Option<String>,
 }
 
 impl std::fmt::Debug for Client {
@@ -77,7 +81,14 @@ impl Client {
             addr: addr.into(),
             auth,
             timeout: Duration::from_secs(60),
+            node: None,
         }
+    }
+
+    /// Names the node every request of this client is for (controller-to-node calls).
+    pub fn for_node(mut self, node: impl Into<String>) -> Client {
+        self.node = Some(node.into());
+        self
     }
 
     pub fn with_timeout(mut self, timeout: Duration) -> Client {
@@ -145,6 +156,9 @@ impl Client {
             self.addr
         )
         .map_err(ClientError::Io)?;
+        if let Some(node) = &self.node {
+            write!(req, "{NODE_HEADER}: {node}\r\n").map_err(ClientError::Io)?;
+        }
         if method == "POST" {
             write!(
                 req,

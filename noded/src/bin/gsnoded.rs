@@ -35,6 +35,12 @@ struct Args {
         required_unless_present = "version"
     )]
     node: Option<String>,
+    /// Stand for many simulated nodes in this one process: -N takes a node list
+    /// (v[1-1000]) whose nodes share one NodeAddr and Port. Jobs run on a timer
+    /// (GSCHED_VIRTUAL_RUNTIME seconds, else their time limit) without forking; for
+    /// measuring the controller at scale.
+    #[arg(long = "virtual")]
+    virtual_nodes: bool,
     /// Run in the foreground (the only mode; accepted for Slurm compatibility).
     #[arg(short = 'D')]
     foreground: bool,
@@ -94,6 +100,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     for w in &cfg.warnings {
         eprintln!("gsnoded: warning: {w}");
     }
+    if args.virtual_nodes {
+        return run_virtual(&cfg, &node_name);
+    }
     let stepd = daemon::default_stepd_path().context("cannot locate gsstepd")?;
     if !stepd.is_file() {
         bail!(
@@ -111,25 +120,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         .unwrap_or(node_name.as_str())
         .to_string();
     let port = cfg.node_port(&node_name);
-    let addrs: Vec<SocketAddr> = (host.as_str(), port)
-        .to_socket_addrs()
-        .with_context(|| {
-            format!("cannot resolve the address {host} of node {node_name} (NodeAddr=)")
-        })?
-        .collect();
-    if addrs.is_empty() {
-        bail!("the address {host} of node {node_name} resolves to nothing");
-    }
-    if cfg.auth_type == AuthType::None {
-        if let Some(a) = addrs.iter().find(|a| !a.ip().is_loopback()) {
-            bail!(
-                "AuthType=auth/none accepts unauthenticated requests, so gsnoded only listens on \
-                 loopback, but node {node_name} listens on {host} ({}); set NodeAddr=127.0.0.1 \
-                 for a single-machine cluster, or use AuthType=auth/munge",
-                a.ip()
-            );
-        }
-    }
+    let addrs = resolve(&cfg, &host, port, &node_name)?;
 
     let node = Node::new(settings, auth)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -159,6 +150,64 @@ fn run(args: Args) -> anyhow::Result<()> {
     // Blocking calls to an unreachable controller may be in flight; do not wait for them.
     rt.shutdown_timeout(Duration::from_secs(1));
     result
+}
+
+/// `gsnoded --virtual -N LIST`: the virtual nodes of LIST, served from one listener.
+fn run_virtual(cfg: &Config, list: &str) -> anyhow::Result<()> {
+    use gsched_noded::virt::VirtualHost;
+    let names = gsched_proto::hostlist::expand(list)
+        .with_context(|| format!("bad node list {list:?} for --virtual"))?;
+    let auth = gsched_auth::from_config(cfg)?;
+    let host = VirtualHost::new(cfg, &names, auth)?;
+    let (addr, port) = host.endpoint.clone();
+    let addrs = resolve(cfg, &addr, port, &names[0])?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .worker_threads(2)
+        .build()
+        .context("cannot start the async runtime")?;
+    let timeout = Duration::from_secs(cfg.message_timeout.into());
+    let result = rt.block_on(async move {
+        let listener = bind(&addrs)
+            .await
+            .with_context(|| format!("cannot listen on {addr}:{port} for the virtual nodes"))?;
+        tracing::info!(
+            "gsnoded {} hosting {} virtual nodes ({list}) on {addr}:{port}; controller {}",
+            env!("CARGO_PKG_VERSION"),
+            host.len(),
+            host.controller()
+        );
+        let shutdown = shutdown_signal()?;
+        host.serve(listener, timeout, shutdown)
+            .await
+            .context("the API server failed")?;
+        tracing::info!("gsnoded stopped; its virtual jobs are gone");
+        anyhow::Ok(())
+    });
+    rt.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+/// The socket addresses of `host:port` (node `node`'s), loopback only under auth/none.
+fn resolve(cfg: &Config, host: &str, port: u16, node: &str) -> anyhow::Result<Vec<SocketAddr>> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve the address {host} of node {node} (NodeAddr=)"))?
+        .collect();
+    if addrs.is_empty() {
+        bail!("the address {host} of node {node} resolves to nothing");
+    }
+    if cfg.auth_type == AuthType::None {
+        if let Some(a) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+            bail!(
+                "AuthType=auth/none accepts unauthenticated requests, so gsnoded only listens on \
+                 loopback, but node {node} listens on {host} ({}); set NodeAddr=127.0.0.1 \
+                 for a single-machine cluster, or use AuthType=auth/munge",
+                a.ip()
+            );
+        }
+    }
+    Ok(addrs)
 }
 
 /// Reads `cgroup.conf` beside the config and checks the cgroup tree it names: `None` when

@@ -18,6 +18,16 @@ pub use gsched_proto::server::{check_request, request_peer, ApiErr, Body};
 use std::sync::Arc;
 
 async fn auth_layer(State(node): State<Arc<Node>>, mut req: Request, next: Next) -> Response {
+    if let Some(other) = addressed_elsewhere(req.headers(), &node.settings.node) {
+        return ApiErr(ApiError::new(
+            ErrorCode::InvalidNodeName,
+            format!(
+                "this is gsnoded of node {}, not of node {other}: check NodeAddr= and Port= of both in the config (each node daemon needs its own address and port)",
+                node.settings.node
+            ),
+        ))
+        .into_response();
+    }
     let peer = request_peer(&req);
     // A step's output is read by the step's own user (gsrun); the handler checks the uid.
     let users_may_call =
@@ -45,6 +55,13 @@ async fn auth_layer(State(node): State<Arc<Node>>, mut req: Request, next: Next)
             ApiErr(e).into_response()
         }
     }
+}
+
+/// The node a request names in [`api::NODE_HEADER`] when that is not `me`.
+fn addressed_elsewhere(headers: &axum::http::HeaderMap, me: &str) -> Option<String> {
+    let named = headers.get(api::NODE_HEADER)?;
+    let named = String::from_utf8_lossy(named.as_bytes());
+    (named != me).then(|| named.into_owned())
 }
 
 /// The router with every gsnoded path.
@@ -179,4 +196,18 @@ async fn not_found(req: Request) -> ApiErr {
             req.uri().path()
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_for_another_node_is_recognised() {
+        let mut h = axum::http::HeaderMap::new();
+        assert_eq!(addressed_elsewhere(&h, "n1"), None);
+        h.insert(api::NODE_HEADER, "n1".parse().unwrap());
+        assert_eq!(addressed_elsewhere(&h, "n1"), None);
+        assert_eq!(addressed_elsewhere(&h, "n2"), Some("n1".to_string()));
+    }
 }

@@ -263,12 +263,23 @@ impl Node {
                     .count()
             };
             if terminate {
-                sent(libc::SIGCONT);
-                n += sent(if sig == libc::SIGKILL {
+                let term = if sig == libc::SIGKILL {
                     libc::SIGKILL
                 } else {
                     libc::SIGTERM
-                });
+                };
+                sent(libc::SIGCONT);
+                let got = sent(term);
+                if got == 0 {
+                    // The step's gsstepd has not started its tasks yet: they must still get
+                    // the SIGTERM first (ending as 143, as Slurm's do), not only the SIGKILL.
+                    self.signal_when_started(
+                        s.clone(),
+                        term,
+                        Duration::from_secs(kill_wait.into()),
+                    );
+                }
+                n += got;
                 self.arm_step_kill(s.clone(), Duration::from_secs(kill_wait.into()));
             } else {
                 n += sent(sig);
@@ -282,6 +293,30 @@ impl Node {
             );
         }
         n
+    }
+
+    /// Sends `sig` to a step's tasks as soon as they exist, for at most `within`.
+    fn signal_when_started(self: &Arc<Self>, s: StepRt, sig: i32, within: Duration) {
+        tokio::spawn(async move {
+            let deadline = tokio::time::Instant::now() + within;
+            while tokio::time::Instant::now() < deadline
+                && procfs::is_same_live_process(s.stepd_pid, s.stepd_ticks)
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let procs = step::step_processes(s.stepd_pid, s.stepd_ticks);
+                if !procs.is_empty() {
+                    for p in procs {
+                        let _ = sys::send_signal(p, libc::SIGCONT);
+                        let _ = sys::send_signal(p, sig);
+                    }
+                    tracing::info!(
+                        "step folder {}: signal {sig} sent once its tasks started",
+                        s.dir.display()
+                    );
+                    break;
+                }
+            }
+        });
     }
 
     /// SIGKILLs what is left of a step after `after`, until its gsstepd has ended.

@@ -559,3 +559,48 @@ impl Metrics {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::tests::{register_all, state};
+    use gsched_proto::job::LadderStep;
+
+    fn value(text: &str, name: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+    }
+
+    #[test]
+    fn counters_follow_the_states_totals_without_double_counting() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        st.count_ladder_step_for_test(LadderStep::Requeue, InvalidKind::IdleGpu, 2);
+        let m = Metrics::new();
+        for _ in 0..2 {
+            let text = m.render(&mut st, 1000);
+            assert_eq!(
+                value(
+                    &text,
+                    "gsched_invalid_job_actions_total{step=\"requeue\",reason=\"IdleGPU\"}"
+                ),
+                Some(2.0),
+                "{text}"
+            );
+            assert_eq!(
+                value(
+                    &text,
+                    "gsched_invalid_job_actions_total{step=\"cancel\",reason=\"Hung\"}"
+                ),
+                Some(0.0)
+            );
+            assert_eq!(
+                value(&text, "gsched_jobs_invalid{reason=\"IdleGPU\"}"),
+                Some(0.0)
+            );
+            assert!(!text.contains("gsched_price"), "{text}");
+            assert!(text.contains("# HELP gsched_energy_joules Estimated energy"));
+        }
+    }
+}

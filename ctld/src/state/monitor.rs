@@ -131,6 +131,19 @@ impl State {
         }
     }
 
+    /// `count_ladder_step` `n` times, for other modules' tests.
+    #[cfg(test)]
+    pub(crate) fn count_ladder_step_for_test(
+        &mut self,
+        step: LadderStep,
+        kind: InvalidKind,
+        n: u32,
+    ) {
+        for _ in 0..n {
+            self.count_ladder_step(step, kind);
+        }
+    }
+
     /// Job `id` ended (its terminal state is committed): its estimated energy and cost.
     pub(super) fn meter_job_end(&mut self, id: JobId) {
         if let Some(e) = self.job_energy(id) {

@@ -210,6 +210,7 @@ mod tests {
                     cost: 0.1,
                 },
             ],
+            gpu_usage: Vec::new(),
         };
         let t = render_cost_report(&r);
         let lines: Vec<&str> = t.lines().collect();

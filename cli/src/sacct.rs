@@ -1073,13 +1073,58 @@ pub fn render_with_steps(
         }
         for row in rows {
             for (i, c) in p.columns.iter().enumerate() {
-                let v = p.value(c, &row, resp.now, cluster);
+                let v = tres_usage_in(c.name, &row, resp, p.units)
+                    .unwrap_or_else(|| p.value(c, &row, resp.now, cluster));
                 out.push_str(&p.cell(c, &v, i + 1 == n));
             }
             out.push('\n');
         }
     }
     out
+}
+
+/// `TRESUsageInAve`, `TRESUsageInMax` and `TRESUsageInTot` of a batch step line, in sacct's
+/// sorted `name=value` list: the job's CPU time (`cpu`) and peak memory (`mem`) from its
+/// cgroup and, from the GPU samples, its GPUs' peak memory (`gres/gpumem`, summed over them)
+/// and utilization (`gres/gpuutil`: the mean over the GPUs with `Ave`, their sum with `Tot`,
+/// the highest sample with `Max`). The batch step is one task, so its total, mean and
+/// maximum over tasks are the same for CPU and memory. `None` for other columns and lines.
+fn tres_usage_in(col: &str, row: &Row, resp: &JobsResponse, units: Option<char>) -> Option<String> {
+    if !matches!(col, "TRESUsageInAve" | "TRESUsageInMax" | "TRESUsageInTot")
+        || !row.batch
+        || row.step.is_some()
+    {
+        return None;
+    }
+    let j = row.job;
+    let mut parts = Vec::new();
+    let usage = j.usage.unwrap_or_default();
+    if let Some(cpu) = usage.total_cpu_usec() {
+        parts.push(format!(
+            "cpu={}",
+            units::format_secs_scontrol((cpu + 500_000) / 1_000_000)
+        ));
+    }
+    let gpus: Vec<&gsched_proto::api::JobGpuUsage> = resp
+        .gpu_usage
+        .iter()
+        .filter(|g| g.job_id == j.job_id && g.samples > 0)
+        .collect();
+    if !gpus.is_empty() {
+        let mem: u64 = gpus.iter().map(|g| g.mem_max_mb).sum();
+        let sum: f64 = gpus.iter().map(|g| g.util_avg).sum();
+        let util = match col {
+            "TRESUsageInMax" => gpus.iter().map(|g| g.util_max).max().unwrap_or(0) as f64,
+            "TRESUsageInTot" => sum,
+            _ => sum / gpus.len() as f64,
+        };
+        parts.push(format!("gres/gpumem={mem}M"));
+        parts.push(format!("gres/gpuutil={}", util.round() as u64));
+    }
+    if let Some(rss) = usage.max_rss_bytes {
+        parts.push(format!("mem={}", bytes_str(rss, units)));
+    }
+    Some(parts.join(","))
 }
 
 /// The `gsrun` steps of job `j`, in step order (none for a collapsed array record).
@@ -1163,8 +1208,13 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         return Ok(0);
     };
     let (cfg, client) = common::connect(prog, p.clusters.as_deref())?;
+    // The GPU samples are read only for the fields that show them.
+    let query = HistoryQuery {
+        gpu_usage: p.columns.iter().any(|c| c.name.starts_with("TRESUsageIn")),
+        ..p.query.clone()
+    };
     let resp: JobsResponse = client
-        .post(paths::JOBS_HISTORY, &p.query)
+        .post(paths::JOBS_HISTORY, &query)
         .map_err(|e| Fail::error(prog, common::client_error_text(&e)))?;
     if p.cost_report {
         common::out(&crate::prices::render_cost_report(&resp));
@@ -1282,5 +1332,71 @@ mod tests {
         assert_eq!(cpu_time_str(61_002_000), "01:01.002");
         assert_eq!(cpu_time_str(3_723_000_000), "01:02:03");
         assert_eq!(cpu_time_str(90_061_000_000), "1-01:01:01");
+    }
+
+    #[test]
+    fn tres_usage_in_on_the_batch_line() {
+        let text = serde_json::json!({
+            "job_id": 42, "name": "x", "user_id": 1000, "group_id": 1000,
+            "user_name": "alice", "group_name": "lab", "state": "COMPLETED", "reason": "None",
+            "partition": "debug", "priority": 1, "time_limit": 60, "submit_time": 0,
+            "eligible_time": 0, "start_time": 100, "end_time": 700, "num_nodes": 1,
+            "num_cpus": 4, "num_tasks": 1, "mem_per_node_mb": 4096, "nodes": ["n1"],
+            "cpus_per_node": [4], "exit_code": 0, "exit_signal": 0, "cancelled_by": null,
+            "held": false, "spec": gsched_proto::job::JobSpec::default(),
+            "usage": {"max_rss_bytes": 4_530_176, "user_cpu_usec": 65_000_000, "system_cpu_usec": 400_000},
+        });
+        let job: JobInfo = serde_json::from_value(text).unwrap();
+        let g = |gpu, util_avg, util_max, mem_max_mb| gsched_proto::api::JobGpuUsage {
+            job_id: 42,
+            node: "n1".into(),
+            gpu,
+            samples: 10,
+            util_avg,
+            util_max,
+            mem_max_mb,
+            mem_alloc_mb: 81920,
+        };
+        let resp = JobsResponse {
+            now: 800,
+            jobs: vec![job.clone()],
+            energy: Vec::new(),
+            gpu_usage: vec![g(0, 40.0, 90, 1000), g(1, 20.4, 60, 500)],
+        };
+        let row = |batch| Row {
+            job: &job,
+            energy: None,
+            range: None,
+            batch,
+            step: None,
+        };
+        let v = |col, batch| tres_usage_in(col, &row(batch), &resp, None);
+        assert_eq!(
+            v("TRESUsageInMax", true).unwrap(),
+            "cpu=00:01:05,gres/gpumem=1500M,gres/gpuutil=90,mem=4424K"
+        );
+        assert_eq!(
+            v("TRESUsageInAve", true).unwrap(),
+            "cpu=00:01:05,gres/gpumem=1500M,gres/gpuutil=30,mem=4424K"
+        );
+        assert_eq!(
+            v("TRESUsageInTot", true).unwrap(),
+            "cpu=00:01:05,gres/gpumem=1500M,gres/gpuutil=60,mem=4424K"
+        );
+        // The job line and other fields are left to the rest of the table.
+        assert_eq!(v("TRESUsageInMax", false), None);
+        assert_eq!(v("MaxRSS", true), None);
+        // A CPU job without cgroup figures: an empty list.
+        let cpu = JobsResponse {
+            gpu_usage: Vec::new(),
+            ..resp.clone()
+        };
+        let mut bare = job.clone();
+        bare.usage = None;
+        let r = Row {
+            job: &bare,
+            ..row(true)
+        };
+        assert_eq!(tres_usage_in("TRESUsageInTot", &r, &cpu, None).unwrap(), "");
     }
 }

@@ -1992,6 +1992,7 @@ mod tests {
                 now: 1_003_761,
                 jobs: self.jobs.iter().filter(|j| f.names(j)).cloned().collect(),
                 energy: Vec::new(),
+                gpu_usage: Vec::new(),
             })
         }
         fn nodes(&self) -> Result<NodesResponse, String> {

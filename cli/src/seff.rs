@@ -7,10 +7,15 @@
 //! (`JobInfo::usage`); a node without cgroups records none, and gseff then shows zero use,
 //! as seff does for a job without accounting data. Like seff: `-h`, `-v`, `-d` (the raw
 //! figures), one job id (`N` or `N_K`), `Job not found.` with exit status 2.
+//!
+//! After seff's lines come gsched's, only where there is something to show: GPU efficiency
+//! (mean utilization of the job's GPUs and their peak memory against what the job was given,
+//! from the samples gsnoded takes every `GpuSampleInterval`; none for a job without GPUs or
+//! samples), and the estimated energy and cost that gsacct shows as `EnergyKWh` and `Cost`.
 
 use crate::common::{self, Fail};
 use crate::getopt::{self, HasArg, Opt, Ordering};
-use gsched_proto::api::{paths, HistoryQuery, JobFilter, JobsResponse};
+use gsched_proto::api::{paths, HistoryQuery, JobEnergy, JobFilter, JobGpuUsage, JobsResponse};
 use gsched_proto::job::{JobInfo, JobState, MemRequest};
 
 use HasArg::No;
@@ -89,6 +94,9 @@ pub fn help_text() -> String {
         "{}\nPrints how well a job used what it was given, in the layout of Slurm's seff:\n\
          CPU time against core-walltime (allocated CPUs times wall-clock time) and peak\n\
          memory against the memory allocated. The job may be N or N_K (an array task).\n\
+         gsched adds, where it has them, the GPU efficiency (mean utilization of the job's\n\
+         GPUs, their peak memory against the memory the job was given) and the estimated\n\
+         energy and cost of the job (gsacct's EnergyKWh and Cost).\n\
          \n\
          Exit status: 0 when the report was printed, 1 for usage and -v, 2 when the job\n\
          is not known (Job not found.).\n",
@@ -115,6 +123,7 @@ fn run(_prog: &str, args: &[String]) -> Result<i32, Fail> {
             paths::JOBS_HISTORY,
             &HistoryQuery {
                 filter: p.job.clone(),
+                gpu_usage: true,
                 ..HistoryQuery::default()
             },
         )
@@ -126,7 +135,17 @@ fn run(_prog: &str, args: &[String]) -> Result<i32, Fail> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    common::out(&report(job, &cfg.cluster_name, now, p.debug));
+    let mut text = report(job, &cfg.cluster_name, now, p.debug);
+    if job.state != JobState::Pending {
+        let gpus: Vec<&JobGpuUsage> = resp
+            .gpu_usage
+            .iter()
+            .filter(|g| g.job_id == job.job_id)
+            .collect();
+        let energy = resp.energy.iter().find(|e| e.job_id == job.job_id);
+        text.push_str(&extra_lines(&gpus, energy));
+    }
+    common::out(&text);
     Ok(0)
 }
 
@@ -241,6 +260,42 @@ pub fn report(job: &JobInfo, cluster: &str, now: i64, debug: bool) -> String {
     ));
     if state == "RUNNING" {
         s.push_str("WARNING: Efficiency statistics can only be obtained after the job has ended as seff tool is based on the accounting database data.\n");
+    }
+    s
+}
+
+/// gsched's lines after seff's: GPU efficiency where the job's GPUs were sampled, the
+/// estimated energy and cost where the controller has an estimate.
+pub fn extra_lines(gpus: &[&JobGpuUsage], energy: Option<&JobEnergy>) -> String {
+    let mut s = String::new();
+    let samples: u64 = gpus.iter().map(|g| u64::from(g.samples)).sum();
+    if samples > 0 {
+        // The mean over every sample of every GPU (each GPU weighs by its samples).
+        let util = gpus
+            .iter()
+            .map(|g| g.util_avg * f64::from(g.samples))
+            .sum::<f64>()
+            / samples as f64;
+        let n = gpus.len();
+        s.push_str(&format!(
+            "GPU Efficiency: {util:.2}% mean utilization of {n} GPU{}\n",
+            if n == 1 { "" } else { "s" }
+        ));
+        let used_kib: u64 = gpus.iter().map(|g| g.mem_max_mb * 1024).sum();
+        s.push_str(&format!("GPU Memory Utilized: {}\n", kib_str(used_kib)));
+        // Against what the job was given, where every GPU's memory is known.
+        if gpus.iter().all(|g| g.mem_alloc_mb > 0) {
+            let alloc_kib: u64 = gpus.iter().map(|g| g.mem_alloc_mb * 1024).sum();
+            s.push_str(&format!(
+                "GPU Memory Efficiency: {:.2}% of {}\n",
+                percent(used_kib, alloc_kib),
+                kib_str(alloc_kib)
+            ));
+        }
+    }
+    if let Some(e) = energy {
+        s.push_str(&format!("Estimated Energy: {:.3} kWh\n", e.kwh));
+        s.push_str(&format!("Estimated Cost: {:.2}\n", e.cost));
     }
     s
 }
@@ -361,6 +416,46 @@ mod tests {
         assert_eq!(kib_str(512), "512.00 KB");
         assert_eq!(kib_str(1536), "1.50 MB");
         assert_eq!(time_str(90_061), "1-01:01:01");
+    }
+
+    #[test]
+    fn gpu_and_energy_lines_follow_seffs_only_with_data() {
+        let g = |gpu, samples, util_avg, mem_max_mb, mem_alloc_mb| JobGpuUsage {
+            job_id: 42,
+            node: "n1".into(),
+            gpu,
+            samples,
+            util_avg,
+            util_max: 100,
+            mem_max_mb,
+            mem_alloc_mb,
+        };
+        let (a, b) = (g(0, 10, 30.0, 2048, 81920), g(1, 30, 70.0, 6144, 81920));
+        let e = JobEnergy {
+            job_id: 42,
+            kwh: 1.23456,
+            cost: 0.987,
+        };
+        assert_eq!(
+            extra_lines(&[&a, &b], Some(&e)),
+            "GPU Efficiency: 60.00% mean utilization of 2 GPUs\n\
+             GPU Memory Utilized: 8.00 GB\n\
+             GPU Memory Efficiency: 5.00% of 160.00 GB\n\
+             Estimated Energy: 1.235 kWh\n\
+             Estimated Cost: 0.99\n"
+        );
+        // A GPU of unknown memory: no efficiency line; one GPU.
+        let c = g(0, 5, 12.5, 512, 0);
+        assert_eq!(
+            extra_lines(&[&c], None),
+            "GPU Efficiency: 12.50% mean utilization of 1 GPU\nGPU Memory Utilized: 512.00 MB\n"
+        );
+        // A CPU job: its energy only; nothing at all without an estimate.
+        assert_eq!(
+            extra_lines(&[], Some(&e)),
+            "Estimated Energy: 1.235 kWh\nEstimated Cost: 0.99\n"
+        );
+        assert_eq!(extra_lines(&[], None), "");
     }
 
     #[test]

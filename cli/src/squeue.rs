@@ -1653,6 +1653,7 @@ pub(crate) mod tests {
                 job(3, JobState::Completed),
             ],
             energy: Vec::new(),
+            gpu_usage: Vec::new(),
         };
         let Parsed::Run(p) = parse(&["-h", "-o", "%i %t"]).unwrap() else {
             panic!()

@@ -93,7 +93,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         auth,
         cfg: cfg.clone(),
         host: cfg.ctld_host.name.clone(),
-        metrics: gsched_ctld::metrics::Metrics::new(),
+        metrics: gsched_ctld::metrics::Metrics::for_config(&cfg),
     });
 
     // One async thread: every request takes the state lock anyway, and a single thread

@@ -1,10 +1,16 @@
 //! Prometheus metrics at `GET /metrics` (OpenMetrics text, `prometheus-client`).
 //!
 //! Gauges of what the cluster holds now (jobs by state and partition, nodes by state, CPUs and
-//! memory configured and allocated) are read from the state at each scrape; counters and
-//! histograms of what happened (scheduling passes and their time, jobs submitted, started and
-//! backfilled, queue wait at start) are updated by the scheduling loop and the API. Label
-//! sets stay bounded: states, partitions and node states, never one series per job or user.
+//! memory configured and allocated, CPUs in use by the nodes' load, GPUs configured and
+//! allocated per node, each GPU's newest utilization and memory sample, running jobs flagged
+//! by the invalid-job ladder, the current price) are read from the state at each scrape;
+//! counters and histograms of what happened (scheduling passes and their time, jobs
+//! submitted, started and backfilled, queue wait at start) are updated by the scheduling loop
+//! and the API, and those the state measures itself (GPU-seconds allocated and used, ladder
+//! steps, estimated energy and cost of ended jobs: `state/monitor.rs`) are brought up to the
+//! state's totals at each scrape. Label sets stay bounded: states, partitions, node states,
+//! nodes, GPU indices and types, ladder steps and reasons, never one series per job or user.
+//! The list of families is documented in gsched(7), which `tests/tests/metrics.rs` checks.
 //!
 //! The endpoint needs no credential, as Prometheus scrapes without one; it shows only these
 //! aggregates.
@@ -19,8 +25,10 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 
-use gsched_proto::job::{JobId, JobState};
+use gsched_proto::config::Config;
+use gsched_proto::job::{InvalidKind, JobId, JobState, Reason};
 
 use crate::state::State;
 
@@ -40,6 +48,52 @@ struct PartitionLabels {
     partition: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeNameLabels {
+    node: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeGpuTypeLabels {
+    node: String,
+    r#type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GpuAllocLabels {
+    node: String,
+    /// `exclusive`: held whole by one job; `shared`: held by shares (MPS, shards).
+    mode: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GpuLabels {
+    node: String,
+    gpu: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LadderLabels {
+    step: String,
+    reason: String,
+}
+
+type GaugeF = Gauge<f64, AtomicU64>;
+type CounterF = Counter<f64, AtomicU64>;
+
+/// Brings a counter up to a total kept elsewhere (totals only grow).
+fn sync_f(c: &CounterF, total: f64) {
+    let d = total - c.get();
+    if d > 0.0 {
+        c.inc_by(d);
+    }
+}
+
 /// Every metric gsctld exports.
 pub struct Metrics {
     registry: Mutex<Registry>,
@@ -57,6 +111,21 @@ pub struct Metrics {
     started: Counter,
     backfilled: Counter,
     queue_wait: Histogram,
+    cpus_used: GaugeF,
+    node_cpus_used: Family<NodeNameLabels, GaugeF>,
+    gpus: Family<NodeGpuTypeLabels, Gauge>,
+    gpus_alloc: Family<GpuAllocLabels, Gauge>,
+    gpu_mem: Family<GpuLabels, Gauge>,
+    gpu_util: Family<GpuLabels, Gauge>,
+    gpu_mem_used: Family<GpuLabels, Gauge>,
+    gpu_alloc_secs: CounterF,
+    gpu_used_secs: CounterF,
+    invalid: Family<ReasonLabels, Gauge>,
+    ladder: Family<LadderLabels, Counter>,
+    energy: CounterF,
+    cost: CounterF,
+    /// Registered only where prices are configured.
+    price: Option<GaugeF>,
 }
 
 impl Default for Metrics {
@@ -66,7 +135,17 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// The metrics of a cluster without prices (no `gsched_price`).
     pub fn new() -> Metrics {
+        Self::build(false)
+    }
+
+    /// The metrics of `cfg`'s cluster: `gsched_price` where prices are configured.
+    pub fn for_config(cfg: &Config) -> Metrics {
+        Self::build(cfg.price.enabled() || cfg.price.default_price != 0.0)
+    }
+
+    fn build(with_price: bool) -> Metrics {
         let mut r = Registry::with_prefix("gsched");
         let m = Metrics {
             registry: Mutex::new(Registry::default()),
@@ -102,6 +181,20 @@ impl Metrics {
                 ]
                 .into_iter(),
             ),
+            cpus_used: GaugeF::default(),
+            node_cpus_used: Family::default(),
+            gpus: Family::default(),
+            gpus_alloc: Family::default(),
+            gpu_mem: Family::default(),
+            gpu_util: Family::default(),
+            gpu_mem_used: Family::default(),
+            gpu_alloc_secs: CounterF::default(),
+            gpu_used_secs: CounterF::default(),
+            invalid: Family::default(),
+            ladder: Family::default(),
+            energy: CounterF::default(),
+            cost: CounterF::default(),
+            price: with_price.then(GaugeF::default),
         };
         r.register(
             "jobs",
@@ -169,6 +262,78 @@ impl Metrics {
             "Time from eligible to start, observed when a job starts",
             m.queue_wait.clone(),
         );
+        r.register(
+            "cpus_used",
+            "CPUs in use by the nodes' load: each responding node's one-minute load average, capped at its CPUs, summed (compare with gsched_cpus_allocated)",
+            m.cpus_used.clone(),
+        );
+        r.register(
+            "node_cpus_used",
+            "CPUs in use on the node by its load: its one-minute load average capped at its CPUs",
+            m.node_cpus_used.clone(),
+        );
+        r.register(
+            "gpus",
+            "GPUs of the node (as its gsnoded registered them, else its Gres=), by type",
+            m.gpus.clone(),
+        );
+        r.register(
+            "gpus_allocated",
+            "GPUs of the node held by running jobs: mode=exclusive held whole by one job, mode=shared held by shares (MPS, shards)",
+            m.gpus_alloc.clone(),
+        );
+        r.register(
+            "gpu_memory_bytes",
+            "Memory of each GPU (NVML, gres.conf or GpuMemory=); left out where unknown",
+            m.gpu_mem.clone(),
+        );
+        r.register(
+            "gpu_utilization_percent",
+            "Utilization of each GPU in its newest sample (NVML utilization.gpu, every GpuSampleInterval); left out when the sample is stale",
+            m.gpu_util.clone(),
+        );
+        r.register(
+            "gpu_memory_used_bytes",
+            "GPU memory in use in each GPU's newest sample; left out when the sample is stale",
+            m.gpu_mem_used.clone(),
+        );
+        r.register(
+            "gpu_allocated_seconds",
+            "GPU-seconds of sampled GPUs while jobs held them (rate() is the number of allocated GPUs that are sampled)",
+            m.gpu_alloc_secs.clone(),
+        );
+        r.register(
+            "gpu_used_seconds",
+            "GPU-seconds of sampled GPUs held by jobs, weighted by their sampled utilization (rate() is the GPUs' worth of work done; divided by gsched_gpu_allocated_seconds the mean utilization of allocated GPUs)",
+            m.gpu_used_secs.clone(),
+        );
+        r.register(
+            "jobs_invalid",
+            "Running jobs flagged by the invalid-job ladder now, by reason (Hung, IdleGPU)",
+            m.invalid.clone(),
+        );
+        r.register(
+            "invalid_job_actions",
+            "Steps the invalid-job ladder took, by step (notify, requeue, cancel) and reason (Hung, IdleGPU)",
+            m.ladder.clone(),
+        );
+        r.register(
+            "energy_joules",
+            "Estimated energy of the jobs that ended (gsacct's EnergyKWh: Watts= share of CPUs plus GpuWatts=, times run time), in joules",
+            m.energy.clone(),
+        );
+        r.register(
+            "cost",
+            "Estimated cost of the jobs that ended (gsacct's Cost: their energy at the prices of the hours they ran), in the price calendar's currency",
+            m.cost.clone(),
+        );
+        if let Some(p) = &m.price {
+            r.register(
+                "price",
+                "Price of one kWh now, from PriceWindow=, PriceFile= and DefaultPrice=",
+                p.clone(),
+            );
+        }
         *m.registry.lock().unwrap_or_else(|p| p.into_inner()) = r;
         m
     }
@@ -218,8 +383,114 @@ impl Metrics {
         }
     }
 
-    /// The exposition text, with the gauges read from `st` now.
-    pub fn render(&self, st: &State) -> String {
+    /// The GPU gauges: inventory and holds per node, and each GPU's newest sample.
+    fn render_gpus(&self, st: &State, now: i64) {
+        self.gpus.clear();
+        self.gpus_alloc.clear();
+        self.gpu_mem.clear();
+        self.gpu_util.clear();
+        self.gpu_mem_used.clear();
+        let views = st.gpu_views();
+        for (n, gpus) in st.nodes.iter().zip(&views) {
+            if gpus.is_empty() {
+                continue;
+            }
+            let (mut exclusive, mut shared) = (0, 0);
+            for g in gpus {
+                self.gpus
+                    .get_or_create(&NodeGpuTypeLabels {
+                        node: n.name.clone(),
+                        r#type: g.device.type_name.clone(),
+                    })
+                    .inc();
+                if g.holds.iter().any(|h| h.share.is_none()) {
+                    exclusive += 1;
+                } else if !g.holds.is_empty() {
+                    shared += 1;
+                }
+                if g.device.memory_mb > 0 {
+                    self.gpu_mem
+                        .get_or_create(&GpuLabels {
+                            node: n.name.clone(),
+                            gpu: g.device.index.to_string(),
+                        })
+                        .set(g.device.memory_mb as i64 * 1024 * 1024);
+                }
+            }
+            for (mode, v) in [("exclusive", exclusive), ("shared", shared)] {
+                self.gpus_alloc
+                    .get_or_create(&GpuAllocLabels {
+                        node: n.name.clone(),
+                        mode: mode.into(),
+                    })
+                    .set(v);
+            }
+        }
+        // A sample is stale once two sampling intervals and a few heartbeats went by.
+        let stale = 2 * i64::from(st.cfg.gpu_sample_interval) + 3 * i64::from(st.heartbeat_secs());
+        for (&(i, gpu), s) in st.monitor().gpu_latest() {
+            let Some(n) = st.nodes.get(i) else { continue };
+            if now - s.time > stale || n.not_responding || n.admin.down {
+                continue;
+            }
+            let l = GpuLabels {
+                node: n.name.clone(),
+                gpu: gpu.to_string(),
+            };
+            self.gpu_util
+                .get_or_create(&l)
+                .set(i64::from(s.util_percent));
+            self.gpu_mem_used
+                .get_or_create(&l)
+                .set(s.mem_used_mb as i64 * 1024 * 1024);
+        }
+    }
+
+    /// Flagged jobs, the state's own counters, and the price.
+    fn render_monitor(&self, st: &mut State, now: i64) {
+        let (mut hung, mut idle) = (0, 0);
+        for j in st.jobs.values() {
+            if j.info.state == JobState::Running {
+                match j.info.reason {
+                    Reason::Hung => hung += 1,
+                    Reason::IdleGPU => idle += 1,
+                    _ => {}
+                }
+            }
+        }
+        for (kind, v) in [(InvalidKind::Hung, hung), (InvalidKind::IdleGpu, idle)] {
+            self.invalid
+                .get_or_create(&ReasonLabels {
+                    reason: kind.reason().as_str().to_string(),
+                })
+                .set(v);
+        }
+        let m = st.monitor();
+        for (step, kind, n) in m.ladder_steps() {
+            let c = self.ladder.get_or_create(&LadderLabels {
+                step: step.as_str().to_string(),
+                reason: kind.reason().as_str().to_string(),
+            });
+            let d = n.saturating_sub(c.get());
+            if d > 0 {
+                c.inc_by(d);
+            }
+        }
+        sync_f(&self.gpu_alloc_secs, m.gpu_allocated_secs);
+        sync_f(&self.gpu_used_secs, m.gpu_used_secs);
+        sync_f(&self.energy, m.energy_kwh * 3.6e6);
+        sync_f(&self.cost, m.cost);
+        if let Some(p) = &self.price {
+            if let Some(v) = st.current_price(now) {
+                p.set(v);
+            }
+        }
+    }
+
+    /// The exposition text, with the gauges read from `st` at `now`.
+    pub fn render(&self, st: &mut State, now: i64) -> String {
+        self.render_gpus(st, now);
+        self.render_monitor(st, now);
         self.jobs.clear();
         for job in st.jobs.values() {
             let j = &job.info;
@@ -266,6 +537,17 @@ impl Metrics {
             self.partition_cpus_alloc.get_or_create(&l).set(used);
         }
         self.cpus.set(cpus);
+        self.node_cpus_used.clear();
+        let mut used = 0.0;
+        for (node, u) in st.cpus_used() {
+            used += u;
+            self.node_cpus_used
+                .get_or_create(&NodeNameLabels {
+                    node: node.to_string(),
+                })
+                .set(u);
+        }
+        self.cpus_used.set(used);
         self.cpus_alloc.set(alloc);
         self.mem.set(mem);
         self.mem_alloc.set(mem_alloc);
@@ -275,5 +557,50 @@ impl Metrics {
             tracing::error!("cannot encode metrics: {e}");
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::tests::{register_all, state};
+    use gsched_proto::job::LadderStep;
+
+    fn value(text: &str, name: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+    }
+
+    #[test]
+    fn counters_follow_the_states_totals_without_double_counting() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        st.count_ladder_step_for_test(LadderStep::Requeue, InvalidKind::IdleGpu, 2);
+        let m = Metrics::new();
+        for _ in 0..2 {
+            let text = m.render(&mut st, 1000);
+            assert_eq!(
+                value(
+                    &text,
+                    "gsched_invalid_job_actions_total{step=\"requeue\",reason=\"IdleGPU\"}"
+                ),
+                Some(2.0),
+                "{text}"
+            );
+            assert_eq!(
+                value(
+                    &text,
+                    "gsched_invalid_job_actions_total{step=\"cancel\",reason=\"Hung\"}"
+                ),
+                Some(0.0)
+            );
+            assert_eq!(
+                value(&text, "gsched_jobs_invalid{reason=\"IdleGPU\"}"),
+                Some(0.0)
+            );
+            assert!(!text.contains("gsched_price"), "{text}");
+            assert!(text.contains("# HELP gsched_energy_joules Estimated energy"));
+        }
     }
 }

@@ -219,6 +219,7 @@ async fn query(
         now: now(),
         jobs,
         energy: Vec::new(),
+        gpu_usage: Vec::new(),
     })
 }
 
@@ -232,8 +233,8 @@ async fn openapi() -> Response {
 
 async fn metrics(AxState(sh): Sh) -> Response {
     let text = {
-        let st = sh.lock();
-        sh.metrics.render(&st)
+        let mut st = sh.lock();
+        sh.metrics.render(&mut st, now())
     };
     (
         [(
@@ -256,10 +257,17 @@ async fn history(
             now: now(),
             jobs: Vec::new(),
             energy: Vec::new(),
+            gpu_usage: Vec::new(),
         }));
     }
     let db = sh.cfg.state_save_location.join(crate::store::DB_FILE);
     let cfg = sh.cfg.clone();
+    // The memory of every GPU, for the GPU usage (read from the state before leaving it).
+    let gpu_mem: std::collections::HashMap<(String, u32), u64> = if q.gpu_usage {
+        sh.lock().gpu_memory_mb()
+    } else {
+        Default::default()
+    };
     let answer = tokio::task::spawn_blocking(move || {
         let jobs = crate::history::query(&db, &q)?;
         // Estimated energy and cost at the calendar's prices (state/price.rs).
@@ -270,7 +278,14 @@ async fn history(
                 Vec::new()
             }
         };
-        Ok::<_, crate::store::StoreError>((jobs, energy))
+        let gpu_usage = if q.gpu_usage {
+            let mem =
+                |node: &str, i: u32| gpu_mem.get(&(node.to_string(), i)).copied().unwrap_or(0);
+            crate::history::gpu_usage(&db, &jobs, &mem, now())?
+        } else {
+            Vec::new()
+        };
+        Ok::<_, crate::store::StoreError>((jobs, energy, gpu_usage))
     })
     .await
     .map_err(|e| {
@@ -286,11 +301,12 @@ async fn history(
             format!("accounting query failed: {e}"),
         ))
     })?;
-    let (jobs, energy) = answer;
+    let (jobs, energy, gpu_usage) = answer;
     Ok(Json(JobsResponse {
         now: now(),
         jobs,
         energy,
+        gpu_usage,
     }))
 }
 

@@ -35,6 +35,7 @@ mod gpu_fail;
 mod gpu_samples;
 mod ladder;
 mod limits;
+pub mod monitor;
 mod notices;
 mod predict;
 mod price;
@@ -240,6 +241,8 @@ pub struct State {
     pub switch_of: Vec<Option<u32>>,
     /// Time-of-use prices, deferral and learned low-load hours (`state/price.rs`).
     price: price::PriceRt,
+    /// What `/metrics` measures over time (`state/monitor.rs`).
+    monitor: monitor::MonitorRt,
 }
 
 impl std::fmt::Debug for State {
@@ -397,6 +400,7 @@ impl State {
             resvs,
             switch_of,
             price: Default::default(),
+            monitor: Default::default(),
         };
         st.committed_state = st
             .jobs
@@ -478,6 +482,7 @@ impl State {
             }
             if prev.is_some_and(|p| !p.is_terminal()) && cur.is_terminal() {
                 self.learn_runtime(id);
+                self.meter_job_end(id);
             }
             self.announce_transition(id, prev, cur);
         }
@@ -1634,6 +1639,7 @@ impl State {
         self.update_priorities(now, &dep_blocked);
         // The scheduler core.
         let mut view = self.cluster_view();
+        self.note_gpu_holds(&view);
         let throttled = self.throttled();
         let candidates: Vec<JobId> = self
             .jobs

@@ -53,6 +53,7 @@ const MIGRATIONS: &[&str] = &[
 ];
 
 mod gpu_samples;
+pub use gpu_samples::{GpuUsageReader, GpuWindow};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

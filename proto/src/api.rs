@@ -395,6 +395,11 @@ pub struct HistoryQuery {
     pub start: Option<i64>,
     #[serde(default)]
     pub end: Option<i64>,
+    /// gsched: also answer each started GPU job's usage of its GPUs over its run
+    /// ([`JobsResponse::gpu_usage`], from the stored GPU samples; gseff, gsacct's
+    /// `TRESUsageIn*`). Off by default: it reads the samples of every job selected.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gpu_usage: bool,
 }
 
 impl HistoryQuery {
@@ -449,6 +454,34 @@ pub struct JobsResponse {
     /// `EnergyKWh`, `Cost`, `--cost-report`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub energy: Vec<JobEnergy>,
+    /// `jobs/history` with [`HistoryQuery::gpu_usage`] only: one entry per GPU of a started
+    /// job that has samples in the job's run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_usage: Vec<JobGpuUsage>,
+}
+
+/// How one job used one of its GPUs over its current run, from the samples gsnoded took
+/// every `GpuSampleInterval` (gsched; gseff's GPU lines, gsacct's `gres/gpuutil` and
+/// `gres/gpumem`). A whole GPU is measured as a whole; a share by the job's own processes
+/// (a sample of the GPU in which they do not appear counts as 0%), as the invalid-job
+/// ladder measures them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobGpuUsage {
+    pub job_id: JobId,
+    pub node: String,
+    /// [`crate::gpu::GpuDevice::index`] on `node`.
+    pub gpu: u32,
+    /// Samples of the GPU taken during the run.
+    pub samples: u32,
+    /// Mean utilization over the samples, percent.
+    pub util_avg: f64,
+    /// Highest utilization of one sample, percent.
+    pub util_max: u32,
+    /// Peak GPU memory used, MiB.
+    pub mem_max_mb: u64,
+    /// GPU memory the job was given on this GPU (the GPU's memory, or the share's
+    /// `--gpu-mem`), MiB; 0 when unknown.
+    pub mem_alloc_mb: u64,
 }
 
 /// A job's estimated energy and its cost at the prices of the hours it ran (gsched): its

@@ -20,6 +20,7 @@
 
 pub mod bins;
 pub mod cluster;
+pub mod gpu_fakes;
 pub mod munge;
 pub mod ports;
 pub mod procs;

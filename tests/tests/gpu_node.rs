@@ -1,8 +1,9 @@
 //! GPUs on a node of a real test cluster (gsctld, gsnoded, gsstepd, the commands), with the
 //! GPUs faked because this machine has none: device files the test creates (`mknod c 195 N`:
 //! opening one gives ENXIO without a driver, EPERM when the devices cgroup denies it), the
-//! fake `libnvidia-ml.so.1` (`plugins/gpu/tests/fake_nvml.c`, compiled here with `cc`) on the
-//! daemons' `LD_LIBRARY_PATH`, and a fake `nvidia-cuda-mps-control` first on their `PATH`.
+//! fake `libnvidia-ml.so.1` (`plugins/gpu/tests/fake_nvml.c`, compiled by the harness's
+//! `gpu_fakes`) on the daemons' `LD_LIBRARY_PATH`, and a fake `nvidia-cuda-mps-control` first
+//! on their `PATH`.
 //!
 //! * the node finds its GPUs through the real nvml-wrapper path (`AutoDetect=nvml`,
 //!   cross-checked by gres.conf) and `gscontrol show node` shows them;
@@ -21,6 +22,7 @@
 use gsched_proto::api::{paths, Ack, LaunchRequest};
 use gsched_proto::client::Client;
 use gsched_proto::gpu::GpuAlloc;
+use gsched_tests::gpu_fakes::FakeNvml;
 use gsched_tests::{is_root, secs, ClusterOpts, JobState, TestCluster};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -31,7 +33,7 @@ const FAKE_MPS: &str = include_str!("../../plugins/gpu/tests/fake-mps-control.sh
 
 /// The fake GPUs, library and MPS tool, in a folder of their own.
 struct Fakes {
-    dir: tempfile::TempDir,
+    nvml: FakeNvml,
 }
 
 impl Fakes {
@@ -44,24 +46,10 @@ impl Fakes {
             eprintln!("skipping: the cgroup v1 devices controller is not mounted at /sys/fs/cgroup/devices");
             return None;
         }
-        let dir = tempfile::tempdir().unwrap();
-        let t = dir.path();
-        std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o755)).unwrap();
-        for d in ["dev", "lib", "bin"] {
+        let nvml = FakeNvml::build()?;
+        let t = nvml.dir();
+        for d in ["dev", "bin"] {
             std::fs::create_dir(t.join(d)).unwrap();
-        }
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/gpu/tests/fake_nvml.c");
-        match Command::new("cc")
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(t.join("lib/libnvidia-ml.so.1"))
-            .arg(&src)
-            .status()
-        {
-            Ok(s) => assert!(s.success(), "cc failed on {}", src.display()),
-            Err(e) => {
-                eprintln!("skipping: no C compiler for the fake NVML library ({e}); install gcc");
-                return None;
-            }
         }
         for i in 0..gpus {
             let ok = Command::new("mknod")
@@ -75,11 +63,11 @@ impl Fakes {
         let mps = t.join("bin/nvidia-cuda-mps-control");
         std::fs::write(&mps, FAKE_MPS).unwrap();
         std::fs::set_permissions(&mps, std::fs::Permissions::from_mode(0o755)).unwrap();
-        Some(Fakes { dir })
+        Some(Fakes { nvml })
     }
 
     fn path(&self, p: &str) -> PathBuf {
-        self.dir.path().join(p)
+        self.nvml.path(p)
     }
 
     fn dev(&self, i: u32) -> String {
@@ -108,7 +96,7 @@ impl Fakes {
                 "gres.conf",
                 &format!(
                 "AutoDetect=nvml\nName=gpu Type=a100 File={}/dev/nvidia[0-{}]\nName=mps Count={}\n",
-                self.dir.path().display(),
+                self.nvml.dir().display(),
                 gpus - 1,
                 100 * gpus
                 ),

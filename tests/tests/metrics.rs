@@ -1,8 +1,13 @@
 //! `/metrics` on gsctld: scraped without a credential, in OpenMetrics text, with the job,
 //! node, CPU and scheduler families an admin's dashboard reads, and counters that move when
-//! jobs run. Where Debian's `prometheus` is installed (`.ci/run` installs it), a real
-//! Prometheus server scrapes gsctld and answers a query on what it stored.
+//! jobs run; on a node with (fake) GPUs, the GPU families from the GPUs' samples, the jobs the
+//! invalid-job ladder flags and its steps, and the estimated energy and cost of ended jobs,
+//! which must agree with gsacct's (and gseff's) estimate. Every family is documented in
+//! gsched(7). Where Debian's `prometheus` is installed (`.ci/run` installs it), a real
+//! Prometheus server scrapes gsctld and answers every query of the shipped dashboard.
 
+use gsched_proto::api::{paths, HistoryQuery, JobFilter, JobsResponse};
+use gsched_tests::gpu_fakes::FakeNvml;
 use gsched_tests::{secs, ClusterOpts, JobState, TestCluster};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -64,9 +69,33 @@ fn metrics_families_and_counters() {
         "# TYPE gsched_jobs_started counter",
         "# TYPE gsched_jobs_backfilled counter",
         "# TYPE gsched_queue_wait_seconds histogram",
+        "# TYPE gsched_cpus_used gauge",
+        "# TYPE gsched_node_cpus_used gauge",
+        "# TYPE gsched_gpus gauge",
+        "# TYPE gsched_gpus_allocated gauge",
+        "# TYPE gsched_gpu_utilization_percent gauge",
+        "# TYPE gsched_gpu_memory_used_bytes gauge",
+        "# TYPE gsched_gpu_memory_bytes gauge",
+        "# TYPE gsched_gpu_allocated_seconds counter",
+        "# TYPE gsched_gpu_used_seconds counter",
+        "# TYPE gsched_jobs_invalid gauge",
+        "# TYPE gsched_invalid_job_actions counter",
+        "# TYPE gsched_energy_joules counter",
+        "# TYPE gsched_cost counter",
     ] {
         assert!(text.contains(family), "{family} missing:\n{text}");
     }
+    // No prices configured: no price gauge. No GPUs: no GPU series.
+    assert!(!text.contains("gsched_price"), "{text}");
+    assert!(!text.contains("gsched_gpus{"), "{text}");
+    assert_eq!(
+        sample(&text, "gsched_jobs_invalid{reason=\"Hung\"}"),
+        Some(0.0)
+    );
+    // Each node's load: present, and no more than its CPUs.
+    let used = sample(&text, "gsched_cpus_used").expect("gsched_cpus_used");
+    assert!((0.0..=4.0).contains(&used), "{text}");
+    families_are_documented(&text);
     let jobs = |state: &str| {
         sample(
             &text,
@@ -91,7 +120,187 @@ fn metrics_families_and_counters() {
         .sum();
     assert_eq!(nodes, 2.0, "{text}");
 
-    // Every query of the shipped Grafana dashboard names only families gsctld exports.
+    // Every query of the shipped Grafana dashboard names only families gsctld exports
+    // (`gsched_price` only where prices are configured: checked by the GPU test's cluster).
+    let exported = exported_series(&text);
+    for (title, expr) in dashboard_queries() {
+        for name in metric_names(&expr) {
+            assert!(
+                exported.contains(&name) || name == "gsched_price",
+                "dashboard panel {title:?} queries {name}, which gsctld does not export ({expr})"
+            );
+        }
+    }
+
+    // A real Prometheus server, where installed, scrapes and stores the page, and evaluates
+    // every dashboard query without error; those of GPUs and prices have no data here.
+    prometheus_scrapes(&c, &part, 1, |expr| {
+        expr.contains("gsched_gpu") || expr.contains("gsched_price")
+    });
+    c.cmd_ok("gscancel", [run.to_string(), held.to_string()]);
+}
+
+/// Every family of the page is listed in gsched(7) (as a whole word, counters with their
+/// `_total`: `gsched_jobs` is not documented by `gsched_jobs_invalid`).
+fn families_are_documented(text: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../man/man7/gsched.7");
+    let page = std::fs::read_to_string(&path).expect("read man/man7/gsched.7");
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    for line in text.lines() {
+        let Some(name) = line
+            .strip_prefix("# TYPE ")
+            .and_then(|r| r.split_whitespace().next())
+        else {
+            continue;
+        };
+        // Counters as they are queried, with `_total`.
+        let listed = [name.to_string(), format!("{name}_total")].iter().any(|n| {
+            page.match_indices(n.as_str())
+                .any(|(i, _)| !page[..i].ends_with(word) && !page[i + n.len()..].starts_with(word))
+        });
+        assert!(
+            listed,
+            "gsched(7) does not document the metric family {name}"
+        );
+    }
+}
+
+/// The whole label set of a sample line, e.g. `{node="n1",gpu="0"}`, as text.
+fn labels(pairs: &[(&str, &str)]) -> String {
+    let inner: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+    format!("{{{}}}", inner.join(","))
+}
+
+/// A node with two fake GPUs (NVML through the fake library, 40% busy, 1 GiB used each): the
+/// GPU families from its samples, GPU-seconds allocated and used, a hung job flagged and
+/// counted, the price, and the energy and cost of a job once it ended, equal to gsacct's
+/// estimate; gseff shows the GPU job's GPU efficiency and the same estimate, gsacct its
+/// `TRESUsageInMax`. Prometheus answers every dashboard query with data.
+#[test]
+fn gpu_invalid_job_energy_and_cost_metrics() {
+    let Some(nvml) = FakeNvml::build() else {
+        return;
+    };
+    let opts = nvml
+        .cluster_opts(
+            ClusterOpts::named("metrics-gpu")
+                .nodes(1)
+                .cpus(4)
+                .node_gres("gpu:2"),
+            2,
+            40,
+        )
+        .daemon_env("FAKE_NVML_USED_MB", "1024")
+        .config_line("GpuSampleInterval=1")
+        .config_line("DefaultPrice=0.25")
+        .config_line("HangMinutes=0.1")
+        .config_line("InvalidJobLadder=notify:0");
+    let c = TestCluster::start(opts);
+    let stuck = c.submit(["-J", "stuck", "--wrap", "sleep 600"]);
+    let held = c.submit(["-H", "--wrap", "true"]);
+    let gpu = c.submit([
+        "-J",
+        "gpu",
+        "--gres=gpu:1",
+        "-o",
+        "gpu.out",
+        "--wrap",
+        "echo GPU=$SLURM_JOB_GPUS; while :; do echo tick; sleep 1; done",
+    ]);
+    c.wait_state(gpu, JobState::Running, secs(30));
+    let out = c.wait_file_contains("gpu.out", "GPU=", secs(30));
+    let idx = out
+        .lines()
+        .find_map(|l| l.strip_prefix("GPU="))
+        .expect("the job's GPU")
+        .trim()
+        .to_string();
+    let part = c.job(gpu).partition;
+
+    // The stuck job is flagged Hung and notified; the GPU's samples arrive.
+    let text = c.wait_for(
+        secs(60),
+        "the GPU sampled and the stuck job flagged",
+        || {
+            let t = scrape(c.ctld_port());
+            let flagged = sample(&t, "gsched_jobs_invalid{reason=\"Hung\"}") == Some(1.0);
+            let used = sample(&t, "gsched_gpu_used_seconds_total").unwrap_or(0.0) > 0.0;
+            (flagged && used).then_some(t)
+        },
+    );
+    let gpu_l = |i: &str| labels(&[("node", "n1"), ("gpu", i)]);
+    assert_eq!(
+        sample(
+            &text,
+            &format!(
+                "gsched_gpus{}",
+                labels(&[("node", "n1"), ("type", "nvidia_a100-sxm4-80gb")])
+            )
+        ),
+        Some(2.0),
+        "{text}"
+    );
+    let alloc = |mode: &str| {
+        sample(
+            &text,
+            &format!(
+                "gsched_gpus_allocated{}",
+                labels(&[("node", "n1"), ("mode", mode)])
+            ),
+        )
+    };
+    assert_eq!(alloc("exclusive"), Some(1.0), "{text}");
+    assert_eq!(alloc("shared"), Some(0.0), "{text}");
+    for i in ["0", "1"] {
+        let v = |f: &str| sample(&text, &format!("{f}{}", gpu_l(i)));
+        assert_eq!(v("gsched_gpu_utilization_percent"), Some(40.0), "{text}");
+        assert_eq!(
+            v("gsched_gpu_memory_used_bytes"),
+            Some(1024.0 * 1024.0 * 1024.0),
+            "{text}"
+        );
+        assert_eq!(
+            v("gsched_gpu_memory_bytes"),
+            Some(81920.0 * 1024.0 * 1024.0),
+            "{text}"
+        );
+    }
+    // Only the held GPU counts, at its 40%.
+    let gs = |n: &str| sample(&text, n).unwrap_or(0.0);
+    let (a, u) = (
+        gs("gsched_gpu_allocated_seconds_total"),
+        gs("gsched_gpu_used_seconds_total"),
+    );
+    assert!(
+        a > 0.0 && (u / a - 0.4).abs() < 1e-9,
+        "allocated {a}, used {u}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            &format!(
+                "gsched_invalid_job_actions_total{}",
+                labels(&[("step", "notify"), ("reason", "Hung")])
+            )
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "gsched_jobs_invalid{reason=\"IdleGPU\"}"),
+        Some(0.0)
+    );
+    assert_eq!(sample(&text, "gsched_price"), Some(0.25), "{text}");
+    assert!(
+        sample(
+            &text,
+            &format!("gsched_node_cpus_used{}", labels(&[("node", "n1")]))
+        )
+        .is_some(),
+        "{text}"
+    );
+    assert_eq!(sample(&text, "gsched_energy_joules_total"), Some(0.0));
+    families_are_documented(&text);
     let exported = exported_series(&text);
     for (title, expr) in dashboard_queries() {
         for name in metric_names(&expr) {
@@ -101,11 +310,102 @@ fn metrics_families_and_counters() {
             );
         }
     }
+    // Every dashboard query has data here (rates and increases once Prometheus has two
+    // scrapes).
+    prometheus_scrapes(&c, &part, 2, |_| false);
 
-    // A real Prometheus server, where installed, scrapes and stores the page, and evaluates
-    // every dashboard query without error.
-    prometheus_scrapes(&c, &part);
-    c.cmd_ok("gscancel", [run.to_string(), held.to_string()]);
+    // The GPU job ends: the energy and cost counters hold gsacct's estimate of it.
+    c.cmd_ok("gscancel", [gpu.to_string()]);
+    c.wait_terminal(gpu, secs(30));
+    let hist: JobsResponse = c
+        .client()
+        .post(
+            paths::JOBS_HISTORY,
+            &HistoryQuery {
+                filter: JobFilter {
+                    ids: vec![gpu],
+                    ..JobFilter::default()
+                },
+                gpu_usage: true,
+                ..HistoryQuery::default()
+            },
+        )
+        .expect("jobs/history");
+    let e = *hist
+        .energy
+        .iter()
+        .find(|e| e.job_id == gpu)
+        .expect("the job's estimate");
+    assert!(e.kwh > 0.0 && e.cost > 0.0, "{e:?}");
+    let text = scrape(c.ctld_port());
+    let joules = gs_of(&text, "gsched_energy_joules_total");
+    let cost = gs_of(&text, "gsched_cost_total");
+    assert!(
+        (joules - e.kwh * 3.6e6).abs() <= 1e-6 * joules.max(1.0),
+        "counter {joules} J, gsacct {} kWh\n{text}",
+        e.kwh
+    );
+    assert!(
+        (cost - e.cost).abs() <= 1e-9 * cost.max(1.0),
+        "counter {cost}, gsacct {}",
+        e.cost
+    );
+    // The job's GPU usage over its run, as gseff and gsacct read it.
+    let usage: Vec<_> = hist.gpu_usage.iter().filter(|g| g.job_id == gpu).collect();
+    assert_eq!(usage.len(), 1, "{:?}", hist.gpu_usage);
+    assert_eq!(usage[0].gpu.to_string(), idx);
+    assert_eq!(
+        (
+            usage[0].util_avg,
+            usage[0].util_max,
+            usage[0].mem_max_mb,
+            usage[0].mem_alloc_mb
+        ),
+        (40.0, 40, 1024, 81920),
+        "{usage:?}"
+    );
+    let eff = c.cmd_ok("gseff", [gpu.to_string()]);
+    for want in [
+        "Memory Efficiency: ".to_string(),
+        "GPU Efficiency: 40.00% mean utilization of 1 GPU\n".to_string(),
+        "GPU Memory Utilized: 1.00 GB\n".to_string(),
+        "GPU Memory Efficiency: 1.25% of 80.00 GB\n".to_string(),
+        format!("Estimated Energy: {:.3} kWh\n", e.kwh),
+        format!("Estimated Cost: {:.2}\n", e.cost),
+    ] {
+        assert!(eff.contains(&want), "{want:?} not in:\n{eff}");
+    }
+    // seff's lines first, gsched's after.
+    assert!(
+        eff.find("Memory Efficiency").unwrap() < eff.find("GPU Efficiency").unwrap(),
+        "{eff}"
+    );
+    let acct = c.cmd_ok(
+        "gsacct",
+        [
+            "-j",
+            &gpu.to_string(),
+            "-n",
+            "-P",
+            "-o",
+            "JobID,TRESUsageInMax",
+        ],
+    );
+    assert!(
+        acct.lines().any(|l| l.starts_with(&format!("{gpu}.batch|"))
+            && l.contains("gres/gpumem=1024M,gres/gpuutil=40")),
+        "{acct}"
+    );
+    // A CPU job: no GPU lines.
+    let eff = c.cmd_ok("gseff", [stuck.to_string()]);
+    assert!(!eff.contains("GPU"), "{eff}");
+    assert!(eff.contains("Estimated Energy: "), "{eff}");
+    c.cmd_ok("gscancel", [stuck.to_string(), held.to_string()]);
+}
+
+/// A sample's value, 0 when absent.
+fn gs_of(text: &str, name: &str) -> f64 {
+    sample(text, name).unwrap_or(0.0)
 }
 
 /// Sample names a scrape can answer to: every family's name with the suffixes of its type.
@@ -193,8 +493,15 @@ fn free_port() -> u16 {
 }
 
 /// Runs `prometheus` against the cluster's controller and waits until a query returns the
-/// controller's job count; skips (saying why) where Prometheus is not installed.
-fn prometheus_scrapes(c: &TestCluster, part: &str) {
+/// controller's `running` jobs of partition `part`, then has it answer every dashboard query:
+/// each must succeed and, unless `may_be_empty` says so (or it is a rate or an increase,
+/// which need two scrapes), have data. Skips (saying why) where Prometheus is not installed.
+fn prometheus_scrapes(
+    c: &TestCluster,
+    part: &str,
+    running: u32,
+    may_be_empty: impl Fn(&str) -> bool,
+) {
     if Command::new("prometheus")
         .arg("--version")
         .output()
@@ -258,7 +565,8 @@ fn prometheus_scrapes(c: &TestCluster, part: &str) {
                 .unwrap_or_default();
             let v: serde_json::Value = serde_json::from_str(&answer).unwrap_or_default();
             let empty = v["data"]["result"].as_array().is_none_or(Vec::is_empty);
-            if v["status"] != "success" || (empty && !expr.contains("rate(")) {
+            let needs_two = expr.contains("rate(") || expr.contains("increase(");
+            if v["status"] != "success" || (empty && !needs_two && !may_be_empty(&expr)) {
                 failures.push(format!("{title}: {expr} -> {answer}"));
             }
         }
@@ -268,7 +576,7 @@ fn prometheus_scrapes(c: &TestCluster, part: &str) {
     let log = std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default();
     assert_eq!(
         found.as_deref(),
-        Some("1"),
+        Some(running.to_string().as_str()),
         "Prometheus did not store gsched_jobs: last answer {last}\n{log}"
     );
     assert!(

@@ -82,7 +82,7 @@ pub const PROGRAMS: &[Program] = &[
         section: 1,
         slurm: Some("seff"),
         summary: "how well a job used its CPUs and memory",
-        description: "gseff prints, in the layout of Slurm's seff, a job's CPU time against its core-walltime and its peak memory against its allocation, from the controller's own store (the figures come from the job's cgroup when it ended). Options: -h (usage), -v (version), -d (the raw figures first). A job that is not known exits with status 2 and 'Job not found.'.",
+        description: "gseff prints, in the layout of Slurm's seff, a job's CPU time against its core-walltime and its peak memory against its allocation, from the controller's own store (the figures come from the job's cgroup when it ended), followed, where there is data, by gsched's lines: the mean utilization of the job's GPUs and their peak memory against what it was given (from the GPU samples of its run), and its estimated energy and cost as gsacct shows them. Options: -h (usage), -v (version), -d (the raw figures first). A job that is not known exits with status 2 and 'Job not found.'.",
     },
     Program {
         name: "gsrun",

@@ -1,5 +1,6 @@
-//! GPU samples from the heartbeats go to the store (`gpu_samples`, kept 14 days); a node
-//! that is not registered has its heartbeat refused first, so its samples are not stored.
+//! GPU samples from the heartbeats go to the store (`gpu_samples`, kept 14 days) and to the
+//! monitoring figures of `/metrics` (`state/monitor.rs`); a node that is not registered has
+//! its heartbeat refused first, so its samples are not stored.
 
 use super::State;
 
@@ -14,6 +15,9 @@ impl State {
     ) {
         if samples.is_empty() {
             return;
+        }
+        if let Some(&i) = self.node_index.get(node) {
+            self.monitor_gpu_samples(i, samples);
         }
         if let Err(e) = self.store.add_gpu_samples(node, samples, now) {
             tracing::error!("cannot store the GPU samples of node {node}: {e}");

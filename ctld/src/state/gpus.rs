@@ -97,7 +97,7 @@ impl State {
     }
 
     /// Every node's GPUs with the holds of the jobs running or completing on them.
-    pub(super) fn gpu_views(&self) -> Vec<Vec<GpuView>> {
+    pub(crate) fn gpu_views(&self) -> Vec<Vec<GpuView>> {
         let mut views: Vec<Vec<GpuView>> = self
             .nodes
             .iter()
@@ -131,6 +131,19 @@ impl State {
             }
         }
         views
+    }
+
+    /// The memory of every node's GPUs, MiB, by (node, index) (gseff's and gsacct's GPU
+    /// memory against the allocation).
+    pub fn gpu_memory_mb(&self) -> std::collections::HashMap<(String, u32), u64> {
+        self.nodes
+            .iter()
+            .flat_map(|n| {
+                n.gpus
+                    .iter()
+                    .map(|d| ((n.name.clone(), d.index), d.memory_mb))
+            })
+            .collect()
     }
 
     /// A node's GPUs in use, in Slurm's `GresUsed=` words.

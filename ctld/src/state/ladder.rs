@@ -195,6 +195,7 @@ impl State {
                 now - mark.flagged_at + self.threshold(id, kind),
                 step.as_str()
             );
+            self.count_ladder_step(step, kind);
             let controller = Identity {
                 uid: self.slurm_uid.unwrap_or(0),
                 gid: 0,

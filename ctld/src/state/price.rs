@@ -164,6 +164,30 @@ impl State {
         self.price.cal.as_ref()
     }
 
+    /// Job `id`'s estimated energy and cost as gsacct shows them ([`account`]), up to its
+    /// end; `None` for a job that never ran.
+    pub(super) fn job_energy(&mut self, id: JobId) -> Option<JobEnergy> {
+        let j = &self.jobs.get(&id)?.info;
+        let end = j.end_time.or(j.start_time)?;
+        if j.nodes.is_empty() {
+            return None;
+        }
+        self.price_calendar()?;
+        let cal = self.price.cal.as_ref()?;
+        let j = &self.jobs.get(&id)?.info;
+        account(&self.cfg, cal, std::slice::from_ref(j), end).pop()
+    }
+
+    /// The price now, where prices are configured (`PriceWindow=`, `PriceFile=`,
+    /// `DefaultPrice=`); `/metrics` exports it.
+    pub fn current_price(&mut self, now: i64) -> Option<f64> {
+        let p = &self.cfg.price;
+        if !p.enabled() && p.default_price == 0.0 {
+            return None;
+        }
+        self.price_calendar().map(|c| c.price_at(now))
+    }
+
     /// The price stretches over `[from, to)`, learned low-load hours at half price when
     /// `LearnLowLoadWindows=yes`.
     fn planning_spans(&mut self, from: i64, to: i64) -> (Vec<PricedSpan>, f64) {

@@ -98,6 +98,95 @@ impl Store {
     }
 }
 
+/// One GPU over a stretch of time: what [`GpuUsageReader::window`] answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpuWindow {
+    /// Samples of the GPU in the stretch.
+    pub samples: u32,
+    /// Sum of the utilizations counted (percent), for the mean over `samples`.
+    pub util_sum: u64,
+    pub util_max: u32,
+    pub mem_max_mb: u64,
+}
+
+/// Reads jobs' GPU usage from the samples on a read-only connection of its own (the
+/// accounting queries run off the async thread and without the state lock).
+pub struct GpuUsageReader {
+    conn: rusqlite::Connection,
+    path: std::path::PathBuf,
+}
+
+impl GpuUsageReader {
+    pub fn open(db: &std::path::Path) -> Result<GpuUsageReader, StoreError> {
+        let err = |source| StoreError::Sqlite {
+            path: db.to_path_buf(),
+            source,
+        };
+        let conn = rusqlite::Connection::open_with_flags(
+            db,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(err)?;
+        Ok(GpuUsageReader {
+            conn,
+            path: db.to_path_buf(),
+        })
+    }
+
+    /// GPU `gpu` of `node` over `[from, to]`: with `job` `None` the whole GPU's figures,
+    /// else job `job`'s own part of them (a sample of the GPU without the job counting 0%).
+    pub fn window(
+        &self,
+        node: &str,
+        gpu: u32,
+        job: Option<JobId>,
+        from: i64,
+        to: i64,
+    ) -> Result<GpuWindow, StoreError> {
+        let err = |source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        };
+        // The GPU's own rows: how many samples the stretch has (and, for a whole GPU, the
+        // figures themselves).
+        let mut w = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*), coalesce(sum(util), 0), coalesce(max(util), 0), coalesce(max(mem_mb), 0)
+                 FROM gpu_samples WHERE time >= ?1 AND time <= ?2 AND node = ?3 AND gpu = ?4 AND job_id IS NULL",
+            )
+            .map_err(err)?
+            .query_row(params![from, to, node, gpu], |r| {
+                Ok(GpuWindow {
+                    samples: r.get::<_, i64>(0)? as u32,
+                    util_sum: r.get::<_, i64>(1)? as u64,
+                    util_max: r.get::<_, i64>(2)? as u32,
+                    mem_max_mb: r.get::<_, i64>(3)? as u64,
+                })
+            })
+            .map_err(err)?;
+        if let Some(job) = job {
+            let (sum, max, mem) = self
+                .conn
+                .prepare_cached(
+                    "SELECT coalesce(sum(util), 0), coalesce(max(util), 0), coalesce(max(mem_mb), 0)
+                     FROM gpu_samples WHERE job_id = ?1 AND time >= ?2 AND time <= ?3 AND node = ?4 AND gpu = ?5",
+                )
+                .map_err(err)?
+                .query_row(params![job, from, to, node, gpu], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+                })
+                .map_err(err)?;
+            w.util_sum = sum as u64;
+            w.util_max = max as u32;
+            w.mem_max_mb = mem as u64;
+        }
+        Ok(w)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +232,57 @@ mod tests {
         s.add_gpu_samples("n1", &[sample(later)], later).unwrap();
         let all = s.gpu_samples(None).unwrap();
         assert!(all.iter().all(|r| r.time == later), "{all:?}");
+    }
+
+    #[test]
+    fn usage_windows_of_a_whole_gpu_and_of_a_share() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(dir.path(), false).unwrap();
+        let sample = |time, util, jobs: Vec<GpuJobSample>| GpuSample {
+            time,
+            index: 0,
+            util_percent: util,
+            mem_used_mb: 1000 + time as u64,
+            jobs,
+        };
+        let part = |util| GpuJobSample {
+            job_id: 7,
+            util_percent: util,
+            mem_used_mb: 300,
+        };
+        s.add_gpu_samples(
+            "n1",
+            &[
+                sample(10, 20, vec![part(10)]),
+                sample(20, 60, vec![]),
+                sample(30, 40, vec![part(30)]),
+                sample(99, 100, vec![part(90)]),
+            ],
+            100,
+        )
+        .unwrap();
+        let r = GpuUsageReader::open(&dir.path().join(crate::store::DB_FILE)).unwrap();
+        let whole = r.window("n1", 0, None, 10, 30).unwrap();
+        assert_eq!(
+            whole,
+            GpuWindow {
+                samples: 3,
+                util_sum: 120,
+                util_max: 60,
+                mem_max_mb: 1030
+            }
+        );
+        // The share: its own part, the sample at 20 without it counting 0.
+        let share = r.window("n1", 0, Some(7), 10, 30).unwrap();
+        assert_eq!(
+            share,
+            GpuWindow {
+                samples: 3,
+                util_sum: 40,
+                util_max: 30,
+                mem_max_mb: 300
+            }
+        );
+        assert_eq!(r.window("n2", 0, None, 0, 100).unwrap().samples, 0);
     }
 }

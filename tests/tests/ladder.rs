@@ -4,7 +4,9 @@
 //! run it is cancelled, with the reason kept in gsacct; a job that keeps writing is left
 //! alone, and a partition with `HangMinutes=0` exempts its jobs. Short thresholds (decimal
 //! minutes) keep the test to about a minute; gsnoded reports progress every heartbeat (5 s).
+//! A second test walks a job that holds a fake GPU at 0% utilization through the ladder.
 
+use gsched_tests::gpu_fakes::FakeNvml;
 use gsched_tests::{secs, webhook_receiver, ClusterOpts, JobState, TestCluster};
 
 #[test]
@@ -106,4 +108,103 @@ fn hung_jobs_walk_the_ladder_busy_and_exempt_ones_do_not() {
         assert_eq!(j.reason.as_str(), "None", "{j:?}");
     }
     c.cmd_ok("gscancel", [busy.to_string(), exempt.to_string()]);
+}
+
+/// A job that holds a (fake) GPU at 0% utilization is flagged `IdleGPU` although it keeps
+/// writing output, its user is told, and it is requeued so that its GPU goes to a job that
+/// waits for one; a partition with `IdleGpuMinutes=0` exempts its GPU jobs. The GPUs are the
+/// fake `libnvidia-ml.so.1` of the harness (no GPU on this machine), sampled every second.
+#[test]
+fn idle_gpu_job_gives_its_gpu_to_a_waiting_job() {
+    let Some(nvml) = FakeNvml::build() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mail.log");
+    let prog = dir.path().join("mailprog");
+    std::fs::write(
+        &prog,
+        format!("#!/bin/sh\necho \"$3|$2\" >> {}\n", log.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let opts = nvml
+        .cluster_opts(
+            ClusterOpts::named("ladder-gpu")
+                .nodes(2)
+                .cpus(4)
+                .node_gres("gpu:1"),
+            1,
+            0,
+        )
+        .config_line("GpuSampleInterval=1")
+        .config_line(&format!("MailProg={}", prog.display()))
+        .config_line("IdleGpuMinutes=0.1")
+        .config_line("InvalidJobLadder=notify:0,requeue:0.05,cancel:0.05")
+        .config_line("PartitionName=exempt Nodes=n2 IdleGpuMinutes=0");
+    let c = TestCluster::start(opts);
+    let calm = c.submit([
+        "-J",
+        "calm",
+        "-p",
+        "exempt",
+        "--gres=gpu:1",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let idle = c.submit([
+        "-J",
+        "idle",
+        "-w",
+        "n1",
+        "--gres=gpu:1",
+        "-o",
+        "idle.out",
+        "--wrap",
+        "while :; do echo tick; sleep 1; done",
+    ]);
+    c.wait_state(idle, JobState::Running, secs(30));
+    let waiting = c.submit([
+        "-J",
+        "next",
+        "-w",
+        "n1",
+        "--gres=gpu:1",
+        "--wrap",
+        "sleep 600",
+    ]);
+
+    c.wait_until(secs(40), "the idle GPU job flagged", || {
+        c.cmd_ok("gsqueue", ["-h", "-j", &idle.to_string(), "-o", "%r"])
+            .trim()
+            == "IdleGPU"
+    });
+    // Requeued, and its GPU went to the job that waited for it.
+    let next = c.wait_state(waiting, JobState::Running, secs(60));
+    assert_eq!(next.nodes, ["n1"], "{next:?}");
+    let j = c.job(idle);
+    assert_eq!(j.restarts, 1, "{j:?}");
+    assert_ne!(
+        j.state,
+        JobState::Running,
+        "both jobs hold n1's one GPU: {j:?}"
+    );
+    let mails = c.wait_for(secs(20), "the IdleGPU mails", || {
+        let t = std::fs::read_to_string(&log).unwrap_or_default();
+        (t.lines().filter(|l| l.contains("Name=idle")).count() >= 2).then_some(t)
+    });
+    assert!(mails.contains(", IdleGPU, step notify"), "{mails}");
+    assert!(mails.contains(", IdleGPU, step requeue"), "{mails}");
+    let show = c.cmd_ok("gscontrol", ["show", "job", &idle.to_string()]);
+    assert!(show.contains("Restarts=1"), "{show}");
+
+    // The exempt partition's idle GPU job was left alone.
+    let k = c.job(calm);
+    assert_eq!(k.state, JobState::Running, "{k:?}");
+    assert_eq!(k.reason.as_str(), "None", "{k:?}");
+    assert!(!mails.contains("Name=calm"), "{mails}");
+    c.cmd_ok(
+        "gscancel",
+        [calm.to_string(), idle.to_string(), waiting.to_string()],
+    );
 }

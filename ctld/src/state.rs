@@ -35,6 +35,7 @@ mod gpu_fail;
 mod gpu_samples;
 mod ladder;
 mod limits;
+mod live_usage;
 mod notices;
 mod predict;
 mod price;
@@ -240,6 +241,8 @@ pub struct State {
     pub switch_of: Vec<Option<u32>>,
     /// Time-of-use prices, deferral and learned low-load hours (`state/price.rs`).
     price: price::PriceRt,
+    /// Live usage of running jobs and nodes from the heartbeats (`state/live_usage.rs`).
+    live: live_usage::LiveRt,
 }
 
 impl std::fmt::Debug for State {
@@ -397,6 +400,7 @@ impl State {
             resvs,
             switch_of,
             price: Default::default(),
+            live: Default::default(),
         };
         st.committed_state = st
             .jobs

@@ -411,6 +411,7 @@ fn node_calls_from_ordinary_users_are_refused() {
         progress: Vec::new(),
         load: None,
         gpu_samples: Vec::new(),
+        usage: Vec::new(),
     };
     let (code, msg) = api_error(
         ctld_with(&c, &as_user()).post::<_, serde_json::Value>(paths::NODES_HEARTBEAT, &beat),

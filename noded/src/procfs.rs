@@ -175,17 +175,26 @@ pub fn page_size() -> u64 {
     }
 }
 
-/// What one process uses: `(vsize, rss)` from statm and `(rchar, wchar)` from io; each
-/// `None` when the process is gone or the file cannot be read.
-pub fn read_process_usage(pid: i32, page_size: u64) -> (Option<(u64, u64)>, Option<(u64, u64)>) {
+/// What one process uses; each `None` when the process is gone or its file unreadable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessUsage {
+    /// `(vsize, rss)`, bytes, from `statm`.
+    pub mem: Option<(u64, u64)>,
+    /// `(rchar, wchar)` from `io`.
+    pub io: Option<(u64, u64)>,
+}
+
+/// Reads what process `pid` uses.
+pub fn read_process_usage(pid: i32, page_size: u64) -> ProcessUsage {
     let dir = Path::new("/proc").join(pid.to_string());
-    let mem = std::fs::read_to_string(dir.join("statm"))
-        .ok()
-        .and_then(|t| parse_statm(&t, page_size));
-    let io = std::fs::read_to_string(dir.join("io"))
-        .ok()
-        .and_then(|t| parse_io(&t));
-    (mem, io)
+    ProcessUsage {
+        mem: std::fs::read_to_string(dir.join("statm"))
+            .ok()
+            .and_then(|t| parse_statm(&t, page_size)),
+        io: std::fs::read_to_string(dir.join("io"))
+            .ok()
+            .and_then(|t| parse_io(&t)),
+    }
 }
 
 /// Parses `btime` (boot time, seconds since the epoch) from the text of `/proc/stat`.
@@ -241,11 +250,11 @@ mod tests {
         assert_eq!(parse_io("rchar: 5\n"), None);
         assert_eq!(parse_io("rchar: x\nwchar: 1\n"), None);
         // Our own process: some memory, and the reads of this very test.
-        let (mem, io) = read_process_usage(std::process::id() as i32, page_size());
-        let (vsize, rss) = mem.unwrap();
+        let u = read_process_usage(std::process::id() as i32, page_size());
+        let (vsize, rss) = u.mem.unwrap();
         assert!(vsize >= rss && rss > 0, "{vsize} {rss}");
-        assert!(io.unwrap().0 > 0);
-        assert_eq!(read_process_usage(-1, 4096), (None, None));
+        assert!(u.io.unwrap().0 > 0);
+        assert_eq!(read_process_usage(-1, 4096), ProcessUsage::default());
     }
 
     #[test]

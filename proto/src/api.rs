@@ -921,7 +921,8 @@ pub struct UsageTotals {
     pub cpu_usec: Option<u64>,
     /// CPU time over elapsed time since the start: the CPUs kept busy on average.
     pub ave_cpus_used: Option<f64>,
-    /// CPU use between the last two samples as a percent of the job's allocated CPUs.
+    /// CPU use lately (the nodes' `cpu_util_percent`; before their second sample, since the
+    /// start) as a percent of the job's allocated CPUs.
     pub cpu_util_percent: Option<f64>,
     pub read_bytes: Option<u64>,
     pub write_bytes: Option<u64>,
@@ -948,7 +949,9 @@ pub struct JobNodeUsage {
     /// Means over every sample of the run.
     pub ave_rss_bytes: Option<u64>,
     pub ave_vsize_bytes: Option<u64>,
-    /// CPU use between the newest two samples, percent of one CPU.
+    /// CPU use over the last 30 s or so (between the newest sample and the newest one at
+    /// least 30 s older, else the oldest kept), percent of one CPU; `None` before the
+    /// second sample.
     pub cpu_util_percent: Option<f64>,
     /// Bytes read and written: the highest counts seen (they only fall when processes end).
     pub read_bytes: Option<u64>,

@@ -2597,6 +2597,17 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
     }
 
     #[test]
+    fn usage_history_days() {
+        assert_eq!(parse(MIN).usage_history_days, 14);
+        let c = parse(&format!("{MIN}UsageHistoryDays=30\n"));
+        assert_eq!(c.usage_history_days, 30);
+        let e = parse_err(&format!("{MIN}UsageHistoryDays=7\n"));
+        assert!(e.contains("UsageHistoryDays: 7 is too short"), "{e}");
+        let e = parse_err(&format!("{MIN}UsageHistoryDays=two\n"));
+        assert!(e.contains("UsageHistoryDays"), "{e}");
+    }
+
+    #[test]
     fn scheduler_settings() {
         let c = parse(MIN);
         assert_eq!(c.scheduler.scheduler_type, SchedulerType::Backfill);

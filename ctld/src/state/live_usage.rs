@@ -173,7 +173,10 @@ fn totals(nodes: &[JobNodeUsage], start_time: i64, cpus: u32) -> UsageTotals {
         .cpu_usec
         .filter(|_| elapsed > 0)
         .map(|c| c as f64 / 1e6 / elapsed as f64);
-    t.cpu_util_percent = util.map(|u| u / f64::from(cpus.max(1)));
+    // Before a node's second sample there is no recent rate: the average since the start.
+    t.cpu_util_percent = util
+        .map(|u| u / f64::from(cpus.max(1)))
+        .or_else(|| t.ave_cpus_used.map(|c| c * 100.0 / f64::from(cpus.max(1))));
     t
 }
 
@@ -519,6 +522,11 @@ mod tests {
         assert_eq!((t.read_bytes, t.write_bytes), (Some(2), None));
         assert_eq!(t.processes, 4);
         assert_eq!(totals(&[], 1000, 1), UsageTotals::default());
+        // One sample per node: CPU use since the start.
+        let mut first = node("a", 7, 2_000_000, 1010);
+        first.cpu_util_percent = None;
+        let t = totals(&[first], 1000, 2);
+        assert_eq!(t.cpu_util_percent, Some(10.0));
     }
 
     #[test]

@@ -114,9 +114,9 @@ impl Node {
                 pids.dedup();
                 let mut sums = ProcSums::default();
                 for &p in &pids {
-                    let (mem, io) = procfs::read_process_usage(p, page);
+                    let u = procfs::read_process_usage(p, page);
                     let ticks = procfs::read_stat(p).ok().map(|s| s.cpu_ticks);
-                    sums.add(mem, io, ticks);
+                    sums.add(u.mem, u.io, ticks);
                 }
                 let mut s = JobUsageSample {
                     job_id,

@@ -173,14 +173,9 @@ pub fn parse_args(prog: &str, args: &[String]) -> Result<common::Parsed<Params>,
 
 /// How sstat names a job or step in its errors (`%ps`).
 fn step_name(sel: &JobSel) -> String {
-    let ((id, task), step) = sel;
-    let base = match task {
-        Some(k) => format!("{id}_{k}"),
-        None => id.to_string(),
-    };
-    match step {
-        Some(s) => format!("StepId={base}.{s}"),
-        None => format!("JobId={base}"),
+    match sel.1 {
+        Some(_) => format!("StepId={}", label(sel)),
+        None => format!("JobId={}", label(sel)),
     }
 }
 

@@ -113,7 +113,7 @@ EOF
   local p1 s1; p1=$(metric gsched_scheduler_passes_total); s1=$(metric gsched_scheduler_pass_seconds_sum)
   local passes mean_ms
   passes=$(awk -v a="$p0" -v b="$p1" 'BEGIN { print b - a }')
-  mean_ms=$(awk -v a="$s0" -v b="$s1" -v n="$passes" 'BEGIN { printf "%.1f", n > 0 ? (b - a) * 1000 / n : 0 }')
+  mean_ms=$(awk -v a="$s0" -v b="$s1" -v n="$passes" 'BEGIN { printf "%.1f", (n > 0 ? (b - a) * 1000 / n : 0) }')
   say "$nodes nodes: submitted $JOBS in $submit s; $running running; $passes passes of $mean_ms ms; latency $lat ms; busy ${hb_busy}% CPU, ${rss_full} MiB"
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n' \
     "$nodes" "$register" "$hb_idle" "$submit" "$running" "$passes" "$mean_ms" \

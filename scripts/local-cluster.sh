@@ -81,7 +81,7 @@ build() {
     (cd "$ROOT" && cargo build --release --bins)
   fi
   local b
-  for b in gsctld gsnoded gsstepd gsbatch gsqueue gsinfo gscontrol gscancel gsacct gsacctmgr gsprio gseff; do
+  for b in gsctld gsnoded gsstepd gsbatch gsqueue gsinfo gscontrol gscancel gsacct gsacctmgr gsprio gseff gsstat; do
     [[ -x "$BIN/$b" ]] || die "$BIN/$b is missing after the build"
   done
 }

@@ -116,6 +116,12 @@ pub const COMMANDS: &[Command] = &[
         options: crate::srun::OPTIONS,
         operands: Values::Files,
     },
+    Command {
+        name: "gsstat",
+        slurm: "sstat",
+        options: crate::sstat::OPTIONS,
+        operands: Values::Jobs,
+    },
 ];
 
 /// `sacctmgr`'s commands and entities that gsched implements.

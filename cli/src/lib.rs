@@ -1,6 +1,6 @@
 //! gsched's user commands: `gsbatch`, `gsqueue`, `gscancel`, `gsinfo`, `gscontrol`, `gsacct`,
-//! the drop-in equivalents of Slurm's `sbatch`, `squeue`, `scancel`, `sinfo`, `scontrol` and
-//! `sacct`.
+//! `gsstat`, ..., the drop-in equivalents of Slurm's `sbatch`, `squeue`, `scancel`, `sinfo`,
+//! `scontrol`, `sacct`, `sstat`, ....
 //! Each binary in `src/bin/` is a thin `main` calling the module of the same name; the
 //! modules keep Slurm's options, output formats, messages and exit codes.
 
@@ -24,4 +24,5 @@ pub mod sprio;
 pub mod squeue;
 pub mod squeue_steps;
 pub mod srun;
+pub mod sstat;
 pub mod sys;

@@ -223,9 +223,10 @@ pub struct Column {
 }
 
 /// How rows are separated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Layout {
     /// Padded columns, a header and a line of dashes.
+    #[default]
     Columns,
     /// `-p`: every value followed by the delimiter.
     Parsable,
@@ -233,8 +234,8 @@ pub enum Layout {
     Parsable2,
 }
 
-/// A parsed command line.
-#[derive(Debug, Clone)]
+/// A parsed command line (gsstat builds one for its columns and layout).
+#[derive(Debug, Clone, Default)]
 pub struct Params {
     pub columns: Vec<Column>,
     pub layout: Layout,
@@ -260,6 +261,15 @@ pub struct Params {
 
 /// Resolves a `-o` list into columns; unknown names are an error like sacct's.
 pub fn parse_fields(prog: &str, list: &str) -> Result<Vec<Column>, Fail> {
+    parse_fields_in(prog, list, FIELDS)
+}
+
+/// [`parse_fields`] over another command's field table (gsstat's).
+pub(crate) fn parse_fields_in(
+    prog: &str,
+    list: &str,
+    fields: &'static [(&'static str, i32)],
+) -> Result<Vec<Column>, Fail> {
     let mut out = Vec::new();
     for tok in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
         let (name, width) = match tok.split_once('%') {
@@ -271,7 +281,7 @@ pub fn parse_fields(prog: &str, list: &str) -> Result<Vec<Column>, Fail> {
             }
             None => (tok, None),
         };
-        let Some(&(fname, fwidth)) = FIELDS
+        let Some(&(fname, fwidth)) = fields
             .iter()
             .find(|(f, _)| f.len() >= name.len() && f[..name.len()].eq_ignore_ascii_case(name))
         else {
@@ -295,9 +305,9 @@ pub fn parse_fields(prog: &str, list: &str) -> Result<Vec<Column>, Fail> {
 }
 
 /// The `-j` list: `N`, `N_K`, `N.batch`, `N_K.batch`.
-type JobSel = ((u32, Option<u32>), Option<String>);
+pub(crate) type JobSel = ((u32, Option<u32>), Option<String>);
 
-fn parse_jobs(prog: &str, s: &str) -> Result<Vec<JobSel>, Fail> {
+pub(crate) fn parse_jobs(prog: &str, s: &str) -> Result<Vec<JobSel>, Fail> {
     let mut out = Vec::new();
     for tok in split_list(s) {
         let (job, step) = match tok.split_once('.') {
@@ -923,7 +933,7 @@ impl Params {
         }
     }
 
-    fn cell(&self, col: &Column, v: &str, last: bool) -> String {
+    pub(crate) fn cell(&self, col: &Column, v: &str, last: bool) -> String {
         match self.layout {
             Layout::Parsable2 if last => v.to_string(),
             Layout::Parsable | Layout::Parsable2 => format!("{v}{}", self.delimiter),
@@ -940,7 +950,7 @@ impl Params {
         }
     }
 
-    fn header(&self) -> String {
+    pub(crate) fn header(&self) -> String {
         let mut out = String::new();
         let n = self.columns.len();
         for (i, c) in self.columns.iter().enumerate() {

@@ -131,6 +131,7 @@ fn import_slurm_conf(out: &mut Out, args: &[String]) {
     }
 }
 
+mod live;
 mod resv;
 
 /// Session flags (set by options or by the `oneliner`, `details`, ... commands).
@@ -180,6 +181,13 @@ pub trait Api {
     ) -> Result<gsched_proto::step::StepsResponse, String> {
         Err("job steps are not available".into())
     }
+    /// Running jobs' live usage (`show job`'s usage line).
+    fn job_usage(
+        &self,
+        _q: &gsched_proto::api::JobUsageQuery,
+    ) -> Result<gsched_proto::api::JobUsageResponse, String> {
+        Err("job usage is not available".into())
+    }
 }
 
 /// The real controller.
@@ -193,6 +201,12 @@ fn err_text<T>(r: Result<T, ClientError>) -> Result<T, String> {
 }
 
 impl Api for Remote {
+    fn job_usage(
+        &self,
+        q: &gsched_proto::api::JobUsageQuery,
+    ) -> Result<gsched_proto::api::JobUsageResponse, String> {
+        err_text(self.client.post(paths::JOBS_USAGE, q))
+    }
     fn steps(
         &self,
         q: &gsched_proto::step::StepQuery,
@@ -665,13 +679,35 @@ impl Session<'_> {
                 }
                 let (mut jobs, ranges) = crate::arrays::collapse(r.jobs.clone());
                 jobs.sort_by_key(|j| std::cmp::Reverse(j.job_id));
+                // The live usage of the running ones (the caller's, or all for an admin);
+                // a controller without it, or a refusal, just leaves the line out.
+                let running: Vec<u32> = jobs
+                    .iter()
+                    .filter(|j| j.state == JobState::Running)
+                    .map(|j| j.job_id)
+                    .collect();
+                let usage = if running.is_empty() {
+                    Vec::new()
+                } else {
+                    api.job_usage(&gsched_proto::api::JobUsageQuery {
+                        job_ids: running,
+                        series: false,
+                    })
+                    .map(|u| u.jobs)
+                    .unwrap_or_default()
+                };
                 for j in &jobs {
+                    let live = usage
+                        .iter()
+                        .find(|u| u.job_id == j.job_id)
+                        .and_then(live::usage_line);
                     out.print(&format_job_ranged(
                         j,
                         ranges.get(&j.job_id).map(String::as_str),
                         r.now,
                         self.flags.one_liner,
                         self.flags.details,
+                        live.as_deref(),
                     ));
                 }
             }
@@ -1336,17 +1372,18 @@ fn tres(cpus: u32, mem_mb: u64, nodes: u32) -> String {
 
 /// `scontrol show job` for one job.
 pub fn format_job(j: &JobInfo, now: i64, one_liner: bool, details: bool) -> String {
-    format_job_ranged(j, None, now, one_liner, details)
+    format_job_ranged(j, None, now, one_liner, details, None)
 }
 
 /// `scontrol show job` for one job or, with `range`, for an array's collapsed pending tasks
-/// (`ArrayTaskId=1-7%4`).
+/// (`ArrayTaskId=1-7%4`); `live`, a running job's usage line (gsched's, `scontrol/live.rs`).
 pub fn format_job_ranged(
     j: &JobInfo,
     range: Option<&str>,
     now: i64,
     one_liner: bool,
     details: bool,
+    live: Option<&str>,
 ) -> String {
     let le = if one_liner { " " } else { "\n   " };
     let spec = &j.spec;
@@ -1549,6 +1586,9 @@ pub fn format_job_ranged(
             cpu.as_deref().unwrap_or("(null)")
         ));
     }
+    if let Some(l) = live {
+        o.push_str(&format!("{le}{l}"));
+    }
     o.push_str(&format!("{le}Power="));
     if let Some(g) = &spec.gpu {
         // Slurm's lines for a job with GPUs.
@@ -1628,8 +1668,13 @@ pub fn format_node(n: &NodeInfo, one_liner: bool, slurmd_port: u16) -> String {
         o.push_str(&format!("Version={v}"));
     }
     o.push_str(le);
+    // FreeMem: the node's MemAvailable from its last load sample, as slurmd reports it.
+    let free = n
+        .life
+        .free_mem_mb
+        .map_or_else(|| "N/A".to_string(), |m| m.to_string());
     o.push_str(&format!(
-        "RealMemory={} AllocMem={} FreeMem=N/A Sockets={} Boards=1{le}",
+        "RealMemory={} AllocMem={} FreeMem={free} Sockets={} Boards=1{le}",
         n.real_memory_mb, n.alloc_mem_mb, n.cpus
     ));
     o.push_str(&format!(

@@ -113,6 +113,8 @@ pub struct Metrics {
     queue_wait: Histogram,
     cpus_used: GaugeF,
     node_cpus_used: Family<NodeNameLabels, GaugeF>,
+    mem_used: Gauge,
+    node_mem_used: Family<NodeNameLabels, Gauge>,
     gpus: Family<NodeGpuTypeLabels, Gauge>,
     gpus_alloc: Family<GpuAllocLabels, Gauge>,
     gpu_mem: Family<GpuLabels, Gauge>,
@@ -183,6 +185,8 @@ impl Metrics {
             ),
             cpus_used: GaugeF::default(),
             node_cpus_used: Family::default(),
+            mem_used: Gauge::default(),
+            node_mem_used: Family::default(),
             gpus: Family::default(),
             gpus_alloc: Family::default(),
             gpu_mem: Family::default(),
@@ -271,6 +275,16 @@ impl Metrics {
             "node_cpus_used",
             "CPUs in use on the node by its load: its one-minute load average capped at its CPUs",
             m.node_cpus_used.clone(),
+        );
+        r.register(
+            "memory_used_bytes",
+            "Memory in use on the nodes (MemTotal - MemAvailable of each responding node's newest sample), summed (compare with gsched_memory_allocated_bytes)",
+            m.mem_used.clone(),
+        );
+        r.register(
+            "node_memory_used_bytes",
+            "Memory in use on the node: MemTotal - MemAvailable of its newest sample",
+            m.node_mem_used.clone(),
         );
         r.register(
             "gpus",
@@ -548,6 +562,18 @@ impl Metrics {
                 .set(u);
         }
         self.cpus_used.set(used);
+        self.node_mem_used.clear();
+        let mut mem_used = 0i64;
+        for (node, b) in st.memory_used() {
+            let b = i64::try_from(b).unwrap_or(i64::MAX);
+            mem_used = mem_used.saturating_add(b);
+            self.node_mem_used
+                .get_or_create(&NodeNameLabels {
+                    node: node.to_string(),
+                })
+                .set(b);
+        }
+        self.mem_used.set(mem_used);
         self.cpus_alloc.set(alloc);
         self.mem.set(mem);
         self.mem_alloc.set(mem_alloc);

@@ -85,6 +85,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::NODES_REBOOT, post(reboot))
         .route(paths::JOBS_COMPLETE, post(complete))
         .route(paths::JOBS_HISTORY, post(history))
+        .route(paths::JOBS_USAGE, post(job_usage))
+        .route(paths::NODES_USAGE, post(node_usage))
         .route(paths::METRICS, get(metrics))
         .route(paths::OPENAPI, get(openapi))
         .route(paths::NODES, get(nodes))
@@ -439,6 +441,31 @@ async fn nodes(AxState(sh): Sh, Extension(who): Who) -> Result<Json<NodesRespons
     Ok(Json(NodesResponse { now: now(), nodes }))
 }
 
+/// `gsstat`, `gscontrol show job`: running jobs' live usage (owners and administrators).
+async fn job_usage(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(q): Body<gsched_proto::api::JobUsageQuery>,
+) -> Json<gsched_proto::api::JobUsageResponse> {
+    let jobs = sh.lock().job_usage(&q, &who);
+    Json(gsched_proto::api::JobUsageResponse { now: now(), jobs })
+}
+
+/// The nodes' load samples and hourly usage; refused like the node listing under
+/// `PrivateData=nodes`.
+async fn node_usage(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(q): Body<gsched_proto::api::NodeUsageQuery>,
+) -> Result<Json<gsched_proto::api::NodeUsageResponse>, ApiErr> {
+    if sh.cfg.private_data.nodes {
+        require_admin(&sh, &who)?;
+    }
+    let t = now();
+    let nodes = sh.lock().node_usage(&q, t)?;
+    Ok(Json(gsched_proto::api::NodeUsageResponse { now: t, nodes }))
+}
+
 async fn update_nodes(
     AxState(sh): Sh,
     Extension(who): Who,
@@ -497,6 +524,7 @@ async fn heartbeat(
         let r = st.heartbeat(&req.name, &req.running, t);
         if r.is_some() {
             st.record_progress(&req.progress, t);
+            st.record_usage(&req.name, req.load, &req.usage, &req.gpu_samples, t);
             st.record_gpu_samples(&req.name, &req.gpu_samples, t);
         }
         r

@@ -35,6 +35,7 @@ mod gpu_fail;
 mod gpu_samples;
 mod ladder;
 mod limits;
+mod live_usage;
 pub mod monitor;
 mod notices;
 mod predict;
@@ -243,6 +244,8 @@ pub struct State {
     price: price::PriceRt,
     /// What `/metrics` measures over time (`state/monitor.rs`).
     monitor: monitor::MonitorRt,
+    /// Live usage of running jobs and nodes from the heartbeats (`state/live_usage.rs`).
+    live: live_usage::LiveRt,
 }
 
 impl std::fmt::Debug for State {
@@ -401,6 +404,7 @@ impl State {
             switch_of,
             price: Default::default(),
             monitor: Default::default(),
+            live: Default::default(),
         };
         st.committed_state = st
             .jobs

@@ -50,10 +50,18 @@ const MIGRATIONS: &[&str] = &[
         job_id INTEGER, util INTEGER NOT NULL, mem_mb INTEGER NOT NULL);
      CREATE INDEX gpu_samples_time ON gpu_samples(time);
      CREATE INDEX gpu_samples_job ON gpu_samples(job_id);",
+    // 7: hourly usage of each node (load, GPU, memory, network) from the heartbeats' load
+    // samples, kept `UsageHistoryDays` (store/usage_hours.rs).
+    "CREATE TABLE node_hours (node TEXT NOT NULL, hour INTEGER NOT NULL,
+        samples INTEGER NOT NULL, cpu_load_pct REAL NOT NULL, gpu_util_pct REAL,
+        mem_used_mb REAL, mem_used_max_mb INTEGER, mem_total_mb INTEGER,
+        net_rx_bytes INTEGER, net_tx_bytes INTEGER, PRIMARY KEY (node, hour));
+     CREATE INDEX node_hours_hour ON node_hours(hour);",
 ];
 
 mod gpu_samples;
 pub use gpu_samples::{GpuUsageReader, GpuWindow};
+mod usage_hours;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -1,5 +1,6 @@
 //! What the node side reads from `/proc`: a process's parent and start time (to find every
-//! process of a job and to tell a live gsstepd from a recycled pid), and the boot time.
+//! process of a job and to tell a live gsstepd from a recycled pid), its memory and I/O
+//! counters (the heartbeats' live usage), and the boot time.
 //!
 //! A job's processes are found by walking parent links down from its gsstepd. gsstepd is a
 //! child subreaper, so a double-forked daemon of the job is re-parented to gsstepd rather than
@@ -141,6 +142,61 @@ pub fn descendants(root: i32) -> Vec<i32> {
     }
 }
 
+/// Virtual size and resident memory of a process, bytes, from the text of
+/// `/proc/<pid>/statm` (its first two fields, in pages of `page_size` bytes).
+pub fn parse_statm(text: &str, page_size: u64) -> Option<(u64, u64)> {
+    let mut f = text.split_ascii_whitespace();
+    let size: u64 = f.next()?.parse().ok()?;
+    let resident: u64 = f.next()?.parse().ok()?;
+    Some((
+        size.saturating_mul(page_size),
+        resident.saturating_mul(page_size),
+    ))
+}
+
+/// Characters read and written by a process (`rchar`, `wchar` of `/proc/<pid>/io`): every
+/// byte of `read`/`write`-like calls, the page cache's included, which is what Slurm's
+/// accounting reports as disk read and write.
+pub fn parse_io(text: &str) -> Option<(u64, u64)> {
+    let field = |key: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key).then(|| v.trim().parse::<u64>().ok())?
+        })
+    };
+    Some((field("rchar")?, field("wchar")?))
+}
+
+/// The memory page size, bytes.
+pub fn page_size() -> u64 {
+    match nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE) {
+        Ok(Some(p)) if p > 0 => p as u64,
+        _ => 4096,
+    }
+}
+
+/// What one process uses; each `None` when the process is gone or its file unreadable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessUsage {
+    /// `(vsize, rss)`, bytes, from `statm`.
+    pub mem: Option<(u64, u64)>,
+    /// `(rchar, wchar)` from `io`.
+    pub io: Option<(u64, u64)>,
+}
+
+/// Reads what process `pid` uses.
+pub fn read_process_usage(pid: i32, page_size: u64) -> ProcessUsage {
+    let dir = Path::new("/proc").join(pid.to_string());
+    ProcessUsage {
+        mem: std::fs::read_to_string(dir.join("statm"))
+            .ok()
+            .and_then(|t| parse_statm(&t, page_size)),
+        io: std::fs::read_to_string(dir.join("io"))
+            .ok()
+            .and_then(|t| parse_io(&t)),
+    }
+}
+
 /// Parses `btime` (boot time, seconds since the epoch) from the text of `/proc/stat`.
 pub fn parse_btime(text: &str) -> Option<i64> {
     text.lines()
@@ -178,6 +234,27 @@ mod tests {
         assert!(parse_stat("garbage").is_none());
         assert!(parse_stat("1 (x) S").is_none());
         assert!(parse_stat(") 1 (x").is_none());
+    }
+
+    #[test]
+    fn statm_and_io() {
+        assert_eq!(
+            parse_statm("2560 300 120 10 0 200 0\n", 4096),
+            Some((2560 * 4096, 300 * 4096))
+        );
+        assert_eq!(parse_statm("x 1", 4096), None);
+        assert_eq!(parse_statm("12", 4096), None);
+        let io = "rchar: 209715200\nwchar: 1234\nsyscr: 51\nsyscw: 3\nread_bytes: 0\n\
+                  write_bytes: 4096\ncancelled_write_bytes: 0\n";
+        assert_eq!(parse_io(io), Some((209_715_200, 1234)));
+        assert_eq!(parse_io("rchar: 5\n"), None);
+        assert_eq!(parse_io("rchar: x\nwchar: 1\n"), None);
+        // Our own process: some memory, and the reads of this very test.
+        let u = read_process_usage(std::process::id() as i32, page_size());
+        let (vsize, rss) = u.mem.unwrap();
+        assert!(vsize >= rss && rss > 0, "{vsize} {rss}");
+        assert!(u.io.unwrap().0 > 0);
+        assert_eq!(read_process_usage(-1, 4096), ProcessUsage::default());
     }
 
     #[test]

@@ -358,7 +358,13 @@ impl VirtualHost {
                 load_avg: f64::from(busy),
                 cpu_load_pct: busy * 100 / n.cpus.max(1),
                 gpu_util_pct: None,
+                mem_total_mb: Some(n.real_memory_mb),
+                mem_used_mb: None,
+                net_rx_bytes: None,
+                net_tx_bytes: None,
             }),
+            // Nothing runs, so there is no live usage to sample.
+            usage: Vec::new(),
             progress: jobs
                 .iter()
                 .map(|(&job_id, j)| JobProgress {

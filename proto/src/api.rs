@@ -44,6 +44,8 @@ pub mod paths {
     pub const JOBS_REQUEUE: &str = "/v1/jobs/requeue";
     pub const JOBS_COMPLETE: &str = "/v1/jobs/complete";
     pub const JOBS_HISTORY: &str = "/v1/jobs/history";
+    /// Live usage of running jobs (gsstat, `gscontrol show job`).
+    pub const JOBS_USAGE: &str = "/v1/jobs/usage";
     /// Prometheus metrics (OpenMetrics text); the one path served without a credential.
     pub const METRICS: &str = "/metrics";
     /// The OpenAPI document of this API (served without a credential).
@@ -52,6 +54,8 @@ pub mod paths {
     pub const NODES_UPDATE: &str = "/v1/nodes/update";
     pub const NODES_REGISTER: &str = "/v1/nodes/register";
     pub const NODES_HEARTBEAT: &str = "/v1/nodes/heartbeat";
+    /// The nodes' recent load samples and hourly aggregates.
+    pub const NODES_USAGE: &str = "/v1/nodes/usage";
     pub const PARTITIONS: &str = "/v1/partitions";
     pub const CONFIG: &str = "/v1/config";
     /// The association table (`gsacctmgr show`, `gsprio`); changes (administrators only).
@@ -701,6 +705,10 @@ pub struct HeartbeatRequest {
     /// What each running job did lately (the invalid-job ladder's input).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub progress: Vec<JobProgress>,
+    /// The live usage of every job with processes on the node (the batch node's jobs and
+    /// the nodes running their steps); empty from older daemons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usage: Vec<JobUsageSample>,
 }
 
 /// A running job's progress counters as gsnoded read them for a heartbeat. The controller
@@ -850,4 +858,209 @@ pub struct LoadHour {
     pub samples: u32,
     /// Below the threshold, with at least 7 days of history in all.
     pub low: bool,
+}
+
+/// One job's live usage on one node, read by gsnoded for a heartbeat. Every field but the
+/// job id may be missing (older daemons, a file that cannot be read); the controller keeps
+/// the last [`USAGE_RING`] samples per job and node while the job runs.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct JobUsageSample {
+    pub job_id: JobId,
+    /// Resident memory now, bytes: the job's cgroup (`memory.usage_in_bytes` on v1,
+    /// `memory.current` on v2), else the RSS summed over the job's processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
+    /// Peak resident memory so far, bytes, where the node measures it (the cgroup's
+    /// `memory.max_usage_in_bytes` / `memory.peak`); the controller also keeps the highest
+    /// `rss_bytes` it was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
+    /// Virtual memory summed over the job's processes, bytes (`/proc/<pid>/statm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vsize_bytes: Option<u64>,
+    /// CPU time of the job so far, microseconds (its cgroup, else its processes and the
+    /// children they reaped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_usec: Option<u64>,
+    /// Bytes the job's processes read and wrote (`rchar`/`wchar` of `/proc/<pid>/io`,
+    /// what Slurm's sstat reports as disk read/write), summed over the live processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bytes: Option<u64>,
+    /// Processes of the job on the node.
+    #[serde(default)]
+    pub processes: u32,
+    /// Utilization of the job's GPUs on the node (the busiest), percent; `None` without GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_util_percent: Option<u32>,
+    /// GPU memory the job's processes hold on the node, MiB; `None` without GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_mem_mb: Option<u64>,
+}
+
+/// How many samples the controller keeps per running job and node, and per node: with
+/// heartbeats every 5 s (the most), the last 10 minutes. Older samples are dropped; a job's
+/// samples go when the job ends.
+pub const USAGE_RING: usize = 120;
+
+/// `POST /v1/jobs/usage`: the live usage of running jobs (gsstat, `gscontrol show job`).
+/// Only the jobs' owners and administrators see it, as with Slurm's sstat.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobUsageQuery {
+    pub job_ids: Vec<JobId>,
+    /// Also return the kept samples (`JobNodeUsage::series`).
+    #[serde(default)]
+    pub series: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobUsageResponse {
+    pub now: i64,
+    /// One entry per asked id, in the order asked.
+    pub jobs: Vec<JobUsageInfo>,
+}
+
+/// One job's usage: per node, and summed over its nodes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobUsageInfo {
+    pub job_id: JobId,
+    /// Why there is no usage: `invalid_job_id` (unknown), `job_already_done` or
+    /// `job_pending` (not running), `access_denied` (neither the owner nor an admin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    /// The run's start time; CPU use is averaged from it.
+    #[serde(default)]
+    pub start_time: i64,
+    /// CPUs allocated to the job, on all its nodes.
+    #[serde(default)]
+    pub cpus: u32,
+    /// Per node that sent samples, in the order of the job's node list.
+    #[serde(default)]
+    pub nodes: Vec<JobNodeUsage>,
+    /// Summed over the nodes (peaks: the sum of the nodes' peaks, an upper bound).
+    #[serde(default)]
+    pub total: UsageTotals,
+}
+
+/// A job's usage summed over its nodes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UsageTotals {
+    /// Resident memory now, bytes.
+    pub rss_bytes: Option<u64>,
+    /// The highest peak of one node and that node (sstat's `MaxRSS`/`MaxRSSNode`).
+    pub max_rss_bytes: Option<u64>,
+    pub max_rss_node: Option<String>,
+    /// Average resident memory over the run (each node's mean of its samples, summed).
+    pub ave_rss_bytes: Option<u64>,
+    pub cpu_usec: Option<u64>,
+    /// CPU time over elapsed time since the start: the CPUs kept busy on average.
+    pub ave_cpus_used: Option<f64>,
+    /// CPU use lately (the nodes' `cpu_util_percent`; before their second sample, since the
+    /// start) as a percent of the job's allocated CPUs.
+    pub cpu_util_percent: Option<f64>,
+    pub read_bytes: Option<u64>,
+    pub write_bytes: Option<u64>,
+    pub processes: u32,
+    /// The busiest GPU of the job, percent; GPU memory summed, MiB.
+    pub gpu_util_percent: Option<u32>,
+    pub gpu_mem_mb: Option<u64>,
+}
+
+/// A job's usage on one node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobNodeUsage {
+    pub node: String,
+    /// Index of the node in the job's node list (sstat's task fields).
+    pub node_index: u32,
+    /// Samples received for this run, and the time of the newest.
+    pub samples: u64,
+    pub time: i64,
+    /// The newest sample.
+    pub latest: JobUsageSample,
+    /// Highest resident memory and virtual size seen (or measured by the node's cgroup).
+    pub peak_rss_bytes: Option<u64>,
+    pub peak_vsize_bytes: Option<u64>,
+    /// Means over every sample of the run.
+    pub ave_rss_bytes: Option<u64>,
+    pub ave_vsize_bytes: Option<u64>,
+    /// CPU use over the last 30 s or so (between the newest sample and the newest one at
+    /// least 30 s older, else the oldest kept), percent of one CPU; `None` before the
+    /// second sample.
+    pub cpu_util_percent: Option<f64>,
+    /// Bytes read and written: the highest counts seen (they only fall when processes end).
+    pub read_bytes: Option<u64>,
+    pub write_bytes: Option<u64>,
+    /// The kept samples, oldest first, when asked for (`JobUsageQuery::series`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<UsagePoint>,
+}
+
+/// One kept sample and when the controller received it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UsagePoint {
+    pub time: i64,
+    pub sample: JobUsageSample,
+}
+
+/// `POST /v1/nodes/usage`: the nodes' recent load samples and their hourly aggregates from
+/// the store. Refused to ordinary users under `PrivateData=nodes`, as the node listing is.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NodeUsageQuery {
+    /// Node names (hostlists allowed); empty: every node.
+    #[serde(default)]
+    pub nodes: Vec<String>,
+    /// Also return the kept samples (`NodeUsageInfo::series`).
+    #[serde(default)]
+    pub series: bool,
+    /// Hours of stored aggregates to return (0: none).
+    #[serde(default)]
+    pub hours: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NodeUsageResponse {
+    pub now: i64,
+    pub nodes: Vec<NodeUsageInfo>,
+}
+
+/// One node's load: the newest sample, the kept ones, and stored hours.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NodeUsageInfo {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest: Option<NodeLoadPoint>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<NodeLoadPoint>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hours: Vec<NodeUsageHour>,
+}
+
+/// A node's load sample and when the controller received it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NodeLoadPoint {
+    pub time: i64,
+    pub load: crate::resv::NodeLoad,
+}
+
+/// One node's hour, as stored (kept `UsageHistoryDays`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NodeUsageHour {
+    /// Epoch seconds of the hour's start.
+    pub hour: i64,
+    /// Heartbeat samples the hour is made of.
+    pub samples: u32,
+    /// Mean CPU load, percent of the node's CPUs.
+    pub cpu_load_pct: f64,
+    /// Mean utilization of the node's GPUs (GPU samples of the hour); `None` without GPUs.
+    pub gpu_util_pct: Option<f64>,
+    /// Mean and highest memory in use, MiB, and the node's memory.
+    pub mem_used_mb: Option<f64>,
+    pub mem_used_max_mb: Option<u64>,
+    pub mem_total_mb: Option<u64>,
+    /// Bytes received and sent in the hour (non-loopback interfaces).
+    pub net_rx_bytes: Option<u64>,
+    pub net_tx_bytes: Option<u64>,
 }

@@ -347,6 +347,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "LearnLowLoadWindows",
     "LowLoadThreshold",
     "GpuSampleInterval",
+    "UsageHistoryDays",
     "DefCpuPerGPU",
     "DefMemPerGPU",
     "ResumeTimeout",
@@ -1018,6 +1019,9 @@ pub struct Config {
     /// gsched: `GpuSampleInterval=` seconds between GPU usage samples on the nodes
     /// (default 30; 0 turns sampling off).
     pub gpu_sample_interval: u32,
+    /// gsched: `UsageHistoryDays=`: days the controller keeps the nodes' hourly usage (and
+    /// the cluster's hourly utilization) in its store; default and minimum 14.
+    pub usage_history_days: u32,
     /// `DefCpuPerGPU=`: CPUs per GPU of a whole-GPU job that gives neither `-c` nor
     /// `--cpus-per-gpu`; `None` = not set.
     pub def_cpu_per_gpu: Option<u32>,
@@ -1278,6 +1282,10 @@ pub(crate) fn tokenize(text: &str) -> Result<Line, String> {
 
 const WHOLE: &str = "expected a whole number";
 const TIME_FORMS: &str = "expected minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S, UNLIMITED or INFINITE";
+
+/// The shortest (and default) `UsageHistoryDays=`: the two weeks, which the learned
+/// low-load windows read.
+pub const MIN_USAGE_HISTORY_DAYS: u32 = 14;
 
 fn parse_u32(v: &str) -> Result<u32, String> {
     if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
@@ -1607,6 +1615,7 @@ struct Globals {
     max_job_count: Option<u32>,
     message_timeout: Option<u32>,
     gpu_sample_interval: Option<u32>,
+    usage_history_days: Option<u32>,
     auth_type: Option<AuthType>,
     auth_info: Option<String>,
     slurm_user: Option<String>,
@@ -1840,6 +1849,15 @@ impl Parser {
                 g.message_timeout = Some(parse_u32(value).map_err(err)?.clamp(1, 3600))
             }
             "GpuSampleInterval" => g.gpu_sample_interval = Some(parse_u32(value).map_err(err)?),
+            "UsageHistoryDays" => {
+                let d = parse_u32(value).map_err(err)?;
+                if d < MIN_USAGE_HISTORY_DAYS {
+                    return Err(err(format!(
+                        "{d} is too short: the hourly usage is kept at least {MIN_USAGE_HISTORY_DAYS} days"
+                    )));
+                }
+                g.usage_history_days = Some(d);
+            }
             "AuthType" => {
                 g.auth_type = Some(match value.to_ascii_lowercase().as_str() {
                     "auth/munge" => AuthType::Munge,
@@ -2298,6 +2316,7 @@ impl Parser {
             max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),
             message_timeout: g.message_timeout.unwrap_or(10),
             gpu_sample_interval: g.gpu_sample_interval.unwrap_or(30),
+            usage_history_days: g.usage_history_days.unwrap_or(MIN_USAGE_HISTORY_DAYS),
             auth_type: g.auth_type.unwrap_or(AuthType::Munge),
             auth_info: g.auth_info,
             slurm_user: g.slurm_user.unwrap_or_else(|| "root".to_string()),
@@ -2575,6 +2594,17 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
             "{MIN}NodeName=g1 CPUs=8\nPartitionName=p Nodes=g1 GpuSharing=all\n"
         ));
         assert!(e.contains("expected user or multiuser"), "{e}");
+    }
+
+    #[test]
+    fn usage_history_days() {
+        assert_eq!(parse(MIN).usage_history_days, 14);
+        let c = parse(&format!("{MIN}UsageHistoryDays=30\n"));
+        assert_eq!(c.usage_history_days, 30);
+        let e = parse_err(&format!("{MIN}UsageHistoryDays=7\n"));
+        assert!(e.contains("UsageHistoryDays: 7 is too short"), "{e}");
+        let e = parse_err(&format!("{MIN}UsageHistoryDays=two\n"));
+        assert!(e.contains("UsageHistoryDays"), "{e}");
     }
 
     #[test]

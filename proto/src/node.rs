@@ -68,6 +68,9 @@ pub struct NodeLifeInfo {
     /// The last one-minute load average reported (`CPULoad=`).
     #[serde(default)]
     pub cpu_load: Option<f64>,
+    /// Memory not in use, MiB, from the last load sample (`FreeMem=`: `MemAvailable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_mem_mb: Option<u64>,
 }
 
 impl NodeBaseState {

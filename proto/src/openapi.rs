@@ -84,6 +84,8 @@ pub fn document() -> Value {
         op::<SuspendRequest, JobActionResponse>(&mut g, paths::JOBS_SUSPEND, "post", "gsctld", "Suspend or resume running jobs (administrators)"),
         op::<JobCompleteRequest, Ack>(&mut g, paths::JOBS_COMPLETE, "post", "gsctld", "A job ended on a node (gsnoded only)"),
         op::<HistoryQuery, JobsResponse>(&mut g, paths::JOBS_HISTORY, "post", "gsctld", "Finished and active jobs from the store (gsacct)"),
+        op::<JobUsageQuery, JobUsageResponse>(&mut g, paths::JOBS_USAGE, "post", "gsctld", "Live usage of running jobs per node, from the heartbeats (gsstat, gscontrol show job; owners and administrators)"),
+        op::<NodeUsageQuery, NodeUsageResponse>(&mut g, paths::NODES_USAGE, "post", "gsctld", "The nodes' recent load samples (memory, network) and stored hourly usage"),
         op::<(), NodesResponse>(&mut g, paths::NODES, "get", "gsctld", "Nodes and their states (gsinfo, gscontrol show node)"),
         op::<NodeUpdateRequest, Ack>(&mut g, paths::NODES_UPDATE, "post", "gsctld", "Drain, resume or down nodes (administrators)"),
         op::<RegisterRequest, RegisterResponse>(&mut g, paths::NODES_REGISTER, "post", "gsctld", "A node daemon registers (root or SlurmUser only)"),

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A node's measured load, sent with heartbeats.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeLoad {
     /// The one-minute load average (`/proc/loadavg`), as Slurm's `CPULoad=`.
     pub load_avg: f64,
@@ -16,6 +16,18 @@ pub struct NodeLoad {
     /// without GPUs. Placement scores a node by the higher of the two.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_util_pct: Option<u32>,
+    /// The node's memory and the part in use (`MemTotal` and `MemTotal - MemAvailable` of
+    /// `/proc/meminfo`), MiB; `None` from older daemons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_total_mb: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_used_mb: Option<u64>,
+    /// Bytes received and sent since boot over every interface but loopback
+    /// (`/proc/net/dev`); counters, so rates come from differences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_rx_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_tx_bytes: Option<u64>,
 }
 
 impl NodeLoad {

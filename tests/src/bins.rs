@@ -23,6 +23,7 @@ pub const COMMANDS: &[&str] = &[
     "gsacctmgr",
     "gsprio",
     "gsrun",
+    "gsstat",
 ];
 
 /// The directory holding the binaries under test.

@@ -19,6 +19,7 @@
 //! cluster's directory; `GSCHED_TEST_TIMEOUT_SCALE=N` stretches every timeout.
 
 pub mod bins;
+pub mod cgroup_v1;
 pub mod cluster;
 pub mod gpu_fakes;
 pub mod munge;

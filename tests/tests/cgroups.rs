@@ -8,90 +8,10 @@
 //! against a cgroup2 mount named by `CgroupMountpoint=`. Each test says why it skips where
 //! the kernel or the privileges are missing.
 
+use gsched_tests::cgroup_v1::{v1_missing, v1_roots, Subdir, V1_ROOT};
 use gsched_tests::{is_root, secs, ClusterOpts, JobState, TestCluster};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-const V1_ROOT: &str = "/sys/fs/cgroup";
-
-fn v1_missing(controllers: &[&str]) -> Option<String> {
-    if !is_root() {
-        return Some("skipping: cgroup tests need root".into());
-    }
-    for c in controllers {
-        if !Path::new(V1_ROOT).join(c).join("cgroup.procs").is_file() {
-            return Some(format!(
-                "skipping: the cgroup v1 {c} controller is not mounted at {V1_ROOT}/{c}"
-            ));
-        }
-    }
-    None
-}
-
-/// A `CgroupSubdir` of this test only, and a guard that removes it (and kills what is left
-/// in it) when the test ends, whatever happened.
-struct Subdir {
-    name: String,
-    roots: Vec<PathBuf>,
-}
-
-impl Subdir {
-    fn new(tag: &str, roots: Vec<PathBuf>) -> Subdir {
-        Subdir {
-            name: format!("gsched-it-{tag}-{}", std::process::id()),
-            roots,
-        }
-    }
-
-    /// The folder of job `id` on node `n1` under `root`.
-    fn job(&self, root: &Path, id: u32) -> PathBuf {
-        root.join(format!("{}_n1", self.name))
-            .join(format!("job_{id}"))
-    }
-}
-
-impl Drop for Subdir {
-    fn drop(&mut self) {
-        for r in &self.roots {
-            if let Ok(rd) = std::fs::read_dir(r) {
-                for e in rd.flatten() {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    if name.starts_with(&self.name) {
-                        remove_tree(&e.path());
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn remove_tree(dir: &Path) {
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                remove_tree(&e.path());
-            }
-        }
-    }
-    if let Ok(p) = std::fs::read_to_string(dir.join("cgroup.procs")) {
-        for pid in p.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
-    let _ = std::fs::remove_dir(dir);
-}
-
-fn v1_roots() -> Vec<PathBuf> {
-    [
-        "cpuset", "memory", "cpu", "cpuacct", "devices", "freezer", "pids",
-    ]
-    .iter()
-    .map(|c| Path::new(V1_ROOT).join(c))
-    .collect()
-}
 
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

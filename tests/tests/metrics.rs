@@ -95,6 +95,15 @@ fn metrics_families_and_counters() {
     // Each node's load: present, and no more than its CPUs.
     let used = sample(&text, "gsched_cpus_used").expect("gsched_cpus_used");
     assert!((0.0..=4.0).contains(&used), "{text}");
+    // Each node's memory in use (its MemTotal - MemAvailable, so more than nothing) once
+    // its first heartbeat has come.
+    assert!(
+        sample(&text, "gsched_memory_used_bytes").is_some(),
+        "{text}"
+    );
+    c.wait_until(secs(30), "memory in use from the heartbeats", || {
+        sample(&scrape(c.ctld_port()), "gsched_memory_used_bytes").is_some_and(|m| m > 0.0)
+    });
     families_are_documented(&text);
     let jobs = |state: &str| {
         sample(

@@ -63,6 +63,8 @@ fn served_committed_and_generated_documents_are_equal() {
         "/v1/jobs/signal",
         "/v1/nodes",
         "/v1/acct",
+        "/v1/jobs/usage",
+        "/v1/nodes/usage",
     ] {
         assert!(doc["paths"][p].is_object(), "{p} missing");
     }

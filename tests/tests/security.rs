@@ -206,6 +206,17 @@ fn users_cannot_act_on_other_users_jobs() {
     assert_eq!(j.state, JobState::Running, "{j:?}");
     assert_ne!(j.time_limit, Some(5), "{j:?}");
 
+    // Their usage is the owner's and the admins' only, as with Slurm's sstat.
+    let out = run("gsstat", &["-j", &id, "-n"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr_lines(&out, "gsstat"),
+        vec![format!(
+            "error: problem getting step_layout for JobId={theirs}: Access/permission denied"
+        )]
+    );
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+
     // Without PrivateData everyone sees every job (as in Slurm).
     let out = run("gsqueue", &["-h", "-o", "%i"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -411,6 +422,7 @@ fn node_calls_from_ordinary_users_are_refused() {
         progress: Vec::new(),
         load: None,
         gpu_samples: Vec::new(),
+        usage: Vec::new(),
     };
     let (code, msg) = api_error(
         ctld_with(&c, &as_user()).post::<_, serde_json::Value>(paths::NODES_HEARTBEAT, &beat),

@@ -92,6 +92,13 @@ pub const PROGRAMS: &[Program] = &[
         description: "gsrun runs a command as a job step (N.0, N.1, ...) of a running job, from its batch script or with --jobid: the controller spreads the tasks over the job's nodes, each node's gsnoded starts them as the job's user with SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID and the SLURM_STEP_* variables, and gsrun forwards their output (labelled with -l) or writes the -o/-e files, then exits with the highest task exit code (128 + signal for a task killed by a signal), as srun does. Steps are shown by gsacct and gsqueue -s, cancelled with gscancel N.K, and end with their job.",
     },
     Program {
+        name: "gsstat",
+        section: 1,
+        slurm: Some("sstat"),
+        summary: "live usage of running jobs",
+        description: "gsstat shows, with sstat's options, field names, widths and parsable layouts, what running jobs use now: resident memory (now, peak and mean), virtual size, CPU time, bytes read and written, processes and GPUs, from the samples each node sends with its heartbeats (the job's cgroup with a cgroup.conf, else its processes); the controller keeps the last 120 samples per job and node. gsched measures a job per node, not per step: each line is a whole job and sstat's per-task figures are taken over the job's nodes. Jobs that do not run are reported on stderr, and the exit status stays 0, as with sstat. gscontrol show job prints the same figures for a running job on a line of its own.",
+    },
+    Program {
         name: "gsctld",
         section: 8,
         slurm: Some("slurmctld"),

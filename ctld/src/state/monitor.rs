@@ -165,6 +165,17 @@ impl State {
             })
             .collect()
     }
+
+    /// Memory in use on each node the controller hears from, bytes: `MemTotal -
+    /// MemAvailable` of its newest load sample (nodes whose gsnoded does not report memory,
+    /// down or not responding are left out).
+    pub fn memory_used(&self) -> Vec<(&str, u64)> {
+        self.nodes
+            .iter()
+            .filter(|n| n.registered && !n.not_responding && !n.admin.down)
+            .filter_map(|n| Some((n.name.as_str(), n.life.load?.mem_used_mb? << 20)))
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -340,6 +340,10 @@ impl State {
             }),
             migrate_by: n.admin.migrate_by,
             cpu_load: n.life.load.map(|l| l.load_avg),
+            free_mem_mb: n
+                .life
+                .load
+                .and_then(|l| Some(l.mem_total_mb?.saturating_sub(l.mem_used_mb?))),
         }
     }
 

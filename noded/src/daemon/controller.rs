@@ -2,7 +2,9 @@
 //! with `registered: false` (it restarted or forgot the node), gsnoded first re-adopts the
 //! jobs of its spool directory and then registers with the full list of jobs it holds; the
 //! controller treats a job missing from that list as never launched. Both answers carry the
-//! jobs the controller no longer assigns here, which gsnoded kills.
+//! jobs the controller no longer assigns here, which gsnoded kills. Each heartbeat carries
+//! the node's load (with memory and network counters), every job's live usage and progress
+//! counters, and the GPU samples taken since the last one.
 
 use super::Node;
 use gsched_proto::api::{
@@ -82,15 +84,19 @@ async fn heartbeat_until_unregistered(node: &Arc<Node>, interval: Duration) {
     loop {
         tokio::time::sleep(interval).await;
         let sampler = node.clone();
-        let progress = tokio::task::spawn_blocking(move || sampler.job_progress())
-            .await
-            .unwrap_or_default();
+        let (progress, usage) = tokio::task::spawn_blocking(move || {
+            let usage = sampler.job_usage();
+            (sampler.job_progress(&usage), usage)
+        })
+        .await
+        .unwrap_or_default();
         let req = HeartbeatRequest {
             name: node.settings.node.clone(),
             running: node.running(),
             progress,
             load: super::life::sample(&node.settings.node, node.settings.cpus),
             gpu_samples: node.take_gpu_samples(),
+            usage,
         };
         let client = node.client.clone();
         let sent = req.gpu_samples.clone();

@@ -201,6 +201,19 @@ impl Node {
         crate::gpu::job_utilization(id, &gpus, &latest)
     }
 
+    /// GPU memory a job's processes hold on this node, MiB, from the GPUs' newest samples;
+    /// `None` without GPUs or when no sample names the job.
+    pub(crate) fn job_gpu_mem_mb(&self, id: JobId) -> Option<u64> {
+        self.settings.gpus.backend.as_ref()?;
+        let latest = self.gpu_latest.lock().unwrap_or_else(|p| p.into_inner());
+        latest
+            .values()
+            .flat_map(|s| s.jobs.iter())
+            .filter(|j| j.job_id == id)
+            .map(|j| j.mem_used_mb)
+            .reduce(|a, b| a.saturating_add(b))
+    }
+
     /// The samples for the next heartbeat.
     pub(crate) fn take_gpu_samples(&self) -> Vec<GpuSample> {
         std::mem::take(&mut *self.gpu_samples.lock().unwrap_or_else(|p| p.into_inner()))

@@ -14,6 +14,7 @@
 //! * `steps` — job steps (`gsrun`): launch, signal, output for gsrun.
 //! * `controller` — registration and heartbeats (with the GPUs found and their samples).
 //! * `gpus` — MPS daemons at launch and end, their watch, and GPU sampling.
+//! * `usage`, `progress` — each job's live usage and progress counters for the heartbeats.
 
 mod controller;
 mod gpus;
@@ -22,6 +23,7 @@ pub mod life;
 mod progress;
 mod server;
 mod steps;
+mod usage;
 
 pub use jobs::default_stepd_path;
 pub use server::router;

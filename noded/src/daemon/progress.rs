@@ -3,15 +3,14 @@
 //! controller only looks at whether they moved; a job whose counters stand still for
 //! `HangMinutes` is flagged as hung.
 //!
-//! CPU time comes from the job's cgroup when the node uses cgroups (exact: every process the
-//! job ever had), else from `/proc` for gsstepd's live descendants (their own time and that of
-//! the children they reaped). Output sizes come from the stdout/stderr paths of the job's
-//! `launch.json`, read once per job run and remembered here.
+//! CPU time and GPU utilization are those of the heartbeat's live usage sample of the job
+//! (`usage.rs`: the job's cgroup when the node uses cgroups, else its live processes).
+//! Output sizes come from the stdout/stderr paths of the job's `launch.json`, read once per
+//! job run and remembered here.
 
 use super::jobs::Phase;
 use super::Node;
-use crate::procfs;
-use gsched_proto::api::JobProgress;
+use gsched_proto::api::{JobProgress, JobUsageSample};
 use gsched_proto::job::JobId;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -25,36 +24,24 @@ fn outputs_cache() -> &'static OutputsCache {
     CACHE.get_or_init(Default::default)
 }
 
-/// Clock ticks per second (`_SC_CLK_TCK`).
-fn clock_ticks() -> u64 {
-    match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
-        Ok(Some(t)) if t > 0 => t as u64,
-        _ => 100,
-    }
-}
-
 struct Sample {
     job_id: JobId,
     start_time: i64,
     folder: PathBuf,
-    stepd: Option<i32>,
-    cgroup: Option<crate::cgroup::JobCgroup>,
 }
 
 impl Node {
-    /// The progress counters of every running job (blocking: reads `/proc`, cgroup files
-    /// and output file sizes).
-    pub(crate) fn job_progress(&self) -> Vec<JobProgress> {
+    /// The progress counters of every running job, with CPU time and GPU use from `usage`,
+    /// the heartbeat's live usage samples (blocking: reads output file sizes).
+    pub(crate) fn job_progress(&self, usage: &[JobUsageSample]) -> Vec<JobProgress> {
         let samples: Vec<Sample> = self
             .jobs()
             .iter()
             .filter_map(|(&job_id, j)| match j.phase {
-                Phase::Running(s) => Some(Sample {
+                Phase::Running(_) => Some(Sample {
                     job_id,
                     start_time: j.start_time,
                     folder: j.dir.path().to_path_buf(),
-                    stepd: Some(s.pid),
-                    cgroup: j.cgroup.clone(),
                 }),
                 _ => None,
             })
@@ -65,20 +52,10 @@ impl Node {
             .map(|s| (s.folder.clone(), s.start_time))
             .collect();
         cache.retain(|k, _| live.contains(k));
-        let tick_usec = 1_000_000 / clock_ticks();
         samples
             .into_iter()
             .map(|s| {
-                let cpu_usec = match &s.cgroup {
-                    Some(cg) => cg.handle.open().usage(s.job_id).total_cpu_usec(),
-                    None => s.stepd.map(|pid| {
-                        procfs::descendants(pid)
-                            .into_iter()
-                            .filter_map(|p| procfs::read_stat(p).ok())
-                            .map(|st| st.cpu_ticks * tick_usec)
-                            .sum()
-                    }),
-                };
+                let live = usage.iter().find(|u| u.job_id == s.job_id);
                 let key = (s.folder.clone(), s.start_time);
                 let outputs =
                     cache.entry(key).or_insert_with(|| {
@@ -99,9 +76,9 @@ impl Node {
                 JobProgress {
                     job_id: s.job_id,
                     start_time: s.start_time,
-                    cpu_usec,
+                    cpu_usec: live.and_then(|u| u.cpu_usec),
                     output_bytes,
-                    gpu_util_percent: self.job_gpu_util(s.job_id, &s.folder),
+                    gpu_util_percent: live.and_then(|u| u.gpu_util_percent),
                 }
             })
             .collect()

@@ -17,6 +17,8 @@ pub struct FakeJob {
     pub killed: u32,
     pub oom_kills: u64,
     pub usage: JobUsage,
+    /// What `memory_current` reports.
+    pub memory_current: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -91,6 +93,10 @@ impl Cgroups for Fake {
 
     fn usage(&self, job: JobId) -> JobUsage {
         self.job(job).map(|j| j.usage).unwrap_or_default()
+    }
+
+    fn memory_current(&self, job: JobId) -> Option<u64> {
+        self.job(job)?.memory_current
     }
 
     fn remove_job(&self, job: JobId) -> Result<(), CgroupError> {

@@ -179,6 +179,10 @@ pub trait Cgroups: Send + Sync + fmt::Debug {
     /// Peak memory and CPU time of the job.
     fn usage(&self, job: JobId) -> JobUsage;
 
+    /// Memory the job uses now, bytes (`memory.usage_in_bytes` on v1, `memory.current` on
+    /// v2); `None` without a memory controller. Read for the heartbeats' live usage.
+    fn memory_current(&self, job: JobId) -> Option<u64>;
+
     /// Removes the job's cgroups (they must be empty); a job without cgroups is fine.
     fn remove_job(&self, job: JobId) -> Result<(), CgroupError>;
 

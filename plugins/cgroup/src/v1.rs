@@ -3,7 +3,8 @@
 //!
 //! * memory: `memory.limit_in_bytes`, `memory.memsw.limit_in_bytes`, `memory.swappiness`;
 //!   OOM kills from the `oom_kill` line of `memory.oom_control` (counted where the victim
-//!   lived, so summed over the job's folders), peak from `memory.max_usage_in_bytes`;
+//!   lived, so summed over the job's folders), peak from `memory.max_usage_in_bytes`, the
+//!   live figure from `memory.usage_in_bytes`;
 //! * cpuset: `cpuset.cpus` (and `cpuset.mems`, copied from the parent: a v1 cpuset starts
 //!   empty and refuses tasks until both are set);
 //! * cpu: `cpu.shares`; cpuacct: `cpuacct.stat` (user/system, in USER_HZ ticks);
@@ -309,6 +310,10 @@ impl Cgroups for V1 {
         u
     }
 
+    fn memory_current(&self, job: JobId) -> Option<u64> {
+        fsutil::read_u64(&self.job_path("memory", job)?.join("memory.usage_in_bytes"))
+    }
+
     fn remove_job(&self, job: JobId) -> Result<(), CgroupError> {
         let mut first_err = None;
         for (_, h) in self.hierarchies() {
@@ -473,6 +478,10 @@ mod tests {
         )
         .unwrap();
         std::fs::write(job.join("memory.max_usage_in_bytes"), "5242880\n").unwrap();
+        assert_eq!(v1.memory_current(7), None);
+        std::fs::write(job.join("memory.usage_in_bytes"), "3145728\n").unwrap();
+        assert_eq!(v1.memory_current(7), Some(3 << 20));
+        assert_eq!(v1.memory_current(8), None);
         std::fs::write(
             t.path().join("cpuacct/gsched/n1/job_7/cpuacct.stat"),
             "user 150\nsystem 20\n",

@@ -5,9 +5,9 @@
 //! configuration needs are asked for, and start-up fails when the root does not offer them.
 //! Processes live only in leaves (`step_*`), as v2 requires. Killing is `cgroup.kill`
 //! (Linux 5.14+; else freeze, SIGKILL, repeat), freezing is `cgroup.freeze`, OOM kills are
-//! the `oom_kill` of the job's `memory.events` (hierarchical), the peak is `memory.peak`, CPU
-//! time is `cpu.stat` (always present). Device rules are an eBPF program attached to the
-//! job's cgroup ([`crate::bpf`]).
+//! the `oom_kill` of the job's `memory.events` (hierarchical), the peak is `memory.peak`
+//! (the live figure `memory.current`), CPU time is `cpu.stat` (always present). Device
+//! rules are an eBPF program attached to the job's cgroup ([`crate::bpf`]).
 
 use crate::fsutil::{self, format_cpu_list};
 use crate::{
@@ -234,6 +234,10 @@ impl Cgroups for V2 {
         }
     }
 
+    fn memory_current(&self, job: JobId) -> Option<u64> {
+        fsutil::read_u64(&self.job_path(job).join("memory.current"))
+    }
+
     fn remove_job(&self, job: JobId) -> Result<(), CgroupError> {
         fsutil::remove_tree(&self.job_path(job))
     }
@@ -357,6 +361,8 @@ mod tests {
         )
         .unwrap();
         std::fs::write(job.join("memory.peak"), "1048576\n").unwrap();
+        std::fs::write(job.join("memory.current"), "524288\n").unwrap();
+        assert_eq!(v2.memory_current(9), Some(512 << 10));
         std::fs::write(
             job.join("cpu.stat"),
             "usage_usec 3000\nuser_usec 2000\nsystem_usec 1000\n",

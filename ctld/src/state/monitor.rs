@@ -283,7 +283,8 @@ mod tests {
             Some(NodeLoad {
                 load_avg: l,
                 cpu_load_pct: 0,
-                gpu_util_pct: None,
+                mem_used_mb: Some(100),
+                ..Default::default()
             })
         };
         st.node_load(&names[0], load(cpus + 10.0));
@@ -295,7 +296,9 @@ mod tests {
         if names.len() > 1 {
             assert_eq!(used[1], (names[1].as_str(), 0.5));
         }
+        assert_eq!(st.memory_used()[0], (names[0].as_str(), 100 << 20));
         st.nodes[0].not_responding = true;
         assert!(st.cpus_used().iter().all(|(n, _)| *n != names[0]));
+        assert!(st.memory_used().iter().all(|(n, _)| *n != names[0]));
     }
 }

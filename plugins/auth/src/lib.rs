@@ -3,7 +3,8 @@
 //! * `auth/none`: the single-user local mode. A credential is just the caller's uid and gid;
 //!   the server accepts only its own uid, and the daemons refuse to start with it unless they
 //!   listen on loopback. Because the claim itself proves nothing, the server also looks up who
-//!   owns the other end of the loopback connection (`/proc/net/tcp{,6}`) and refuses a request
+//!   owns the other end of the loopback connection (the kernel's socket diagnostics, else
+//!   `/proc/net/tcp{,6}`) and refuses a request
 //!   whose socket belongs to another uid than the one claimed: another local user cannot pass
 //!   for the cluster's owner. It is for one user's laptop or a test cluster.
 //! * `auth/munge` (the default): a MUNGE credential on every request, verified by munged
@@ -13,6 +14,7 @@
 //! New plugins are added to [`by_name`], which is the only place names are mapped to code.
 
 pub mod munge;
+mod sock_diag;
 
 use gsched_proto::auth::{AuthError, Authenticator, Identity, Peer};
 use gsched_proto::config::{AuthType, Config};
@@ -96,8 +98,9 @@ impl Authenticator for NoneAuth {
         Ok(format!("none:{}:{}", self.uid, self.gid))
     }
 
-    /// The credential check is a parse, but the connection check reads `/proc/net/tcp`,
-    /// which grows with every socket on the host: keep it off the async threads.
+    /// The credential check is a parse, but the connection check asks the kernel (a system
+    /// call or, as a fallback, `/proc/net/tcp`, which grows with every socket on the host):
+    /// keep it off the async threads.
     fn verify_blocks(&self) -> bool {
         true
     }
@@ -164,6 +167,28 @@ fn canonical(a: SocketAddr) -> SocketAddr {
 /// The uid owning the sender's end of the connection: the socket whose local address is the
 /// server's remote one and whose remote address is the server's local one.
 fn socket_owner(peer: Peer) -> Option<u32> {
+    let (remote, local) = (canonical(peer.remote), canonical(peer.local));
+    // An IPv4 client has an AF_INET socket, or an AF_INET6 one connected to a mapped address.
+    let mapped = |a: SocketAddr| match a.ip() {
+        IpAddr::V4(v4) => SocketAddr::new(IpAddr::V6(v4.to_ipv6_mapped()), a.port()),
+        IpAddr::V6(_) => a,
+    };
+    let mut diag_answered = false;
+    for (r, l) in [(remote, local), (mapped(remote), mapped(local))] {
+        match sock_diag::owner(r, l) {
+            Ok(Some(uid)) => return Some(uid),
+            Ok(None) => diag_answered = true,
+            Err(_) => {}
+        }
+    }
+    if diag_answered {
+        return None;
+    }
+    socket_owner_from_proc(peer)
+}
+
+/// [`socket_owner`] from `/proc/net/tcp{,6}`, for kernels without socket diagnostics.
+fn socket_owner_from_proc(peer: Peer) -> Option<u32> {
     use std::io::BufRead;
     // An IPv4 client is in `tcp` even when the server sees it as `::ffff:a.b.c.d`; the
     // other table is the fallback (an IPv6 socket connected to a mapped address).

@@ -30,6 +30,8 @@
 # --no-sacct  no slurmdbd/MariaDB: Slurm's sacct captures then say accounting is disabled
 # --only S    run one side only and diff against the other side's committed outputs
 # --keep      leave both clusters running (and the scratch folder) for a look
+# Note: setup.sh copies the config it wrote into its own etc/ folder, so after this run that
+# folder shows the BENCH_GRES=none/linuxproc variant (any later setup.sh run rewrites it).
 # Everything this starts is stopped at the end: slurmctld/slurmd/munged through setup.sh's
 # stop.sh (the PIDs it records), slurmdbd and mariadbd by their PIDs, the local cluster
 # through `local-cluster.sh down`.

@@ -14,13 +14,19 @@
 # (jobs run as root) and as an ordinary user (jobs run as that user).
 #
 # Environment:
-#   GSCHED_LOCAL_PORT   first port to try (default 16817): controller, then n1 and n2; if
-#                       those are taken, the next free three are used
+#   GSCHED_LOCAL_PORT   first port to try (default 16817): controller, then the nodes; if
+#                       those are taken, the next free block is used
 #   CARGO_TARGET_DIR    honoured: the binaries are taken from $CARGO_TARGET_DIR/release
 #   GSCHED_NO_BUILD=1   skip `cargo build --release --bins`
 #   GSCHED_LOCAL_AUTH   munge or none: force one (default: munge when usable, else none)
-#   GSCHED_LOCAL_CPUS   CPUs each node declares (default: the machine's, split over the two)
+#   GSCHED_LOCAL_CPUS   CPUs each node declares (default: the machine's, split over the nodes)
 #   GSCHED_LOCAL_MEM_MB memory each node declares (default: 3/4 of the machine's, split)
+#   GSCHED_LOCAL_NODES  the node names, space or comma separated (default "n1 n2"); read
+#                       when the config is written, later commands take them from the config
+#   GSCHED_LOCAL_CLUSTER ClusterName (default local)
+#   GSCHED_LOCAL_CONF_EXTRA lines appended to the config (e.g. "FirstJobId=1000")
+#   GSCHED_LOCAL_BIN    take the binaries from this folder instead of building
+#                       (e.g. target/debug); implies GSCHED_NO_BUILD=1
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,9 +37,22 @@ RUN="$DIR/run"
 JOBS="$DIR/jobs"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
-BIN="$TARGET/release"
+BIN="${GSCHED_LOCAL_BIN:-$TARGET/release}"
+case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
+[[ -n "${GSCHED_LOCAL_BIN:-}" ]] && GSCHED_NO_BUILD=1
 BASE_PORT="${GSCHED_LOCAL_PORT:-16817}"
+# The node names: those of the existing config (what may be running); a new config takes
+# GSCHED_LOCAL_NODES (wanted_nodes).
 NODES=(n1 n2)
+if [[ -s $CONF ]] && grep -q '^NodeName=' "$CONF"; then
+  mapfile -t NODES < <(sed -n 's/^NodeName=\([^ ]*\) .*/\1/p' "$CONF")
+fi
+wanted_nodes() {
+  local -a w
+  read -ra w <<<"${GSCHED_LOCAL_NODES//,/ }"
+  ((${#w[@]})) || w=(n1 n2)
+  NODES=("${w[@]}")
+}
 MUNGE_DIR="$DIR/munge"
 MUNGE_SOCK="$MUNGE_DIR/run/munge.socket"
 
@@ -86,30 +105,38 @@ build() {
   done
 }
 
-# Picks three ports: the config's own when it exists and they are free (or ours), else
-# GSCHED_LOCAL_PORT.. upwards.
+# Picks 1 + (number of nodes) ports: the config's own when it exists and they are free (or
+# ours), else consecutive ones from GSCHED_LOCAL_PORT upwards. Sets CTLD_PORT and
+# NODE_PORT[i] for NODES[i].
 choose_ports() {
-  local p i ok
+  local p i k ok n=$((${#NODES[@]} + 1))
+  NODE_PORT=()
   if [[ -s $CONF ]] && [[ -z "${GSCHED_LOCAL_PORT:-}" ]]; then
     CTLD_PORT=$(conf_ctld_port)
-    N1_PORT=$(conf_node_port n1)
-    N2_PORT=$(conf_node_port n2)
-    if [[ -n $CTLD_PORT && -n $N1_PORT && -n $N2_PORT ]]; then
-      ok=1
-      for p in "$CTLD_PORT" "$N1_PORT" "$N2_PORT"; do port_busy "$p" && ok=0; done
+    ok=1
+    [[ -n $CTLD_PORT ]] || ok=0
+    for ((k = 0; k < ${#NODES[@]}; k++)); do
+      NODE_PORT[k]=$(conf_node_port "${NODES[k]}")
+      [[ -n ${NODE_PORT[k]} ]] || ok=0
+    done
+    if ((ok)); then
+      for p in "$CTLD_PORT" "${NODE_PORT[@]}"; do port_busy "$p" && ok=0; done
       ((ok)) && return 0
     fi
   fi
   for ((i = 0; i < 100; i++)); do
-    p=$((BASE_PORT + 3 * i))
-    ((p + 2 < 65536)) || break
-    if ! port_busy "$p" && ! port_busy $((p + 1)) && ! port_busy $((p + 2)); then
-      CTLD_PORT=$p; N1_PORT=$((p + 1)); N2_PORT=$((p + 2))
-      ((i == 0)) || warn "ports $BASE_PORT-$((BASE_PORT + 2)) are taken; using $p-$((p + 2))"
+    p=$((BASE_PORT + n * i))
+    ((p + n - 1 < 65536)) || break
+    ok=1
+    for ((k = 0; k < n; k++)); do port_busy $((p + k)) && { ok=0; break; }; done
+    if ((ok)); then
+      CTLD_PORT=$p
+      for ((k = 1; k < n; k++)); do NODE_PORT[k - 1]=$((p + k)); done
+      ((i == 0)) || warn "ports $BASE_PORT-$((BASE_PORT + n - 1)) are taken; using $p-$((p + n - 1))"
       return 0
     fi
   done
-  die "no three free ports found from $BASE_PORT upwards; set GSCHED_LOCAL_PORT"
+  die "no $n free ports found from $BASE_PORT upwards; set GSCHED_LOCAL_PORT"
 }
 
 munged_bin() {
@@ -171,21 +198,24 @@ start_munged() {
 }
 
 write_config() {
-  local cpus mem_mb c1 c2 m user
+  local cpus mem_mb c m user k nn=${#NODES[@]} nodelines=""
   cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || echo 2)
   mem_mb=$(awk '/^MemTotal:/ { print int($2 / 1024) }' /proc/meminfo 2>/dev/null || echo 2048)
-  # Two nodes share the machine: CPUs split (at least one each), three quarters of the
+  # The nodes share the machine: CPUs split (at least one each), three quarters of the
   # memory split (at least 256 MiB each).
-  c1=$(((cpus + 1) / 2)); c2=$((cpus / 2)); ((c2 >= 1)) || c2=1
-  m=$((mem_mb * 3 / 4 / 2)); ((m >= 256)) || m=256
-  if [[ -n ${GSCHED_LOCAL_CPUS:-} ]]; then c1=$GSCHED_LOCAL_CPUS; c2=$GSCHED_LOCAL_CPUS; fi
+  m=$((mem_mb * 3 / 4 / nn)); ((m >= 256)) || m=256
   if [[ -n ${GSCHED_LOCAL_MEM_MB:-} ]]; then m=$GSCHED_LOCAL_MEM_MB; fi
+  for ((k = 0; k < nn; k++)); do
+    c=$(((cpus + nn - 1 - k) / nn)); ((c >= 1)) || c=1
+    if [[ -n ${GSCHED_LOCAL_CPUS:-} ]]; then c=$GSCHED_LOCAL_CPUS; fi
+    nodelines+="NodeName=${NODES[k]} NodeAddr=127.0.0.1 Port=${NODE_PORT[k]} CPUs=$c RealMemory=$m"$'\n'
+  done
   user=$(id -un)
   mkdir -p "$DIR/state" "$DIR/spool" "$LOG" "$RUN" "$JOBS"
   cat >"$CONF.new" <<EOF
 # gsched local cluster, written by scripts/local-cluster.sh (rewritten by every \`up\`
 # while the cluster is down). Syntax: slurm.conf; see man/man5/gsched.conf.5.
-ClusterName=local
+ClusterName=${GSCHED_LOCAL_CLUSTER:-local}
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=$CTLD_PORT
 AuthType=$AUTH
@@ -198,9 +228,8 @@ MinJobAge=300
 # As the reference Slurm cluster of the benchmarks (Slurm's defaults are 10000 and 1001).
 MaxJobCount=200000
 MaxArraySize=10001
-NodeName=n1 NodeAddr=127.0.0.1 Port=$N1_PORT CPUs=$c1 RealMemory=$m
-NodeName=n2 NodeAddr=127.0.0.1 Port=$N2_PORT CPUs=$c2 RealMemory=$m
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+${nodelines}PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+${GSCHED_LOCAL_CONF_EXTRA:-}
 EOF
   mv "$CONF.new" "$CONF"
 }
@@ -252,7 +281,10 @@ cmd_up() {
   build
   env_for_commands
   mkdir -p "$DIR/state" "$DIR/spool" "$LOG" "$RUN" "$JOBS"
-  if alive gsctld gsctld && alive gsnoded-n1 gsnoded && alive gsnoded-n2 gsnoded; then
+  local n all=1
+  alive gsctld gsctld || all=0
+  for n in "${NODES[@]}"; do alive "gsnoded-$n" gsnoded || all=0; done
+  if ((all)); then
     say "the local cluster is already running (config $CONF)"
     if grep -q '^AuthType=auth/munge' "$CONF"; then start_munged; fi
   else
@@ -260,15 +292,15 @@ cmd_up() {
       say "part of the cluster is running; restarting it"
       cmd_down >/dev/null
     fi
+    wanted_nodes
     choose_ports
     choose_auth
     write_config
     [[ $AUTH == auth/munge ]] && start_munged
-    say "starting gsctld on 127.0.0.1:$CTLD_PORT and gsnoded n1, n2 on :$N1_PORT, :$N2_PORT"
+    say "starting gsctld on 127.0.0.1:$CTLD_PORT and gsnoded ${NODES[*]} on :${NODE_PORT[*]}"
     start_daemon gsctld gsctld -D -f "$CONF"
     # The node daemons register with the controller once it answers.
-    start_daemon gsnoded-n1 gsnoded -D -f "$CONF" -N n1
-    start_daemon gsnoded-n2 gsnoded -D -f "$CONF" -N n2
+    for n in "${NODES[@]}"; do start_daemon "gsnoded-$n" gsnoded -D -f "$CONF" -N "$n"; done
   fi
   wait_ready
   gsinfo
@@ -367,7 +399,7 @@ cmd_down() {
 
 cmd_status() {
   local n st=0
-  for n in gsctld gsnoded-n1 gsnoded-n2; do
+  for n in gsctld "${NODES[@]/#/gsnoded-}"; do
     if alive "$n" "${n%%-*}"; then echo "$n: running (pid $(<"$RUN/$n.pid"))"
     else echo "$n: not running"; st=1; fi
   done

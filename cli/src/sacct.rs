@@ -639,6 +639,15 @@ fn tres(cpus: u32, mem_mb: u64, nodes: u32, units: Option<char>) -> String {
     s
 }
 
+/// A step's TRES string: `cpu=N,mem=M,node=K`, without billing (sacct's step lines).
+fn step_tres(cpus: u32, mem_mb: u64, nodes: u32, units: Option<char>) -> String {
+    let t = tres(cpus, mem_mb, nodes, units);
+    match t.split_once(',') {
+        Some((_billing, rest)) => rest.to_string(),
+        None => t,
+    }
+}
+
 /// A TRES string with its GPU part appended (Slurm lists `gres/...` after the others).
 fn with_gres(tres: String, gres: String) -> String {
     if gres.is_empty() {
@@ -650,6 +659,13 @@ fn with_gres(tres: String, gres: String) -> String {
 
 fn date(t: Option<i64>) -> String {
     common::opt_time_str(t)
+}
+
+/// Whether the job ran: it got nodes. A job cancelled while pending has start and end times
+/// (both the cancel time, as in Slurm) but no nodes, no batch step, `Start=None` and
+/// `NodeList=None assigned`, as sacct shows it.
+fn ran(j: &JobInfo) -> bool {
+    j.start_time.is_some() && j.state != JobState::Pending && !j.nodes.is_empty()
 }
 
 /// The state a batch step ends in: the script's own outcome; a job cancelled or timed out
@@ -699,7 +715,7 @@ impl Params {
             "NNodes" | "AllocNodes" => nnodes.to_string(),
             "NTasks" => s.ntasks.to_string(),
             "AllocCPUS" | "NCPUS" | "ReqCPUS" => cpus.to_string(),
-            "AllocTRES" => tres(cpus, 0, nnodes, self.units),
+            "AllocTRES" => step_tres(cpus, 0, nnodes, self.units),
             "CPUTime" => units::format_secs_scontrol((el * cpus as i64) as u64),
             "CPUTimeRAW" => (el * cpus as i64).to_string(),
             "MaxRSS" => s
@@ -735,7 +751,7 @@ impl Params {
             }
         }
         let j = row.job;
-        let started = j.start_time.is_some() && j.state != JobState::Pending;
+        let started = ran(j);
         let window = (self.query.start, self.query.end);
         let el = elapsed(j, now, window, self.truncate);
         let alloc_cpus = if row.batch {
@@ -766,11 +782,23 @@ impl Params {
                     return String::new();
                 }
                 let mem = j.mem_per_node_mb * alloc_nodes as u64;
-                with_gres(
-                    tres(alloc_cpus, mem, alloc_nodes, self.units),
-                    gsched_proto::gpu_tres::alloc_tres(j),
-                )
+                let t = if row.batch {
+                    step_tres(alloc_cpus, mem, alloc_nodes, self.units)
+                } else {
+                    tres(alloc_cpus, mem, alloc_nodes, self.units)
+                };
+                with_gres(t, gsched_proto::gpu_tres::alloc_tres(j))
             }
+            // No --cpu-freq: the job line says Unknown, the batch step 0 (Slurm 22.05).
+            "ReqCPUFreq" | "ReqCPUFreqMin" | "ReqCPUFreqMax" | "ReqCPUFreqGov" => {
+                if row.batch && row.step.is_none() {
+                    "0".into()
+                } else {
+                    "Unknown".into()
+                }
+            }
+            // Not measured (no energy plugin): 0 on step lines, as sacct shows it.
+            "AveCPUFreq" | "ConsumedEnergy" | "ConsumedEnergyRaw" if row.batch => "0".into(),
             "Cluster" => cluster.to_string(),
             "Comment" => j.spec.comment.clone().unwrap_or_default(),
             "Constraints" => j.spec.constraint.clone().unwrap_or_default(),
@@ -788,7 +816,8 @@ impl Params {
                 .energy
                 .map_or(String::new(), |e| format!("{:.2}", e.cost)),
             "ElapsedRaw" => el.to_string(),
-            "Eligible" => date(j.eligible_time.or(Some(j.submit_time))),
+            // Unknown for a job never eligible (submitted held), as sacct.
+            "Eligible" => date(j.eligible_time),
             "End" => {
                 let e = j.end_time;
                 match (e, self.truncate, self.query.end) {
@@ -878,6 +907,8 @@ impl Params {
                 self.query.start,
             ) {
                 (Some(s), true, Some(w)) => date(Some(s.max(w))),
+                // Ended without running (cancelled while pending).
+                (None, _, _) if j.state.is_terminal() => "None".into(),
                 (s, _, _) => date(s),
             },
             "State" => {
@@ -1026,9 +1057,7 @@ pub fn render_with_steps(
         let only_steps = p.steps_only.get(&key);
         let range = ranges.get(&j.job_id);
         // Only the first component of a het job runs the batch script (has a batch step).
-        let started = j.start_time.is_some()
-            && j.state != JobState::Pending
-            && j.het.is_none_or(|h| h.offset == 0);
+        let started = ran(j) && j.het.is_none_or(|h| h.offset == 0);
         let mut rows = Vec::new();
         match only_steps {
             Some(steps) => {
@@ -1328,6 +1357,100 @@ mod tests {
         assert_eq!(p.cell(&c, "CANCELLED by 0", true), "CANCELLED by 0");
         p.layout = Layout::Parsable;
         assert_eq!(p.cell(&c, "X", true), "X|");
+    }
+
+    /// Slurm 22.05's sacct for a job cancelled while pending and a held one
+    /// (bench/results/format-diff): no batch step, `Start=None` once ended, `Unknown` while
+    /// pending, no nodes, no allocated TRES, `Eligible=Unknown` when never eligible.
+    #[test]
+    fn jobs_that_never_ran() {
+        use crate::squeue::tests::job;
+        let mut cancelled = job(1003, JobState::Cancelled);
+        cancelled.num_nodes = 1;
+        cancelled.num_cpus = 1;
+        cancelled.nodes.clear();
+        cancelled.start_time = Some(1_000_050);
+        cancelled.end_time = Some(1_000_050);
+        cancelled.eligible_time = None;
+        cancelled.cancelled_by = Some(0);
+        let mut held = job(1005, JobState::Pending);
+        held.num_nodes = 1;
+        held.num_cpus = 1;
+        held.eligible_time = None;
+        let mut ok = job(1001, JobState::Completed);
+        ok.num_nodes = 1;
+        ok.num_cpus = 1;
+        ok.nodes.truncate(1);
+        ok.end_time = Some(1_000_160);
+        let resp = JobsResponse {
+            now: 1_000_200,
+            jobs: vec![ok, cancelled, held],
+            energy: Vec::new(),
+        };
+        let p = parse(
+            &[
+                "-P",
+                "-n",
+                "-j",
+                "1001,1003,1005",
+                "-o",
+                "JobID,State,Start,End,Elapsed,AllocCPUS,AllocNodes,AllocTRES,NodeList,Eligible",
+            ],
+            0,
+        )
+        .unwrap();
+        let out = render(&p, &resp, "c");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 4, "{out}");
+        // The job that ran: its batch step, its node.
+        assert!(lines[0].starts_with("1001|COMPLETED|") && lines[0].contains("|node01|"));
+        assert!(lines[1].starts_with("1001.batch|COMPLETED|"), "{out}");
+        // A step's TRES has no billing.
+        assert!(lines[1].contains("|cpu=4,mem=4G,node=1|node01|"), "{out}");
+        assert!(
+            lines[0].contains("|billing=1,cpu=1,mem=4G,node=1|node01|"),
+            "{out}"
+        );
+        assert_eq!(
+            lines[2],
+            format!(
+                "1003|CANCELLED by 0|None|{}|00:00:00|1|0||None assigned|Unknown",
+                common::make_time_str(1_000_050)
+            )
+        );
+        assert_eq!(
+            lines[3],
+            "1005|PENDING|Unknown|Unknown|00:00:00|1|0||None assigned|Unknown"
+        );
+    }
+
+    /// The placeholders Slurm 22.05 prints for what is not measured (`sacct -l`).
+    #[test]
+    fn unmeasured_fields_are_saccts() {
+        use crate::squeue::tests::job;
+        let mut ok = job(1001, JobState::Completed);
+        ok.end_time = Some(1_000_160);
+        let resp = JobsResponse {
+            now: 1_000_200,
+            jobs: vec![ok],
+            energy: Vec::new(),
+        };
+        let p = parse(
+            &[
+                "-P",
+                "-n",
+                "-j",
+                "1001",
+                "-o",
+                "JobID,ReqCPUFreqMin,ReqCPUFreqMax,ReqCPUFreqGov,AveCPUFreq,ConsumedEnergy",
+            ],
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            render(&p, &resp, "c"),
+            "1001|Unknown|Unknown|Unknown||\n1001.batch|0|0|0|0|0\n"
+        );
     }
 
     #[test]

@@ -1484,7 +1484,7 @@ pub fn format_job_ranged(
     };
     o.push_str(&format!(
         "SuspendTime={suspend_time} SecsPreSuspend={pre_suspend} LastSchedEval={} Scheduler=Main{le}",
-        opt_time_str(j.start_time.or(j.eligible_time))
+        opt_time_str(j.start_time.or(j.eligible_time).or(Some(j.submit_time)))
     ));
     o.push_str(&format!(
         "Partition={} AllocNode:Sid={}:0{le}",
@@ -1496,12 +1496,15 @@ pub fn format_job_ranged(
         or_null(spec.nodelist.as_deref().unwrap_or("")),
         or_null(spec.exclude.as_deref().unwrap_or(""))
     ));
-    let nodelist = if j.nodes.is_empty() {
-        "(null)".to_string()
-    } else {
-        hostlist::compress_sorted(&j.nodes)
-    };
-    o.push_str(&format!("NodeList={nodelist}{le}"));
+    // Slurm 22.05: empty until the job has nodes; a pending job's planned nodes follow.
+    o.push_str(&format!("NodeList={}", hostlist::compress_sorted(&j.nodes)));
+    if j.state == JobState::Pending && !j.sched_nodes.is_empty() {
+        o.push_str(&format!(
+            " SchedNodeList={}",
+            hostlist::compress_sorted(&j.sched_nodes)
+        ));
+    }
+    o.push_str(le);
     if let Some(b) = j.nodes.first() {
         o.push_str(&format!("BatchHost={b}{le}"));
     }
@@ -1509,7 +1512,12 @@ pub fn format_job_ranged(
         "NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*{le}",
         j.num_nodes,
         j.num_cpus,
-        j.num_tasks,
+        // Slurm 22.05 drops the task count of a job that ended without running.
+        if j.state.is_terminal() && j.nodes.is_empty() {
+            "N/A".to_string()
+        } else {
+            j.num_tasks.to_string()
+        },
         spec.cpus_per_task()
     ));
     let gres = gsched_proto::gpu_tres::alloc_tres(j);
@@ -2237,6 +2245,59 @@ mod tests {
         assert!(one.contains(" DerivedExitCode=0:0 "));
         assert!(one.ends_with("Power= \n"));
         assert_eq!(one.lines().count(), 1);
+    }
+
+    /// Pending jobs as Slurm 22.05 shows them (bench/results/format-diff): a job submitted
+    /// held is not eligible yet, no node list until it runs, the planned nodes of a job that
+    /// waits for resources.
+    #[test]
+    fn show_pending_job_like_slurm() {
+        let t = |x: i64| units::format_timestamp(x);
+        let mut held = job(43, JobState::Pending);
+        held.eligible_time = None;
+        held.held = true;
+        let text = format_job(&held, 1_003_761, false, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[6],
+            format!("   SubmitTime={} EligibleTime=Unknown", t(1_000_000))
+        );
+        assert_eq!(lines[7], "   AccrueTime=Unknown");
+        assert_eq!(
+            lines[9],
+            format!(
+                "   SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
+                t(1_000_000)
+            )
+        );
+        assert_eq!(lines[12], "   NodeList=");
+        assert!(
+            lines[13].starts_with("   NumNodes="),
+            "no BatchHost: {text}"
+        );
+        let mut big = job(44, JobState::Pending);
+        big.expected_start = Some(1_005_000);
+        big.sched_nodes = vec!["node02".into(), "node01".into()];
+        let text = format_job(&big, 1_003_761, false, false);
+        assert!(
+            text.contains("\n   NodeList= SchedNodeList=node[01-02]\n"),
+            "{text}"
+        );
+        let one = format_job(&big, 1_003_761, true, false);
+        assert!(
+            one.contains(" NodeList= SchedNodeList=node[01-02] NumNodes="),
+            "{one}"
+        );
+        assert!(one.contains(" NumTasks=2 "), "{one}");
+        // Cancelled while pending: no nodes, no task count.
+        held.state = JobState::Cancelled;
+        held.start_time = Some(1_000_050);
+        held.end_time = Some(1_000_050);
+        let one = format_job(&held, 1_003_761, true, false);
+        assert!(
+            one.contains(" NodeList= NumNodes=2 NumCPUs=8 NumTasks=N/A "),
+            "{one}"
+        );
     }
 
     #[test]

@@ -704,8 +704,12 @@ pub fn sort_jobs(jobs: &mut [JobInfo], spec: &str, now: i64) -> Result<(), Strin
             }),
             'M' => sort_by(jobs, rev, |j| j.run_time(now)),
             'm' => sort_by(jobs, rev, |j| j.mem_per_node_mb),
-            'S' => sort_by(jobs, rev, |j| {
-                j.start_time.or(j.expected_start).unwrap_or(0)
+            // As squeue 22.05 (bench/results/format-diff): no start time sorts after every
+            // known one, a pending job's past estimate counts as now.
+            'S' => sort_by(jobs, rev, |j| match j.start_time.or(j.expected_start) {
+                None => i64::MAX,
+                Some(t) if j.state == JobState::Pending && t < now => now,
+                Some(t) => t,
             }),
             'V' => sort_by(jobs, rev, |j| j.submit_time),
             'e' => sort_by(jobs, rev, |j| j.end_time.unwrap_or(0)),
@@ -1534,6 +1538,24 @@ pub(crate) mod tests {
             sort_jobs(&mut jobs, "Z", 0).unwrap_err(),
             "Invalid sort specification: Z"
         );
+    }
+
+    /// `squeue --start` of Slurm 22.05 (bench/results/format-diff): jobs with an expected
+    /// start first, those without (N/A) after them in id order; a past estimate counts as now.
+    #[test]
+    fn start_sort_puts_unknown_start_times_last() {
+        let held = job(1005, JobState::Pending);
+        let mut big = job(1007, JobState::Pending);
+        big.expected_start = Some(5_000);
+        let arr = job(1008, JobState::Pending);
+        let mut late = job(1009, JobState::Pending);
+        late.expected_start = Some(4_000);
+        let mut past = job(1010, JobState::Pending);
+        past.expected_start = Some(1_000);
+        let mut jobs = vec![arr, big, held, late, past];
+        sort_jobs(&mut jobs, "S", 2_000).unwrap();
+        let ids: Vec<u32> = jobs.iter().map(|j| j.job_id).collect();
+        assert_eq!(ids, vec![1010, 1009, 1007, 1005, 1008]);
     }
 
     #[test]

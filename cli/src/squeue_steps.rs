@@ -1,4 +1,6 @@
-//! `gsqueue -s/--steps`: the running job steps (`gsrun`) in squeue's step layout. Step
+//! `gsqueue -s/--steps`: the running job steps in squeue's step layout: every running batch
+//! job's batch step (`N.batch`, as Slurm lists it) and the `gsrun` steps; array tasks' steps
+//! are named `A_K.batch`/`A_K.N` as Slurm names them. Step
 //! format letters (Slurm's `squeue -s -o`): `%i` step id, `%j` step name, `%P` partition,
 //! `%u` user, `%U` uid, `%M` time used, `%l` time limit, `%S` start time, `%N` nodes,
 //! `%A` number of tasks, `%b` (gres) empty; `%[.][size]` pads (`.`: right-justified).
@@ -6,8 +8,10 @@
 
 use crate::common::{self, Fail};
 use gsched_proto::api::paths;
+use gsched_proto::api::{JobFilter, JobQuery, JobsResponse};
 use gsched_proto::client::Client;
 use gsched_proto::hostlist;
+use gsched_proto::job::{JobId, JobInfo, JobState};
 use gsched_proto::step::{StepInfo, StepQuery, StepsResponse};
 use gsched_proto::units;
 
@@ -83,9 +87,83 @@ fn header(letter: char) -> &'static str {
     }
 }
 
-fn value(s: &StepInfo, letter: char, now: i64) -> String {
+/// One line of `gsqueue -s`: a batch step or a `gsrun` step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRow {
+    /// The job's raw id and the step (`None`: the batch step), for sorting.
+    pub job_id: JobId,
+    pub step: Option<u32>,
+    /// The id as shown: `N.K`, `N.batch`, `A_K.batch`.
+    pub id: String,
+    pub name: String,
+    pub partition: String,
+    pub user_id: u32,
+    pub start_time: i64,
+    pub time_limit: Option<u32>,
+    pub nodes: Vec<String>,
+    pub ntasks: u32,
+}
+
+/// The job part of a step id as squeue shows it: `A_K` for an array task, else the id.
+fn shown_job_id(job_id: JobId, job: Option<&JobInfo>) -> String {
+    match job.and_then(|j| j.array) {
+        Some(a) => format!("{}_{}", a.job_id, a.task_id),
+        None => job_id.to_string(),
+    }
+}
+
+/// The rows of `gsqueue -s`: the batch step of every running (or suspended) batch job in
+/// `jobs` (a het job's only in its first component, which runs the script), and `steps`;
+/// sorted as squeue sorts steps by default (partition, then job id, then step, the batch
+/// step after the numbered ones: Slurm numbers it 0xfffffffb).
+pub fn rows(steps: &[StepInfo], jobs: &[JobInfo]) -> Vec<StepRow> {
+    let mut out: Vec<StepRow> = Vec::new();
+    for j in jobs {
+        let running = matches!(j.state, JobState::Running) && j.start_time.is_some();
+        if !running || j.het.is_some_and(|h| h.offset != 0) || j.nodes.is_empty() {
+            continue;
+        }
+        out.push(StepRow {
+            job_id: j.job_id,
+            step: None,
+            id: format!("{}.batch", shown_job_id(j.job_id, Some(j))),
+            name: "batch".into(),
+            partition: j.partition.clone(),
+            user_id: j.user_id,
+            start_time: j.start_time.unwrap_or(0),
+            time_limit: j.time_limit,
+            nodes: j.nodes[..1].to_vec(),
+            ntasks: 1,
+        });
+    }
+    for s in steps {
+        let job = jobs.iter().find(|j| j.job_id == s.job_id);
+        out.push(StepRow {
+            job_id: s.job_id,
+            step: Some(s.step_id),
+            id: format!("{}.{}", shown_job_id(s.job_id, job), s.step_id),
+            name: s.name.clone(),
+            partition: s.partition.clone(),
+            user_id: s.user_id,
+            start_time: s.start_time,
+            time_limit: s.time_limit,
+            nodes: s.nodes.clone(),
+            ntasks: s.ntasks,
+        });
+    }
+    out.sort_by(|a, b| {
+        (&a.partition, a.job_id, a.step.unwrap_or(u32::MAX)).cmp(&(
+            &b.partition,
+            b.job_id,
+            b.step.unwrap_or(u32::MAX),
+        ))
+    });
+    out
+}
+
+fn value(s: &StepRow, letter: char, now: i64) -> String {
     match letter {
-        'i' => s.id_string(),
+        'i' => s.id.clone(),
         'j' => s.name.clone(),
         'P' => s.partition.clone(),
         'u' => gsched_proto::users::user_by_uid(s.user_id)
@@ -103,7 +181,7 @@ fn value(s: &StepInfo, letter: char, now: i64) -> String {
 
 /// The text for `steps` in format `format`.
 pub fn render(
-    steps: &[StepInfo],
+    steps: &[StepRow],
     format: &str,
     header_line: bool,
     now: i64,
@@ -180,7 +258,7 @@ pub fn run(
         job_ids: jobs.to_vec(),
         running_only: true,
     };
-    let r: StepsResponse = client.post(paths::JOBS_STEPS_QUERY, &q).map_err(|e| {
+    let fail = |e: gsched_proto::client::ClientError| {
         Fail::error(
             prog,
             format!(
@@ -188,12 +266,31 @@ pub fn run(
                 common::client_error_text(&e)
             ),
         )
-    })?;
+    };
+    let r: StepsResponse = client.post(paths::JOBS_STEPS_QUERY, &q).map_err(fail)?;
+    let jq = JobQuery {
+        filter: JobFilter {
+            ids: jobs.to_vec(),
+            user_ids: users.to_vec(),
+            states: vec![JobState::Running],
+            ..JobFilter::default()
+        },
+    };
+    let jr: JobsResponse = client.post(paths::JOBS_QUERY, &jq).map_err(fail)?;
     let steps: Vec<StepInfo> = r
         .steps
         .into_iter()
         .filter(|s| users.is_empty() || users.contains(&s.user_id))
-        .filter(|s| only.is_empty() || only.iter().any(|o| *o == s.id_string()))
+        .collect();
+    let steps: Vec<StepRow> = rows(&steps, &jr.jobs)
+        .into_iter()
+        .filter(|s| {
+            let raw = match s.step {
+                Some(k) => format!("{}.{k}", s.job_id),
+                None => format!("{}.batch", s.job_id),
+            };
+            only.is_empty() || only.iter().any(|o| *o == s.id || *o == raw)
+        })
         .collect();
     let text = render(
         &steps,
@@ -234,7 +331,7 @@ mod tests {
             usage: None,
         };
         let out = render(
-            std::slice::from_ref(&s),
+            &rows(std::slice::from_ref(&s), &[]),
             "%.15i %.8j %.9P %.9M %N %A",
             true,
             165,
@@ -245,7 +342,7 @@ mod tests {
             "         STEPID     NAME PARTITION      TIME NODELIST TASKS\n\
              \x20          12.0 hostname     debug      1:05 n[1-2] 4\n"
         );
-        assert!(render(std::slice::from_ref(&s), "%z", false, 0).is_err());
+        assert!(render(&rows(std::slice::from_ref(&s), &[]), "%z", false, 0).is_err());
         let t = scontrol_text(&s, 165, false);
         let lines: Vec<&str> = t.lines().collect();
         assert!(
@@ -261,5 +358,58 @@ mod tests {
         assert_eq!(lines[3], "   TRES=cpu=4,node=2");
         assert_eq!(lines[4], "   RunTime=00:01:05 Command=hostname");
         assert!(!scontrol_text(&s, 165, true).contains("\n   "));
+    }
+
+    /// Slurm 22.05's `squeue -s` (bench/results/format-diff): running batch jobs show their
+    /// batch step, array tasks as `A_K.batch`, numbered steps before the batch step, pending
+    /// jobs and het components other than the first none.
+    #[test]
+    fn batch_steps_are_listed_like_slurms() {
+        use crate::squeue::tests::job;
+        let mut run = job(1004, JobState::Running);
+        run.user_id = 0;
+        run.start_time = Some(100);
+        let mut task = job(1009, JobState::Running);
+        task.user_id = 0;
+        task.start_time = Some(100);
+        task.array = Some(gsched_proto::array::ArrayTask {
+            job_id: 1008,
+            task_id: 1,
+            count: 4,
+            min: 0,
+            max: 3,
+            step: 1,
+            throttle: Some(2),
+        });
+        let pending = job(1010, JobState::Pending);
+        let step = StepInfo {
+            job_id: 1004,
+            step_id: 0,
+            name: "hostname".into(),
+            user_id: 0,
+            state: JobState::Running,
+            nodes: vec!["node01".into()],
+            tasks_per_node: vec![1],
+            ntasks: 1,
+            cpus_per_task: 1,
+            partition: "debug".into(),
+            start_time: 130,
+            end_time: None,
+            exit_code: 0,
+            signal: 0,
+            command: "hostname".into(),
+            cancelled_by: None,
+            time_limit: Some(30),
+            usage: None,
+        };
+        let r = rows(&[step], &[task, pending, run]);
+        let out = render(&r, DEFAULT_STEP_FORMAT, true, 165).unwrap();
+        assert_eq!(
+            out,
+            "         STEPID     NAME PARTITION     USER      TIME NODELIST\n\
+             \x20        1004.0 hostname     debug     root      0:35 node01\n\
+             \x20    1004.batch    batch     debug     root      1:05 node01\n\
+             \x20  1008_1.batch    batch     debug     root      1:05 node01\n"
+        );
     }
 }

@@ -354,9 +354,14 @@ async fn hold(
     Extension(who): Who,
     Body(req): Body<HoldRequest>,
 ) -> Result<Json<JobActionResponse>, ApiErr> {
-    let r = sh
-        .lock()
-        .hold(&req.ids, &req.array_tasks, &req.names, req.release, who)?;
+    let r = sh.lock().hold(
+        &req.ids,
+        &req.array_tasks,
+        &req.names,
+        req.release,
+        who,
+        now(),
+    )?;
     sh.wake.notify_one();
     Ok(results(r))
 }

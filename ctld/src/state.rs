@@ -371,7 +371,8 @@ impl State {
                 },
             );
         }
-        let next_id = store.next_job_id()?;
+        // As slurmctld: the stored sequence, raised to `FirstJobId` when that is larger.
+        let next_id = store.next_job_id()?.max(cfg.first_job_id);
         let slurm_uid = users::user_by_name(&cfg.slurm_user).map(|u| u.uid);
         let admin_uids = cfg
             .admin_users
@@ -849,7 +850,9 @@ impl State {
             priority: if held { 0 } else { priority_for(id) },
             time_limit,
             submit_time: now,
-            eligible_time: Some(spec.begin_time.map_or(now, |b| b.max(now))),
+            // As slurmctld: a job submitted held is not eligible (EligibleTime=Unknown,
+            // and outside sacct's default window) until it is released.
+            eligible_time: (!held).then(|| spec.begin_time.map_or(now, |b| b.max(now))),
             start_time: None,
             end_time: None,
             num_nodes: spec.nodes.unwrap_or(1),
@@ -977,7 +980,7 @@ impl State {
         match (signal, state) {
             (None, JobState::Pending) | (Some(9), JobState::Pending) => {
                 job.info.state = JobState::Cancelled;
-                job.info.reason = Reason::None;
+                // The pending reason stays (squeue %r, scontrol Reason=), as in Slurm.
                 job.info.end_time = Some(now);
                 job.info.start_time.get_or_insert(now);
                 job.info.cancelled_by = Some(who.uid);
@@ -1025,6 +1028,7 @@ impl State {
         names: &[String],
         release: bool,
         who: Identity,
+        now: i64,
     ) -> Result<ActionResults, ApiError> {
         let mut targets: Vec<JobId> = self.resolve_ids(ids, array_tasks);
         for n in names {
@@ -1073,6 +1077,10 @@ impl State {
                 job.info.held = false;
                 job.info.priority = priority_for(id);
                 job.info.reason = Reason::None;
+                if job.info.eligible_time.is_none() {
+                    let begin = job.info.spec.begin_time;
+                    job.info.eligible_time = Some(begin.map_or(now, |b| b.max(now)));
+                }
             } else {
                 job.info.held = true;
                 job.info.priority = 0;
@@ -2233,6 +2241,7 @@ impl State {
             ),
             ("AuthType".into(), c.auth_type.to_string()),
             ("ClusterName".into(), c.cluster_name.clone()),
+            ("FirstJobId".into(), c.first_job_id.to_string()),
             ("KillWait".into(), format!("{} sec", c.kill_wait)),
             ("MaxArraySize".into(), c.max_array_size.to_string()),
             ("MaxJobCount".into(), c.max_job_count.to_string()),

@@ -380,7 +380,8 @@ impl JobFilter {
 /// included (`gsacct`). Without `states`, a job is selected when it was eligible to run or
 /// running at some moment of `[start, end]`; with `states`, as sacct does, a job in a final
 /// state is selected when it ended within the window, a running one when it ran during it, a
-/// pending one when it was eligible during it. `None` bounds are open.
+/// pending one when it was eligible during it. `None` bounds are open. A job that was never
+/// eligible (submitted held, not released) is selected only when both bounds are open.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HistoryQuery {
     /// Ids, users, names, partitions and states (the states as explained above).
@@ -423,9 +424,13 @@ impl HistoryQuery {
             return false;
         }
         let (lo, hi) = (self.start.unwrap_or(i64::MIN), self.end.unwrap_or(i64::MAX));
-        let eligible = job.eligible_time.unwrap_or(job.submit_time);
-        // Eligible or running at some moment of the window.
-        let active = eligible <= hi && job.end_time.is_none_or(|e| e >= lo);
+        // Eligible or running at some moment of the window. A job never eligible (submitted
+        // held and not released) is in no window, as in slurmdbd: only named jobs without
+        // -S/-E list it.
+        let active = match job.eligible_time {
+            Some(eligible) => eligible <= hi && job.end_time.is_none_or(|e| e >= lo),
+            None => self.start.is_none() && self.end.is_none(),
+        };
         if f.states.is_empty() {
             return active;
         }

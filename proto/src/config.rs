@@ -88,7 +88,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "FairShareDampeningFactor",
     "FastSchedule",
     "FederationParameters",
-    "FirstJobId",
     "GetEnvTimeout",
     "GpuFreqDef",
     "GresTypes",
@@ -293,6 +292,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "ClusterName",
     "ControlAddr",
     "ControlMachine",
+    "FirstJobId",
     "KillWait",
     "MailDomain",
     "MailFrom",
@@ -1007,6 +1007,9 @@ pub struct Config {
     pub min_job_age: u32,
     /// `MaxArraySize=`: array indices must be below it; default 1001 (0 disables arrays).
     pub max_array_size: u32,
+    /// `FirstJobId=`: the id of the first job (default 1); the controller numbers from the
+    /// larger of it and the next id it has stored, as slurmctld does.
+    pub first_job_id: u32,
     /// `SlurmdTimeout=` seconds, default 300.
     pub slurmd_timeout: u32,
     /// `MaxJobCount=`: jobs the controller holds at once (pending, running, and finished
@@ -1609,6 +1612,7 @@ struct Globals {
     kill_wait: Option<u32>,
     min_job_age: Option<u32>,
     max_array_size: Option<u32>,
+    first_job_id: Option<u32>,
     def_cpu_per_gpu: Option<u32>,
     def_mem_per_gpu: Option<u64>,
     slurmd_timeout: Option<u32>,
@@ -1841,6 +1845,13 @@ impl Parser {
             "KillWait" => g.kill_wait = Some(parse_u32(value).map_err(err)?),
             "MinJobAge" => g.min_job_age = Some(parse_u32(value).map_err(err)?),
             "MaxArraySize" => g.max_array_size = Some(parse_u32(value).map_err(err)?),
+            "FirstJobId" => {
+                let v = parse_u32(value).map_err(err)?;
+                if v == 0 {
+                    return Err(err("must be larger than 0".to_string()));
+                }
+                g.first_job_id = Some(v);
+            }
             "DefCpuPerGPU" => g.def_cpu_per_gpu = Some(parse_u32(value).map_err(err)?),
             "DefMemPerGPU" => g.def_mem_per_gpu = Some(parse_u64(value).map_err(err)?),
             "SlurmdTimeout" => g.slurmd_timeout = Some(parse_u32(value).map_err(err)?),
@@ -2310,6 +2321,7 @@ impl Parser {
             kill_wait: g.kill_wait.unwrap_or(30),
             min_job_age: g.min_job_age.unwrap_or(300),
             max_array_size: g.max_array_size.unwrap_or(DEFAULT_MAX_ARRAY_SIZE),
+            first_job_id: g.first_job_id.unwrap_or(1),
             def_cpu_per_gpu: g.def_cpu_per_gpu.filter(|&c| c > 0),
             def_mem_per_gpu_mb: g.def_mem_per_gpu.filter(|&m| m > 0),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
@@ -2640,6 +2652,25 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
         .unwrap_err()
         .to_string();
         assert!(e.contains("bf_policy= must be easy or conservative"), "{e}");
+    }
+
+    #[test]
+    fn first_job_id() {
+        assert_eq!(parse(MIN).first_job_id, 1);
+        let c = parse(&format!("{MIN}FirstJobId=1000\n"));
+        assert_eq!(c.first_job_id, 1000);
+        assert!(
+            c.warnings.iter().all(|w| !w.contains("FirstJobId")),
+            "{:?}",
+            c.warnings
+        );
+        let e = parse_err(&format!("{MIN}FirstJobId=0\n"));
+        assert!(
+            e.contains("FirstJobId") && e.contains("larger than 0"),
+            "{e}"
+        );
+        let e = parse_err(&format!("{MIN}FirstJobId=abc\n"));
+        assert!(e.contains("FirstJobId"), "{e}");
     }
 
     #[test]

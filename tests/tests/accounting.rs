@@ -138,8 +138,10 @@ fn finished_jobs_states_steps_and_client_layouts() {
         ],
     );
     assert_eq!(lines(&out), vec![ok.to_string()]);
+    // A job submitted held was never eligible: as slurmdbd, no window holds it, not even
+    // with -s PD (bench/results/format-diff); named with -j it is listed (above).
     let out = c.cmd_ok("gsacct", ["-n", "-X", "-P", "-o", "jobid", "-s", "pd"]);
-    assert_eq!(lines(&out), vec![held.to_string()]);
+    assert_eq!(lines(&out), Vec::<String>::new());
 
     // Errors: unknown options and fields fail (clients rely on it), nothing is printed.
     for args in [vec!["-1"], vec!["-o", "nosuchfield"], vec!["--json"]] {

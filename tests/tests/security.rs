@@ -290,7 +290,9 @@ fn private_data_hides_jobs_and_nodes_and_admin_users_act_on_all() {
         stderr_lines(&out, "gscontrol"),
         vec!["slurm_load_jobs error: Invalid job id specified"]
     );
-    let out = run("gsacct", &["-X", "-n", "-P", "-o", "JobID"]);
+    // Named, since jobs submitted held are in no accounting window (as in Slurm).
+    let both = format!("{mine},{theirs}");
+    let out = run("gsacct", &["-X", "-n", "-P", "-o", "JobID", "-j", &both]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), mine);
     let out = run("gsinfo", &[]);

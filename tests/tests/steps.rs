@@ -119,9 +119,23 @@ fn cancel_kills_steps_and_signals_reach_them() {
     c.wait_file_contains(&name, "0: got USR1 0", secs(30));
     c.wait_file_contains(&name, "1: got USR1 1", secs(30));
     assert_eq!(c.job(id).state, JobState::Running);
-    // gsqueue -s lists the running step.
+    // gsqueue -s lists the running step, then the job's batch step (as Slurm does).
     let q = c.cmd_ok("gsqueue", ["-s", "-h", "-o", "%i %j %N"]);
-    assert_eq!(q.trim(), format!("{id}.0 bash n[1-2]"), "{q}");
+    assert_eq!(
+        q,
+        format!("{id}.0 bash n[1-2]\n{id}.batch batch n1\n"),
+        "{q}"
+    );
+    let q = c.cmd_ok(
+        "gsqueue",
+        [
+            "-h".to_string(),
+            "-o".into(),
+            "%i".into(),
+            format!("--steps={id}.batch"),
+        ],
+    );
+    assert_eq!(q, format!("{id}.batch\n"), "{q}");
     let show = c.cmd_ok(
         "gscontrol",
         [

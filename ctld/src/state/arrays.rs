@@ -399,7 +399,7 @@ mod tests {
         assert_eq!(st.jobs.len(), 10_000);
         assert!(st.schedule(1001).is_empty());
         let (ok, _) = st
-            .hold(&[n], &[], &[], true, ROOT)
+            .hold(&[n], &[], &[], true, ROOT, 1002)
             .map(|r| (r.iter().filter(|x| x.1.is_none()).count(), ()))
             .unwrap();
         assert_eq!(ok, 10_000);

@@ -246,6 +246,19 @@ pub struct State {
     monitor: monitor::MonitorRt,
     /// Live usage of running jobs and nodes from the heartbeats (`state/live_usage.rs`).
     live: live_usage::LiveRt,
+    /// Running and completing jobs by batch node, for the heartbeats' reconciliation.
+    batch_index: BatchIndex,
+}
+
+/// Running and completing jobs by their batch node, rebuilt at most once a second: a
+/// heartbeat checks the jobs of its node instead of scanning every job (with 1,000 nodes
+/// heartbeating and 20,000 jobs running, that scan was three quarters of gsctld's CPU).
+/// It may miss a job started within the second, which the node's next heartbeat checks;
+/// every job it names is looked up again, so a stale entry changes nothing.
+#[derive(Debug, Default)]
+struct BatchIndex {
+    built_at: Option<i64>,
+    by_node: HashMap<String, Vec<JobId>>,
 }
 
 impl std::fmt::Debug for State {
@@ -406,6 +419,7 @@ impl State {
             price: Default::default(),
             monitor: Default::default(),
             live: Default::default(),
+            batch_index: BatchIndex::default(),
         };
         st.committed_state = st
             .jobs
@@ -2105,16 +2119,38 @@ impl State {
                 kill.push(r.job_id);
             }
         }
+        if self.batch_index.built_at != Some(now) {
+            let mut by_node: HashMap<String, Vec<JobId>> = HashMap::new();
+            for j in self.jobs.values() {
+                if matches!(j.info.state, JobState::Running | JobState::Completing) {
+                    if let Some(n) = j.info.nodes.first() {
+                        by_node.entry(n.clone()).or_default().push(j.info.job_id);
+                    }
+                }
+            }
+            self.batch_index = BatchIndex {
+                built_at: Some(now),
+                by_node,
+            };
+        }
+        let listed_runs: std::collections::HashSet<(JobId, i64)> =
+            running.iter().map(|r| (r.job_id, r.start_time)).collect();
         let mut lost = Vec::new();
-        for j in self.jobs.values() {
+        let candidates = self.batch_index.by_node.get(name).map(Vec::as_slice);
+        for j in candidates
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|id| self.jobs.get(id))
+        {
             if !matches!(j.info.state, JobState::Running | JobState::Completing)
                 || j.info.nodes.first().map(String::as_str) != Some(name)
             {
                 continue;
             }
-            let listed = running
-                .iter()
-                .any(|r| r.job_id == j.info.job_id && Some(r.start_time) == j.info.start_time);
+            let listed = j
+                .info
+                .start_time
+                .is_some_and(|t| listed_runs.contains(&(j.info.job_id, t)));
             let grace_over = match j.launch {
                 Some(LaunchState::Acked(t)) => now - t >= LOST_JOB_GRACE_SECS,
                 _ => false,

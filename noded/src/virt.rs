@@ -251,7 +251,23 @@ impl VirtualHost {
         B: serde::Serialize + Send + 'static,
         R: serde::de::DeserializeOwned + Send + 'static,
     {
+        self.post_with(path, || body).await
+    }
+
+    /// [`VirtualHost::post`] with a body made once the call may go: a heartbeat's list of
+    /// running jobs must be taken when it is sent, not before it waited for its turn (the
+    /// controller takes a job missing from a fresh list as lost).
+    async fn post_with<B, R>(
+        &self,
+        path: &'static str,
+        body: impl FnOnce() -> B,
+    ) -> Result<R, String>
+    where
+        B: serde::Serialize + Send + 'static,
+        R: serde::de::DeserializeOwned + Send + 'static,
+    {
         let _permit = self.calls.acquire().await.map_err(|e| e.to_string())?;
+        let body = body();
         let client = self.client.clone();
         match tokio::task::spawn_blocking(move || client.post::<_, R>(path, &body)).await {
             Ok(Ok(r)) => Ok(r),
@@ -299,9 +315,10 @@ impl VirtualHost {
             tokio::time::sleep(interval.mul_f64(f64::from(i) / f64::from(count.max(1)))).await;
             loop {
                 tokio::time::sleep(interval).await;
-                let req = self.heartbeat_of(&n);
                 match self
-                    .post::<_, HeartbeatResponse>(paths::NODES_HEARTBEAT, req)
+                    .post_with::<_, HeartbeatResponse>(paths::NODES_HEARTBEAT, || {
+                        self.heartbeat_of(&n)
+                    })
                     .await
                 {
                     Ok(r) if !r.registered => break,
@@ -319,7 +336,7 @@ impl VirtualHost {
     async fn register(&self, n: &VNode) -> RegisterResponse {
         let mut delay = BACKOFF_START;
         loop {
-            let req = RegisterRequest {
+            let req = || RegisterRequest {
                 name: n.name.clone(),
                 cpus: n.cpus,
                 real_memory_mb: n.real_memory_mb,
@@ -330,7 +347,7 @@ impl VirtualHost {
                 gpus: Vec::new(),
             };
             match self
-                .post::<_, RegisterResponse>(paths::NODES_REGISTER, req)
+                .post_with::<_, RegisterResponse>(paths::NODES_REGISTER, req)
                 .await
             {
                 Ok(r) => return r,

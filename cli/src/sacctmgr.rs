@@ -366,6 +366,8 @@ const COLS: &[Col] = &[
     col("GrpTRESMins", 13, "GrpTRESMins"),
     col("GrpTRESRunMins", 13, "GrpTRESRunMins"),
     col("GrpWall", 11, "GrpWall"),
+    col("HangMinutes", 11, "HangMinutes"),
+    col("IdleGpuMinutes", 14, "IdleGpuMinutes"),
     col("MaxJobs", 7, "MaxJobs"),
     col("MaxJobsPA", 9, "MaxJobsPA"),
     col("MaxJobsPU", 9, "MaxJobsPU"),
@@ -415,6 +417,8 @@ const ALIASES: &[(&str, &str)] = &[
     ("GrpTRESMins", "GrpTRESMins"),
     ("GrpTRESRunMins", "GrpTRESRunMins"),
     ("GrpWall", "GrpWall"),
+    ("HangMinutes", "HangMinutes"),
+    ("IdleGpuMinutes", "IdleGpuMinutes"),
     ("MaxJobs", "MaxJobs"),
     ("MaxJobsPerUser", "MaxJobsPU"),
     ("MaxJobsPU", "MaxJobsPU"),
@@ -506,7 +510,9 @@ fn parse_format(spec: &str) -> Result<Vec<Column>, String> {
     Ok(out)
 }
 
-const QOS_DEFAULT: &str = "Name,Prio,GraceT,Preempt,PreemptE,PreemptM,Flags%40,UsageThres,UsageFactor,GrpTRES,GrpTRESMins,GrpTRESRunMins,GrpJ,GrpS,GrpW,MaxTRES,MaxTRESPerN,MaxTRESMins,MaxW,MaxTRESPerUser,MaxJobsPerUser,MaxSubmitJobsPerUser,MaxTRESPerAcct,MaxJobsPerAcct,MaxSubmitJobsPerAcct,MinTRES";
+/// sacctmgr's QOS columns, then gsched's own (the invalid-job ladder's thresholds) at the end,
+/// so that scripts reading Slurm's columns by position still find them.
+const QOS_DEFAULT: &str = "Name,Prio,GraceT,Preempt,PreemptE,PreemptM,Flags%40,UsageThres,UsageFactor,GrpTRES,GrpTRESMins,GrpTRESRunMins,GrpJ,GrpS,GrpW,MaxTRES,MaxTRESPerN,MaxTRESMins,MaxW,MaxTRESPerUser,MaxJobsPerUser,MaxSubmitJobsPerUser,MaxTRESPerAcct,MaxJobsPerAcct,MaxSubmitJobsPerAcct,MinTRES,HangMinutes,IdleGpuMinutes";
 const ACCOUNT_DEFAULT: &str = "Account,Descr,Org";
 const ACCOUNT_WITHASSOC: &str =
     "Account,Descr,Org,Cluster,ParentName,User,Share,MaxJobs,MaxSubmit,MaxWall,QOS,DefaultQOS";
@@ -545,7 +551,15 @@ fn qos_row(q: &QosDef) -> Row {
         ),
         ("MaxJobsPU", num(q.max_jobs_per_user)),
         ("MaxSubmitPU", num(q.max_submit_jobs_per_user)),
+        ("HangMinutes", ladder_minutes(q.hang_secs)),
+        ("IdleGpuMinutes", ladder_minutes(q.idle_gpu_secs)),
     ]
+}
+
+/// A QOS's invalid-job threshold as set (minutes; `0` exempts; empty when not set).
+fn ladder_minutes(secs: Option<u64>) -> String {
+    secs.map(gsched_proto::ladder_conf::format_minutes)
+        .unwrap_or_default()
 }
 
 fn sorted(v: &[String]) -> String {
@@ -975,10 +989,24 @@ pub fn help_text() -> String {
      \x20 user:    Account, DefaultAccount, AdminLevel, Partition, Fairshare,\n\
      \x20          DefaultQOS, QOS, MaxJobs, MaxSubmitJobs, MaxWall\n\
      \x20 qos:     Description, Priority, MaxWall, MaxJobsPerUser, MaxSubmitJobsPerUser,\n\
-     \x20          MaxTRESPerUser=cpu=N, Flags=DenyOnLimit\n\
+     \x20          MaxTRESPerUser=cpu=N, Flags=DenyOnLimit|NoDefer|Interactive,\n\
+     \x20          HangMinutes, IdleGpuMinutes\n\
      \x20 association (show only)\n\
      \n\
-     Changes need root, SlurmUser or AdminLevel=Administrator. A limit of -1 clears it.\n"
+     Changes need root, SlurmUser or AdminLevel=Administrator. A limit of -1 clears it.\n\
+     \n\
+     QOS settings of gsched's own (not in Slurm's sacctmgr):\n\
+     \x20 Flags=NoDefer       jobs of the QOS are never deferred to a cheaper price window\n\
+     \x20 Flags=Interactive   jobs of the QOS are exempt from the invalid-job ladder\n\
+     \x20                     (gsched.conf(5), INVALID JOBS). gsched has no interactive\n\
+     \x20                     allocations (no salloc): interactive apps (Jupyter, Open\n\
+     \x20                     OnDemand) are batch jobs that idle legitimately, and this\n\
+     \x20                     flag is how a site exempts them\n\
+     \x20 HangMinutes=M       the ladder's thresholds for the QOS's jobs, in minutes\n\
+     \x20 IdleGpuMinutes=M    (decimals allowed), over the partition's and the cluster's;\n\
+     \x20                     0 exempts the QOS's jobs, -1 clears the setting\n\
+     show qos lists them in the columns Flags, HangMinutes and IdleGpuMinutes, the last\n\
+     two after sacctmgr's own columns.\n"
         .to_string()
 }
 
@@ -1183,6 +1211,92 @@ mod tests {
             )
             .unwrap_err(),
             "Unknown field 'bogus'"
+        );
+    }
+
+    #[test]
+    fn qos_ladder_settings_travel_and_show() {
+        // The settings go to the controller as written (it checks them), clearing included.
+        let c = change(&[
+            "-i",
+            "modify",
+            "qos",
+            "where",
+            "name=jupyter",
+            "set",
+            "Flags+=Interactive",
+            "HangMinutes=-1",
+            "IdleGpuMinutes=",
+        ]);
+        assert_eq!((c.op, c.entity), (AcctOp::Modify, AcctEntity::Qos));
+        assert_eq!(
+            c.settings,
+            vec![
+                ("Flags".into(), "+=".into(), "Interactive".into()),
+                ("HangMinutes".into(), "=".into(), "-1".into()),
+                ("IdleGpuMinutes".into(), "=".into(), "".into()),
+            ]
+        );
+        let c = change(&["add", "qos", "strict", "HangMinutes=0.05"]);
+        assert_eq!(
+            c.settings,
+            vec![("HangMinutes".into(), "=".into(), "0.05".into())]
+        );
+        // Shown in minutes as given, 0 for an exemption, empty when not set.
+        let mut t = table();
+        t.qos = vec![
+            QosDef {
+                name: "jupyter".into(),
+                interactive: true,
+                no_defer: true,
+                ..QosDef::default()
+            },
+            QosDef {
+                name: "patient".into(),
+                hang_secs: Some(0),
+                idle_gpu_secs: Some(5400),
+                ..QosDef::default()
+            },
+            QosDef {
+                name: "strict".into(),
+                hang_secs: Some(3),
+                ..QosDef::default()
+            },
+        ];
+        let p = Style {
+            no_header: false,
+            parsable: Some(false),
+        };
+        let show_qos = |f: Option<&str>, style| {
+            show(&t, ShowEntity::Qos, &[], &[], f, false, style, "c").unwrap()
+        };
+        assert_eq!(
+            show_qos(Some("name,flags,hang,idlegpu"), p),
+            "Name|Flags|HangMinutes|IdleGpuMinutes\n\
+             jupyter|NoDefer,Interactive||\n\
+             patient||0|90\n\
+             strict||0.05|\n"
+        );
+        // The default listing: sacctmgr's columns, then gsched's two at the end.
+        let all = show_qos(None, p);
+        let header: Vec<&str> = all.lines().next().unwrap().split('|').collect();
+        assert_eq!(header.len(), 28, "{header:?}");
+        assert_eq!(header[6], "Flags");
+        assert_eq!(header[25], "MinTRES");
+        assert_eq!(&header[26..], ["HangMinutes", "IdleGpuMinutes"]);
+        assert!(
+            all.lines()
+                .any(|l| l.starts_with("strict|") && l.ends_with("|0.05|")),
+            "{all}"
+        );
+        // The fixed-width layout pads them like the others.
+        assert_eq!(
+            show_qos(Some("name,hangminutes,idlegpuminutes"), Style::default()),
+            "      Name HangMinutes IdleGpuMinutes \n\
+             ---------- ----------- -------------- \n\
+             \x20  jupyter                            \n\
+             \x20  patient           0             90 \n\
+             \x20   strict        0.05                \n"
         );
     }
 

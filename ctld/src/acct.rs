@@ -83,6 +83,18 @@ fn parse_wall(key: &str, v: &str) -> Result<Option<u32>, ApiError> {
     })
 }
 
+/// `HangMinutes=`/`IdleGpuMinutes=` of a QOS (gsched): minutes, decimals allowed, into
+/// seconds; 0 is kept (it exempts the QOS's jobs), `-1` or nothing clears the setting.
+fn parse_ladder_minutes(key: &str, v: &str) -> Result<Option<u64>, ApiError> {
+    let t = v.trim();
+    if t == "-1" || t.is_empty() {
+        return Ok(None);
+    }
+    gsched_proto::ladder_conf::parse_minutes(t)
+        .map(|s| Some(s.unwrap_or(0)))
+        .map_err(|e| bad(format!("Invalid value for {key}: {e}, or -1 to clear")))
+}
+
 fn parse_shares(v: &str) -> Result<u32, ApiError> {
     let t = v.trim();
     if t.eq_ignore_ascii_case("parent") {
@@ -162,6 +174,8 @@ const QOS_KEYS: &[&str] = &[
     "MaxSubmitJobsPerUser",
     "MaxTRESPerUser",
     "Flags",
+    "HangMinutes",
+    "IdleGpuMinutes",
 ];
 const ACCOUNT_KEYS: &[&str] = &[
     "Name",
@@ -223,22 +237,29 @@ fn set_qos_key(q: &mut QosDef, key: &str, op: &str, v: &str) -> Result<(), ApiEr
             if q.no_defer {
                 flags.push("nodefer".to_string());
             }
+            if q.interactive {
+                flags.push("interactive".to_string());
+            }
             edit_list(&mut flags, op, v);
             q.deny_on_limit = false;
             q.no_defer = false;
+            q.interactive = false;
             for f in flags {
                 match f.as_str() {
                     "denyonlimit" => q.deny_on_limit = true,
                     "nodefer" => q.no_defer = true,
+                    "interactive" => q.interactive = true,
                     "-1" | "none" => {}
                     other => {
                         return Err(bad(format!(
-                        "QOS flag {other} is not supported by gsched yet (supported: DenyOnLimit, NoDefer)"
+                        "QOS flag {other} is not supported by gsched yet (supported: DenyOnLimit, NoDefer, Interactive)"
                     )))
                     }
                 }
             }
         }
+        "HangMinutes" => q.hang_secs = parse_ladder_minutes(key, v)?,
+        "IdleGpuMinutes" => q.idle_gpu_secs = parse_ladder_minutes(key, v)?,
         _ => return Err(unknown_key(AcctEntity::Qos, key, QOS_KEYS)),
     }
     Ok(())
@@ -1077,6 +1098,90 @@ mod tests {
         assert_eq!(reloaded, new);
         assert_eq!(reloaded.accounts["physics"].fairshare, 40);
         assert_eq!(reloaded.accounts["physics"].parent.as_deref(), Some("root"));
+    }
+
+    #[test]
+    fn qos_ladder_settings_parse_clear_and_persist() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), false).unwrap();
+        let mut db = AcctDb::load(&mut store).unwrap();
+        let (new, writes, _) = db
+            .apply(&change(
+                AcctOp::Add,
+                AcctEntity::Qos,
+                &["jupyter", "strict"],
+                &[("Flags", "Interactive"), ("hangminutes", "0.05")],
+            ))
+            .unwrap();
+        store.save_acct(&writes).unwrap();
+        db = new;
+        let q = &db.qos["jupyter"];
+        assert!(q.interactive && !q.no_defer);
+        assert_eq!(q.hang_secs, Some(3));
+        assert_eq!(q.idle_gpu_secs, None);
+        assert_eq!(q.flags(), "Interactive");
+        // 0 is kept (it exempts), -1 and an empty value clear back to "not set".
+        apply(
+            &mut db,
+            change(
+                AcctOp::Modify,
+                AcctEntity::Qos,
+                &["strict"],
+                &[("IdleGpuMinutes", "0"), ("HangMinutes", "2.5")],
+            ),
+        );
+        assert_eq!(
+            (db.qos["strict"].hang_secs, db.qos["strict"].idle_gpu_secs),
+            (Some(150), Some(0))
+        );
+        apply(
+            &mut db,
+            change(
+                AcctOp::Modify,
+                AcctEntity::Qos,
+                &["strict"],
+                &[("IdleGpuMinutes", "-1"), ("HangMinutes", "")],
+            ),
+        );
+        assert_eq!(
+            (db.qos["strict"].hang_secs, db.qos["strict"].idle_gpu_secs),
+            (None, None)
+        );
+        // Flags: += and -= keep the other flags.
+        let mut c = change(AcctOp::Modify, AcctEntity::Qos, &["jupyter"], &[]);
+        c.settings
+            .push(("Flags".into(), "+=".into(), "NoDefer".into()));
+        apply(&mut db, c);
+        assert_eq!(db.qos["jupyter"].flags(), "NoDefer,Interactive");
+        let mut c = change(AcctOp::Modify, AcctEntity::Qos, &["jupyter"], &[]);
+        c.settings
+            .push(("Flags".into(), "-=".into(), "interactive".into()));
+        apply(&mut db, c);
+        assert_eq!(db.qos["jupyter"].flags(), "NoDefer");
+        // Bad values are refused with the key named; nothing changes.
+        for (k, v) in [
+            ("HangMinutes", "soon"),
+            ("HangMinutes", "-2"),
+            ("IdleGpuMinutes", "1e9"),
+        ] {
+            let e = db
+                .apply(&change(
+                    AcctOp::Modify,
+                    AcctEntity::Qos,
+                    &["strict"],
+                    &[(k, v)],
+                ))
+                .unwrap_err();
+            assert!(
+                e.message.contains(&format!("Invalid value for {k}")),
+                "{e:?}"
+            );
+            assert!(e.message.contains("-1 to clear"), "{e:?}");
+        }
+        // What was stored loads back.
+        let reloaded = AcctDb::load(&mut store).unwrap();
+        assert!(reloaded.qos["jupyter"].interactive);
+        assert_eq!(reloaded.qos["jupyter"].hang_secs, Some(3));
     }
 
     #[test]

@@ -43,10 +43,22 @@ pub struct QosDef {
     /// `Flags=NoDefer` (gsched): jobs of this QOS are never deferred to a price window.
     #[serde(default)]
     pub no_defer: bool,
+    /// `Flags=Interactive` (gsched): jobs of this QOS are exempt from the invalid-job ladder
+    /// (interactive apps such as Jupyter, which idle legitimately; gsched has no salloc).
+    #[serde(default)]
+    pub interactive: bool,
+    /// `HangMinutes=` (gsched), in seconds: the invalid-job ladder's hang threshold for this
+    /// QOS's jobs, over the partition's and the cluster's; `Some(0)` turns the check off,
+    /// `None` (not set) leaves it to them.
+    #[serde(default)]
+    pub hang_secs: Option<u64>,
+    /// `IdleGpuMinutes=` (gsched), in seconds, as `hang_secs`.
+    #[serde(default)]
+    pub idle_gpu_secs: Option<u64>,
 }
 
 impl QosDef {
-    /// Slurm's `Flags` column.
+    /// Slurm's `Flags` column (gsched's own flags after Slurm's).
     pub fn flags(&self) -> String {
         let mut v = Vec::new();
         if self.deny_on_limit {
@@ -55,7 +67,19 @@ impl QosDef {
         if self.no_defer {
             v.push("NoDefer");
         }
+        if self.interactive {
+            v.push("Interactive");
+        }
         v.join(",")
+    }
+
+    /// This QOS's part in the invalid-job policy.
+    pub fn ladder(&self) -> crate::ladder_conf::QosLadder {
+        crate::ladder_conf::QosLadder {
+            interactive: self.interactive,
+            hang_secs: self.hang_secs,
+            idle_gpu_secs: self.idle_gpu_secs,
+        }
     }
 }
 
@@ -269,5 +293,28 @@ mod tests {
         };
         assert_eq!(q.flags(), "DenyOnLimit");
         assert_eq!(QosDef::default().flags(), "");
+        let q = QosDef {
+            deny_on_limit: true,
+            interactive: true,
+            ..QosDef::default()
+        };
+        assert_eq!(q.flags(), "DenyOnLimit,Interactive");
+    }
+
+    #[test]
+    fn qos_records_stored_before_the_ladder_settings_still_load() {
+        let old = r#"{"name":"jupyter","description":"","priority":10,"max_wall":null,"deny_on_limit":false,"no_defer":true}"#;
+        let q: QosDef = serde_json::from_str(old).unwrap();
+        assert!(q.no_defer && !q.interactive);
+        assert_eq!(q.ladder(), crate::ladder_conf::QosLadder::default());
+        let new = QosDef {
+            name: "strict".into(),
+            hang_secs: Some(0),
+            idle_gpu_secs: Some(90),
+            interactive: true,
+            ..QosDef::default()
+        };
+        let back: QosDef = serde_json::from_str(&serde_json::to_string(&new).unwrap()).unwrap();
+        assert_eq!(back, new);
     }
 }

@@ -12,7 +12,13 @@
 //!   not be requeued (`--no-requeue`, `JobRequeue=0`) skips that step.
 //!
 //! Minutes may have decimals (`HangMinutes=0.5`). A partition may set `HangMinutes=` and
-//! `IdleGpuMinutes=` of its own (0 exempts its jobs).
+//! `IdleGpuMinutes=` of its own (0 exempts its jobs), and so may a QOS in the association
+//! table (`gsacctmgr modify qos NAME set HangMinutes=M IdleGpuMinutes=M`, [`QosLadder`]),
+//! which wins over the partition: the QOS is what a site gives a kind of work (a patient
+//! pipeline, a strict GPU queue), the partition only where it runs. A QOS with
+//! `Flags=Interactive` exempts its jobs from every check: gsched has no interactive
+//! allocations (no salloc), so interactive apps (Jupyter, Open OnDemand) are batch jobs that
+//! idle legitimately, and sites put them in such a QOS.
 
 use crate::job::LadderStep;
 
@@ -50,6 +56,47 @@ pub struct PartitionLadder {
     /// `Some(None)`: `HangMinutes=0` on the partition, checks off for its jobs.
     pub hang_secs: Option<Option<u64>>,
     pub idle_gpu_secs: Option<Option<u64>>,
+}
+
+/// A QOS's own settings (from the association table). `Some(0)` is an explicit 0: the check
+/// is off for the QOS's jobs; `None`: not set, the partition's or the cluster's applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QosLadder {
+    /// `Flags=Interactive`: no check at all.
+    pub interactive: bool,
+    /// `HangMinutes=`, in seconds.
+    pub hang_secs: Option<u64>,
+    /// `IdleGpuMinutes=`, in seconds.
+    pub idle_gpu_secs: Option<u64>,
+}
+
+impl QosLadder {
+    /// Whether this QOS turns a check on by itself (so the ladder must run even when the
+    /// cluster and every partition leave it off).
+    fn enables_any(&self) -> bool {
+        !self.interactive
+            && (self.hang_secs.is_some_and(|s| s > 0) || self.idle_gpu_secs.is_some_and(|s| s > 0))
+    }
+}
+
+/// Precedence of one threshold: the QOS's if set (0 = off), else the partition's if set
+/// (`Some(None)` = off), else the cluster's.
+fn resolve(cluster: Option<u64>, part: Option<Option<u64>>, qos: Option<u64>) -> Option<u64> {
+    match qos {
+        Some(0) => None,
+        Some(s) => Some(s),
+        None => part.unwrap_or(cluster),
+    }
+}
+
+/// Formats seconds as the minutes they were given in (`0.05`, `2`, `1.5`): at most two
+/// decimals, trailing zeros dropped.
+pub fn format_minutes(secs: u64) -> String {
+    if secs % 60 == 0 {
+        return (secs / 60).to_string();
+    }
+    let t = format!("{:.2}", secs as f64 / 60.0);
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Parses a number of minutes, decimals allowed, into seconds; 0 gives `None` (off).
@@ -130,26 +177,36 @@ impl InvalidJobPolicy {
         "InvalidJobLadder",
     ];
 
-    /// The hang threshold for a job of partition `p`.
-    pub fn hang_for(&self, p: &PartitionLadder) -> Option<u64> {
-        p.hang_secs.unwrap_or(self.hang_secs)
+    /// The hang threshold for a job of partition `p` and QOS `q` (QOS over partition over
+    /// cluster; none for an interactive QOS).
+    pub fn hang_for(&self, p: &PartitionLadder, q: &QosLadder) -> Option<u64> {
+        if q.interactive {
+            return None;
+        }
+        resolve(self.hang_secs, p.hang_secs, q.hang_secs)
     }
 
-    /// The idle-GPU threshold for a job of partition `p`.
-    pub fn idle_gpu_for(&self, p: &PartitionLadder) -> Option<u64> {
-        p.idle_gpu_secs.unwrap_or(self.idle_gpu_secs)
+    /// The idle-GPU threshold for a job of partition `p` and QOS `q`.
+    pub fn idle_gpu_for(&self, p: &PartitionLadder, q: &QosLadder) -> Option<u64> {
+        if q.interactive {
+            return None;
+        }
+        resolve(self.idle_gpu_secs, p.idle_gpu_secs, q.idle_gpu_secs)
     }
 
-    /// Whether any check is on anywhere (`partitions` being every partition's own settings).
+    /// Whether any check is on anywhere (`partitions` and `qos` being every partition's and
+    /// every QOS's own settings).
     pub fn any_enabled<'a>(
         &self,
         mut partitions: impl Iterator<Item = &'a PartitionLadder>,
+        mut qos: impl Iterator<Item = QosLadder>,
     ) -> bool {
         self.hang_secs.is_some()
             || self.idle_gpu_secs.is_some()
             || partitions.any(|p| {
                 matches!(p.hang_secs, Some(Some(_))) || matches!(p.idle_gpu_secs, Some(Some(_)))
             })
+            || qos.any(|q| q.enables_any())
     }
 }
 
@@ -192,7 +249,79 @@ mod tests {
             hang_secs: Some(None),
             idle_gpu_secs: None,
         };
-        assert_eq!(p.hang_for(&exempt), None);
-        assert_eq!(p.hang_for(&PartitionLadder::default()), Some(120));
+        let none = QosLadder::default();
+        assert_eq!(p.hang_for(&exempt, &none), None);
+        assert_eq!(p.hang_for(&PartitionLadder::default(), &none), Some(120));
+    }
+
+    #[test]
+    fn qos_over_partition_over_cluster() {
+        let mut p = InvalidJobPolicy::default();
+        p.global("HangMinutes", "2").unwrap();
+        p.global("IdleGpuMinutes", "10").unwrap();
+        let unset = PartitionLadder::default();
+        let part_off = PartitionLadder {
+            hang_secs: Some(None),
+            idle_gpu_secs: Some(None),
+        };
+        let part_5 = PartitionLadder {
+            hang_secs: Some(Some(300)),
+            idle_gpu_secs: Some(Some(300)),
+        };
+        let qos_unset = QosLadder::default();
+        let qos_3s = QosLadder {
+            hang_secs: Some(3),
+            idle_gpu_secs: Some(6),
+            ..QosLadder::default()
+        };
+        let qos_off = QosLadder {
+            hang_secs: Some(0),
+            idle_gpu_secs: Some(0),
+            ..QosLadder::default()
+        };
+        // Nothing set below the cluster: the cluster's.
+        assert_eq!(p.hang_for(&unset, &qos_unset), Some(120));
+        assert_eq!(p.idle_gpu_for(&unset, &qos_unset), Some(600));
+        // The partition over the cluster.
+        assert_eq!(p.hang_for(&part_5, &qos_unset), Some(300));
+        assert_eq!(p.hang_for(&part_off, &qos_unset), None);
+        // The QOS over both, either way.
+        assert_eq!(p.hang_for(&part_off, &qos_3s), Some(3));
+        assert_eq!(p.idle_gpu_for(&part_off, &qos_3s), Some(6));
+        assert_eq!(p.hang_for(&part_5, &qos_off), None);
+        assert_eq!(p.idle_gpu_for(&unset, &qos_off), None);
+        // A QOS may set one threshold and leave the other to the partition.
+        let hang_only = QosLadder {
+            hang_secs: Some(3),
+            ..QosLadder::default()
+        };
+        assert_eq!(p.idle_gpu_for(&part_5, &hang_only), Some(300));
+        // Interactive: exempt from everything, whatever else is set.
+        let interactive = QosLadder {
+            interactive: true,
+            ..qos_3s
+        };
+        for part in [unset, part_off, part_5] {
+            assert_eq!(p.hang_for(&part, &interactive), None);
+            assert_eq!(p.idle_gpu_for(&part, &interactive), None);
+        }
+        // A QOS alone can turn the ladder on; an interactive or exempting one cannot.
+        let off = InvalidJobPolicy::default();
+        assert!(!off.any_enabled([part_off].iter(), [qos_off, interactive].into_iter()));
+        assert!(off.any_enabled([unset].iter(), [qos_off, hang_only].into_iter()));
+        assert!(off.any_enabled([part_5].iter(), std::iter::empty()));
+    }
+
+    #[test]
+    fn minutes_format_as_given() {
+        assert_eq!(format_minutes(3), "0.05");
+        assert_eq!(format_minutes(30), "0.5");
+        assert_eq!(format_minutes(90), "1.5");
+        assert_eq!(format_minutes(7200), "120");
+        assert_eq!(format_minutes(0), "0");
+        // What is shown parses back to the same seconds.
+        for s in [1u64, 3, 10, 59, 61, 3599] {
+            assert_eq!(parse_minutes(&format_minutes(s)), Ok(Some(s)), "{s}");
+        }
     }
 }

@@ -9,12 +9,17 @@
 //! recorded on the job (`JobInfo::invalid`, persisted): the reason (`Hung`, `IdleGPU`) shows
 //! in gsqueue, gscontrol and gsacct, and the ladder goes on from the last step when a
 //! requeued job is flagged again.
+//!
+//! Thresholds are the job's QOS's (`gsacctmgr ... set HangMinutes= IdleGpuMinutes=`), else
+//! its partition's, else the cluster's; a QOS with `Flags=Interactive` exempts its jobs.
+//! They are read from the association table at each pass, so a change applies at once.
 
 use super::{Effect, JobId, JobState, State};
 use crate::notify::Transition;
 use gsched_proto::api::{JobFilter, JobProgress};
 use gsched_proto::auth::Identity;
-use gsched_proto::job::{InvalidKind, InvalidMark, LadderStep, Reason};
+use gsched_proto::job::{InvalidKind, InvalidMark, JobInfo, LadderStep, Reason};
+use gsched_proto::ladder_conf::{PartitionLadder, QosLadder};
 use std::collections::HashMap;
 
 /// The reason a cancelled job keeps: the invalid-job ladder's when it cancelled the job.
@@ -92,7 +97,10 @@ impl State {
     /// Flags jobs and takes the steps that are due; returns what the nodes must do.
     pub(super) fn run_ladder(&mut self, now: i64) -> Vec<Effect> {
         let policy = &self.cfg.invalid_jobs;
-        if !policy.any_enabled(self.cfg.partitions.iter().map(|p| &p.ladder)) {
+        if !policy.any_enabled(
+            self.cfg.partitions.iter().map(|p| &p.ladder),
+            self.acct.qos.values().map(|q| q.ladder()),
+        ) {
             return Vec::new();
         }
         let jobs = &self.jobs;
@@ -110,16 +118,12 @@ impl State {
             if job.info.state != JobState::Running || job.info.is_suspended() {
                 continue;
             }
-            let part = self
-                .cfg
-                .partition(&job.info.partition)
-                .map(|p| p.ladder)
-                .unwrap_or_default();
+            let (part, qos) = self.ladder_settings(&job.info);
             let hung = policy
-                .hang_for(&part)
+                .hang_for(&part, &qos)
                 .filter(|h| now - t.moved_at >= *h as i64)
                 .map(|h| (InvalidKind::Hung, t.moved_at + h as i64));
-            let idle = policy.idle_gpu_for(&part).and_then(|h| {
+            let idle = policy.idle_gpu_for(&part, &qos).and_then(|h| {
                 let since = t.gpu_busy_at?;
                 (now - since >= h as i64).then_some((InvalidKind::IdleGpu, since + h as i64))
             });
@@ -228,18 +232,32 @@ impl State {
         effects
     }
 
-    /// The threshold (seconds) after which `kind` flagged job `id`, for the log.
-    fn threshold(&self, id: JobId, kind: InvalidKind) -> i64 {
+    /// The partition's and the QOS's own settings for a job (defaults when either is gone).
+    fn ladder_settings(&self, info: &JobInfo) -> (PartitionLadder, QosLadder) {
         let part = self
-            .jobs
-            .get(&id)
-            .and_then(|j| self.cfg.partition(&j.info.partition))
+            .cfg
+            .partition(&info.partition)
             .map(|p| p.ladder)
             .unwrap_or_default();
+        let qos = self
+            .acct
+            .qos
+            .get(info.qos())
+            .map(|q| q.ladder())
+            .unwrap_or_default();
+        (part, qos)
+    }
+
+    /// The threshold (seconds) after which `kind` flagged job `id`, for the log.
+    fn threshold(&self, id: JobId, kind: InvalidKind) -> i64 {
+        let Some(job) = self.jobs.get(&id) else {
+            return 0;
+        };
+        let (part, qos) = self.ladder_settings(&job.info);
         let p = &self.cfg.invalid_jobs;
         match kind {
-            InvalidKind::Hung => p.hang_for(&part),
-            InvalidKind::IdleGpu => p.idle_gpu_for(&part),
+            InvalidKind::Hung => p.hang_for(&part, &qos),
+            InvalidKind::IdleGpu => p.idle_gpu_for(&part, &qos),
         }
         .unwrap_or(0) as i64
     }
@@ -257,5 +275,159 @@ impl State {
             now,
         );
         self.deliver(ds);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{register_all, spec, ROOT};
+    use super::*;
+    use gsched_proto::acct::{AcctChange, AcctEntity, AcctOp};
+    use gsched_proto::config::Config;
+    use std::sync::Arc;
+
+    /// Hung after a minute cluster-wide; the partition `calm` exempts its jobs.
+    fn state(dir: &std::path::Path) -> State {
+        let text = format!(
+            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
+             HangMinutes=1\n\
+             NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n\
+             PartitionName=calm Nodes=ALL HangMinutes=0\n",
+            d = dir.display()
+        );
+        let cfg = Arc::new(Config::parse(&text, &dir.join("gsched.conf")).unwrap());
+        let store = crate::store::Store::open(&cfg.state_save_location, false).unwrap();
+        State::load(cfg, store, 1000).unwrap()
+    }
+
+    fn qos(st: &mut State, op: AcctOp, name: &str, set: &[(&str, &str)]) {
+        let c = AcctChange {
+            op,
+            entity: AcctEntity::Qos,
+            names: vec![name.into()],
+            conditions: Vec::new(),
+            settings: set
+                .iter()
+                .map(|(k, v)| (k.to_string(), "=".into(), v.to_string()))
+                .collect(),
+        };
+        st.acct_change(&c, ROOT).unwrap();
+    }
+
+    fn submit(st: &mut State, partition: &str, qos: &str) -> JobId {
+        let mut s = spec(1);
+        s.partitions = vec![partition.into()];
+        s.qos = Some(qos.into());
+        st.submit(s, ROOT, 1000).unwrap()
+    }
+
+    /// Every running job reports the same counters: no progress.
+    fn still(st: &mut State, now: i64) {
+        let progress: Vec<JobProgress> = st
+            .jobs
+            .values()
+            .filter(|j| j.info.state == JobState::Running)
+            .map(|j| JobProgress {
+                job_id: j.info.job_id,
+                start_time: j.info.start_time.unwrap(),
+                cpu_usec: Some(5),
+                output_bytes: Some(0),
+                gpu_util_percent: None,
+            })
+            .collect();
+        st.record_progress(&progress, now);
+    }
+
+    fn reason(st: &State, id: JobId) -> Reason {
+        st.jobs[&id].info.reason
+    }
+
+    #[test]
+    fn qos_settings_win_over_partition_and_cluster_and_interactive_exempts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        qos(&mut st, AcctOp::Add, "strict", &[("HangMinutes", "0.5")]);
+        qos(&mut st, AcctOp::Add, "patient", &[("HangMinutes", "0")]);
+        qos(
+            &mut st,
+            AcctOp::Add,
+            "jupyter",
+            &[("Flags", "Interactive"), ("HangMinutes", "0.1")],
+        );
+        let plain = submit(&mut st, "debug", "normal");
+        let strict = submit(&mut st, "calm", "strict");
+        let patient = submit(&mut st, "debug", "patient");
+        let jupyter = submit(&mut st, "debug", "jupyter");
+        register_all(&mut st, 1001);
+        st.schedule(1002);
+        for id in [plain, strict, patient, jupyter] {
+            assert_eq!(st.jobs[&id].info.state, JobState::Running);
+            st.launch_result(id, 1002, Ok(()), 1002);
+        }
+        still(&mut st, 1003);
+        // After 30 s: the strict QOS's threshold, although its partition says 0.
+        still(&mut st, 1033);
+        st.run_ladder(1033);
+        assert_eq!(reason(&st, strict), Reason::Hung);
+        assert_eq!(st.jobs[&strict].info.invalid.unwrap().flagged_at, 1033);
+        for id in [plain, patient, jupyter] {
+            assert_eq!(reason(&st, id), Reason::None, "job {id}");
+        }
+        // After a minute: the cluster's, for the job whose QOS sets nothing; the QOS with 0
+        // and the interactive one (whose own 0.1 does not count) stay exempt.
+        still(&mut st, 1063);
+        st.run_ladder(1063);
+        assert_eq!(reason(&st, plain), Reason::Hung);
+        assert_eq!(reason(&st, patient), Reason::None);
+        assert_eq!(reason(&st, jupyter), Reason::None);
+        // A change of the QOS applies at once: without Interactive its own 0.1 minutes hold,
+        // and with it again the flag goes.
+        // (A step taken restarts the job's clock: `still` before each pass.)
+        qos(&mut st, AcctOp::Modify, "jupyter", &[("Flags", "-1")]);
+        still(&mut st, 1064);
+        st.run_ladder(1064);
+        assert_eq!(reason(&st, jupyter), Reason::Hung);
+        qos(
+            &mut st,
+            AcctOp::Modify,
+            "jupyter",
+            &[("Flags", "Interactive")],
+        );
+        still(&mut st, 1065);
+        st.run_ladder(1065);
+        assert_eq!(reason(&st, jupyter), Reason::None);
+        // Clearing the strict QOS's setting gives the partition's exemption back.
+        qos(&mut st, AcctOp::Modify, "strict", &[("HangMinutes", "-1")]);
+        still(&mut st, 1066);
+        st.run_ladder(1066);
+        assert_eq!(reason(&st, strict), Reason::None);
+    }
+
+    #[test]
+    fn a_qos_alone_turns_the_ladder_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
+             NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
+            d = dir.path().display()
+        );
+        let cfg = Arc::new(Config::parse(&text, &dir.path().join("gsched.conf")).unwrap());
+        let store = crate::store::Store::open(&cfg.state_save_location, false).unwrap();
+        let mut st = State::load(cfg, store, 1000).unwrap();
+        qos(&mut st, AcctOp::Add, "strict", &[("HangMinutes", "0.5")]);
+        let plain = submit(&mut st, "debug", "normal");
+        let strict = submit(&mut st, "debug", "strict");
+        register_all(&mut st, 1001);
+        st.schedule(1002);
+        for id in [plain, strict] {
+            st.launch_result(id, 1002, Ok(()), 1002);
+        }
+        still(&mut st, 1003);
+        still(&mut st, 1100);
+        st.run_ladder(1100);
+        assert_eq!(reason(&st, strict), Reason::Hung);
+        assert_eq!(reason(&st, plain), Reason::None);
     }
 }

@@ -129,6 +129,47 @@ pub fn webhook_receiver() -> (
     (port, got)
 }
 
+/// A `MailProg=` for tests: a script that appends one line `RECIPIENT|SUBJECT` per mail to a
+/// log file (Slurm calls MailProg with `-s SUBJECT RECIPIENT`).
+pub struct MailLog {
+    dir: tempfile::TempDir,
+}
+
+impl Default for MailLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MailLog {
+    pub fn new() -> MailLog {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("cannot create a temporary directory");
+        let prog = dir.path().join("mailprog");
+        std::fs::write(
+            &prog,
+            format!(
+                "#!/bin/sh\necho \"$3|$2\" >> {}\n",
+                dir.path().join("mail.log").display()
+            ),
+        )
+        .expect("cannot write the MailProg script");
+        std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755))
+            .expect("cannot make the MailProg script executable");
+        MailLog { dir }
+    }
+
+    /// The `MailProg=...` line for the cluster's config.
+    pub fn config_line(&self) -> String {
+        format!("MailProg={}", self.dir.path().join("mailprog").display())
+    }
+
+    /// The mails so far, one line each.
+    pub fn read(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("mail.log")).unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

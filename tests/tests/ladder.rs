@@ -7,25 +7,17 @@
 //! A second test walks a job that holds a fake GPU at 0% utilization through the ladder.
 
 use gsched_tests::gpu_fakes::FakeNvml;
-use gsched_tests::{secs, webhook_receiver, ClusterOpts, JobState, TestCluster};
+use gsched_tests::{secs, webhook_receiver, ClusterOpts, JobState, MailLog, TestCluster};
 
 #[test]
 fn hung_jobs_walk_the_ladder_busy_and_exempt_ones_do_not() {
     let (port, hooks) = webhook_receiver();
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("mail.log");
-    let prog = dir.path().join("mailprog");
-    std::fs::write(
-        &prog,
-        format!("#!/bin/sh\necho \"$3|$2\" >> {}\n", log.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mail = MailLog::new();
     let c = TestCluster::start(
         ClusterOpts::named("ladder")
             .nodes(1)
             .cpus(4)
-            .config_line(&format!("MailProg={}", prog.display()))
+            .config_line(&mail.config_line())
             .config_line("HangMinutes=0.1")
             .config_line("InvalidJobLadder=notify:0,requeue:0.05,cancel:0.05")
             .config_line(&format!(
@@ -75,7 +67,7 @@ fn hung_jobs_walk_the_ladder_busy_and_exempt_ones_do_not() {
     assert!(acct.trim_end().ends_with("|Hung"), "{acct}");
 
     let mails = c.wait_for(secs(20), "three ladder mails", || {
-        let t = std::fs::read_to_string(&log).unwrap_or_default();
+        let t = mail.read();
         (t.lines().count() >= 3).then_some(t)
     });
     for step in ["notify", "requeue", "cancel"] {
@@ -119,15 +111,7 @@ fn idle_gpu_job_gives_its_gpu_to_a_waiting_job() {
     let Some(nvml) = FakeNvml::build() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("mail.log");
-    let prog = dir.path().join("mailprog");
-    std::fs::write(
-        &prog,
-        format!("#!/bin/sh\necho \"$3|$2\" >> {}\n", log.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mail = MailLog::new();
     let opts = nvml
         .cluster_opts(
             ClusterOpts::named("ladder-gpu")
@@ -138,7 +122,7 @@ fn idle_gpu_job_gives_its_gpu_to_a_waiting_job() {
             0,
         )
         .config_line("GpuSampleInterval=1")
-        .config_line(&format!("MailProg={}", prog.display()))
+        .config_line(&mail.config_line())
         .config_line("IdleGpuMinutes=0.1")
         .config_line("InvalidJobLadder=notify:0,requeue:0.05,cancel:0.05")
         .config_line("PartitionName=exempt Nodes=n2 IdleGpuMinutes=0");
@@ -190,7 +174,7 @@ fn idle_gpu_job_gives_its_gpu_to_a_waiting_job() {
         "both jobs hold n1's one GPU: {j:?}"
     );
     let mails = c.wait_for(secs(20), "the IdleGPU mails", || {
-        let t = std::fs::read_to_string(&log).unwrap_or_default();
+        let t = mail.read();
         (t.lines().filter(|l| l.contains("Name=idle")).count() >= 2).then_some(t)
     });
     assert!(mails.contains(", IdleGPU, step notify"), "{mails}");

@@ -7,7 +7,7 @@
 //! are never flagged, while the one in QOS `strict` (`HangMinutes=0.05`) is walked down the
 //! ladder although it runs in `calm`.
 
-use gsched_tests::{current_user, secs, ClusterOpts, JobState, TestCluster};
+use gsched_tests::{current_user, secs, ClusterOpts, JobState, MailLog, TestCluster};
 
 fn acctmgr(c: &TestCluster, args: &[&str]) -> String {
     let mut a = vec!["-i"];
@@ -18,20 +18,12 @@ fn acctmgr(c: &TestCluster, args: &[&str]) -> String {
 #[test]
 fn qos_thresholds_win_and_interactive_qos_is_exempt() {
     let me = current_user();
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("mail.log");
-    let prog = dir.path().join("mailprog");
-    std::fs::write(
-        &prog,
-        format!("#!/bin/sh\necho \"$3|$2\" >> {}\n", log.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mail = MailLog::new();
     let c = TestCluster::start(
         ClusterOpts::named("ladder-qos")
             .nodes(1)
             .cpus(4)
-            .config_line(&format!("MailProg={}", prog.display()))
+            .config_line(&mail.config_line())
             .config_line("AccountingStorageEnforce=associations,qos")
             .config_line("HangMinutes=0.1")
             .config_line("InvalidJobLadder=notify:0,requeue:0.05,cancel:0.05")
@@ -121,7 +113,7 @@ fn qos_thresholds_win_and_interactive_qos_is_exempt() {
         assert!(j.invalid.is_none(), "{j:?}");
     }
     let mails = c.wait_for(secs(20), "the strict job's ladder mails", || {
-        let t = std::fs::read_to_string(&log).unwrap_or_default();
+        let t = mail.read();
         (t.lines().count() >= 3).then_some(t)
     });
     assert!(mails.contains("Name=tight"), "{mails}");

@@ -1386,6 +1386,7 @@ mod tests {
             now: 1_000_200,
             jobs: vec![ok, cancelled, held],
             energy: Vec::new(),
+            gpu_usage: Vec::new(),
         };
         let p = parse(
             &[
@@ -1434,6 +1435,7 @@ mod tests {
             now: 1_000_200,
             jobs: vec![ok],
             energy: Vec::new(),
+            gpu_usage: Vec::new(),
         };
         let p = parse(
             &[

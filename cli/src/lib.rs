@@ -20,6 +20,7 @@ pub mod scontrol;
 pub mod seff;
 pub mod signals;
 pub mod sinfo;
+pub mod slurm_json;
 pub mod sprio;
 pub mod squeue;
 pub mod squeue_steps;

@@ -958,6 +958,9 @@ impl Session<'_> {
     /// `requeue <job_list>`: comma or space separated ids.
     fn requeue(&self, out: &mut Out, args: &[String]) {
         let mut ids = Vec::new();
+        // Array tasks named `N_K` (submitit and Lightning requeue
+        // `$SLURM_ARRAY_JOB_ID_$SLURM_ARRAY_TASK_ID`): resolved to the tasks' own ids.
+        let mut tasks = Vec::new();
         for a in args {
             if a.eq_ignore_ascii_case("Incomplete") {
                 self.complain(out, "requeue Incomplete is not supported by gsched yet");
@@ -969,15 +972,43 @@ impl Session<'_> {
                     s = &s[pre.len()..];
                 }
             }
-            match job_id_list(s) {
-                Some(list) => ids.extend(list),
-                None => {
-                    self.complain(out, format!("Invalid job id specified for job {s}"));
-                    return;
+            for t in s.split(',') {
+                match gsched_proto::array::parse_job_ref(t) {
+                    Some((n, Some(k))) => tasks.push((n, k, t.to_string())),
+                    _ => match job_id_list(t) {
+                        Some(list) => ids.extend(list),
+                        None => {
+                            self.complain(out, format!("Invalid job id specified for job {s}"));
+                            return;
+                        }
+                    },
                 }
             }
         }
         let Some(api) = self.connect(out) else { return };
+        if !tasks.is_empty() {
+            let found = match api.jobs(JobFilter {
+                array_tasks: tasks.iter().map(|(n, k, _)| (*n, *k)).collect(),
+                ..Default::default()
+            }) {
+                Ok(r) => r.jobs,
+                Err(e) => return self.perror(out, "slurm_requeue error", &e),
+            };
+            for (n, k, text) in &tasks {
+                match found
+                    .iter()
+                    .find(|j| j.array.is_some_and(|a| (a.job_id, a.task_id) == (*n, *k)))
+                {
+                    Some(j) => ids.push(j.job_id),
+                    None => {
+                        self.complain(out, format!("Invalid job id specified for job {text}"));
+                    }
+                }
+            }
+            if ids.is_empty() {
+                return;
+            }
+        }
         match api.requeue(&RequeueRequest { ids }) {
             Ok(r) => {
                 for res in &r.results {
@@ -2169,6 +2200,12 @@ mod tests {
                     .collect(),
             })
         }
+        fn requeue(&self, req: &RequeueRequest) -> Result<JobActionResponse, String> {
+            self.sent.borrow_mut().push(format!("{req:?}"));
+            Ok(JobActionResponse {
+                results: Vec::new(),
+            })
+        }
         fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)> {
             self.sent.borrow_mut().push(format!("{req:?}"));
             Ok(())
@@ -2269,6 +2306,9 @@ mod tests {
         }
         fn hold(&self, r: &HoldRequest) -> Result<JobActionResponse, String> {
             self.0.hold(r)
+        }
+        fn requeue(&self, r: &RequeueRequest) -> Result<JobActionResponse, String> {
+            self.0.requeue(r)
         }
         fn update_job(&self, r: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)> {
             self.0.update_job(r)
@@ -2414,6 +2454,24 @@ mod tests {
             s.flags.one_liner = true;
             let o = cmd(s, "show job 42");
             assert_eq!(o.stdout.lines().count(), 1);
+        });
+    }
+
+    #[test]
+    fn requeue_ids_and_array_tasks() {
+        with_session(|s, fk| {
+            let o = cmd(s, "requeue 42,43");
+            assert!(!o.failed, "{o:?}");
+            // An array task is looked up; 42 is no array, so 42_1 names nothing.
+            let o = cmd(s, "requeue 42_1");
+            assert!(o.failed);
+            assert_eq!(o.stderr, vec!["Invalid job id specified for job 42_1"]);
+            let o = cmd(s, "requeue x");
+            assert!(o.failed);
+            assert_eq!(
+                fk.sent.borrow().as_slice(),
+                ["RequeueRequest { ids: [42, 43] }"]
+            );
         });
     }
 

@@ -744,10 +744,7 @@ pub fn partition(p: &PartitionInfo, nodes: &[NodeInfo]) -> Data {
         ("alternative", Data::Null),
         ("billing_weights", Data::Null),
         ("default_memory_per_cpu", i(0)),
-        (
-            "default_time_limit",
-            p.default_time.map_or(Data::Null, i),
-        ),
+        ("default_time_limit", p.default_time.map_or(Data::Null, i)),
         ("denied_accounts", list(&p.access.deny_accounts)),
         ("denied_qos", list(&p.access.deny_qos)),
         ("preemption_grace_time", i(0)),

@@ -1613,6 +1613,24 @@ pub(crate) mod tests {
         let f = parse_long_format("numtasks,NumTask:4");
         assert_eq!(f.fields.len(), 2);
         assert_eq!(f.fields[1].kind, F::NumTasks);
+        // Open OnDemand's tres-alloc, and fields with gsched values or Slurm's unset ones.
+        let f = parse_long_format(
+            "tres-alloc:|,requeue:|,restartcnt:|,mintime:|,reservation:|,mcslabel:|,profile:|,tres-bind:|,packjobid:",
+        );
+        assert!(f.errors.is_empty(), "{:?}", f.errors);
+        assert_eq!(
+            render_header(&f),
+            "TRES_ALLOC|REQUEUE|RESTART_COUNT|TIME_MIN|RESERVATION|MCSLABEL|PROFILE|TRES_BIND|HET_JOB_ID\n"
+        );
+        let mut r = job(6, JobState::Running);
+        r.restarts = 2;
+        r.spec.time_min = Some(90);
+        r.spec.reservation = Some("maint".into());
+        r.nodes = vec!["n1".into()];
+        assert_eq!(
+            render_job(&f, &r, &ctx()),
+            "cpu=8,mem=8G,node=2,billing=8|1|2|1:30:00|maint|(null)|NotSet|N/A|N/A\n"
+        );
     }
 
     #[test]

@@ -175,6 +175,22 @@ pub fn parse_refs(prog: &str, args: &[String]) -> Result<JobRefs, Fail> {
                     _ => return Err(Fail::error(prog, format!("Invalid job id {rest}"))),
                 }
                 tail = &t[kd..];
+            } else if let Some(t) = tail.strip_prefix("_*") {
+                // `N_*`: every task of array N, as `N`.
+                out.push(n as JobId);
+                tail = t;
+            } else if let Some(t) = tail.strip_prefix("_[") {
+                // `N_[1-3,5]`: those tasks (the brackets may hold commas).
+                let Some((inner, after)) = t.split_once(']') else {
+                    return Err(Fail::error(prog, format!("Invalid job id {rest}")));
+                };
+                match gsched_proto::array::parse(inner, None) {
+                    Ok(spec) if spec.throttle.is_none() => {
+                        tasks.extend(spec.indices.iter().map(|&k| (n as JobId, k)))
+                    }
+                    _ => return Err(Fail::error(prog, format!("Invalid job id {rest}"))),
+                }
+                tail = after;
             } else if let Some(t) = tail.strip_prefix('_') {
                 let kd = t.bytes().take_while(u8::is_ascii_digit).count();
                 match t[..kd].parse::<u32>() {
@@ -702,7 +718,20 @@ mod tests {
             parse_refs("scancel", &s(&["12+1,20+0"])).unwrap(),
             (vec![13, 20], vec![])
         );
-        for bad in ["12_x", "12_", "12+", "12+x"] {
+        // Ranges of array tasks and `N_*`.
+        assert_eq!(
+            parse_refs("scancel", &s(&["12_[1-3,5],14_*", "15_[0]"])).unwrap(),
+            (vec![14], vec![(12, 1), (12, 2), (12, 3), (12, 5), (15, 0)])
+        );
+        for bad in [
+            "12_x",
+            "12_",
+            "12+",
+            "12+x",
+            "12_[1-",
+            "12_[a]",
+            "12_[1-3%2]",
+        ] {
             assert!(parse_refs("scancel", &s(&[bad])).is_err(), "{bad}");
         }
         for bad in ["INVALID", "0", "12_3", "12.0", "12x", "-5"] {

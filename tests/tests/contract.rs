@@ -586,6 +586,8 @@ fn submission_status_and_control_as_clients_run_them() {
                 &spec,
                 "-j",
                 &ood_id,
+                "-M",
+                &s.c.opts().cluster_name,
             ],
         );
         let (header, body) = out.split_once("\x1F\n").expect("header line");
@@ -641,10 +643,14 @@ fn submission_status_and_control_as_clients_run_them() {
     assert_eq!(out, format!("\x1E{ood_id}\x1FCOMPLETED\x1Food-app\n"));
     // Cluster info: `scontrol show part -o`, `sinfo -aho %F/%C`, `sinfo -ahNO ...`,
     // `sinfo -ho "\x1E%c\x1F%n\x1F%f"`.
-    let part = s.ok("scontrol", &["show", "part", "-o"]);
+    let part = s.ok(
+        "scontrol",
+        &["-M", &s.c.opts().cluster_name, "show", "part", "-o"],
+    );
     assert_eq!(part.lines().count(), 1, "{part}");
     assert!(part.starts_with("PartitionName=debug "), "{part}");
-    let agg = s.ok("sinfo", &["-aho", "%F/%C"]);
+    // (OOD appends `-M <cluster>` to every call but sacctmgr's.)
+    let agg = s.ok("sinfo", &["-aho", "%F/%C", "-M", &s.c.opts().cluster_name]);
     let n: Vec<u32> = agg
         .trim()
         .split('/')
@@ -688,6 +694,41 @@ fn submission_status_and_control_as_clients_run_them() {
         (rec[2], rec[3], rec[9]),
         (ood_id.as_str(), "ood-app", "COMPLETED")
     );
+    // Its association lookup (no `-M` for sacctmgr); snakemake's account probe is the same
+    // command with `-n -s list user "<user>" format=account%256`. Both succeed.
+    let answers: Vec<String> = [
+        vec![
+            "-nP".to_string(),
+            "show".into(),
+            "users".into(),
+            "withassoc".into(),
+            "format=account,qos".into(),
+            "where".into(),
+            format!("user={user}"),
+            format!("cluster={}", s.c.opts().cluster_name),
+        ],
+        vec![
+            "-n".to_string(),
+            "-s".into(),
+            "list".into(),
+            "user".into(),
+            user.clone(),
+            "format=account%256".into(),
+        ],
+    ]
+    .iter()
+    .map(|args| {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        s.ok("sacctmgr", &a)
+    })
+    .collect();
+    // OOD splits each line on `|`; snakemake strips the padded value.
+    let ood: Vec<&str> = answers[0].trim_end().split('|').collect();
+    assert!(
+        ood.len() == 2 && !ood[0].is_empty() && ood[1] == "normal",
+        "{answers:?}"
+    );
+    assert_eq!(answers[1].trim(), ood[0], "{answers:?}");
     // `scontrol hold` of a pending job.
     let held = s.c.submit(["--begin=now+1hour", "--wrap", "true"]);
     s.ok("scontrol", &["hold", &held.to_string()]);
@@ -755,6 +796,36 @@ fn submission_status_and_control_as_clients_run_them() {
     // sacct: a header and nothing else.
     let out = s.ok("sacct", &["-P", "-j", "999999", "-o", "JobID,State"]);
     assert_eq!(out, "JobID|State\n");
+
+    // --- scancel's array forms (submitit cancels `N_K`; users `N_[a-b]`, `N_*`) ----------
+    let arr = s.c.submit(["-H", "--array=0-3", "--wrap", "true"]);
+    s.ok("scancel", &[&format!("{arr}_[1-2]"), &format!("{arr}_3")]);
+    let task_states = |s: &Slurm| -> Vec<String> {
+        let out = s.ok(
+            "squeue",
+            &[
+                "-h",
+                "-r",
+                "-t",
+                "all",
+                "-o",
+                "%i %T",
+                "-j",
+                &arr.to_string(),
+            ],
+        );
+        out.lines().map(str::to_string).collect()
+    };
+    let got = until(&s, "tasks 1-3 cancelled", || {
+        let v = task_states(&s);
+        (v.iter().filter(|l| l.ends_with(" CANCELLED")).count() == 3).then_some(v)
+    });
+    assert!(got.contains(&format!("{arr}_0 PENDING")), "{got:?}");
+    s.ok("scancel", &[&format!("{arr}_*")]);
+    until(&s, "the whole array cancelled", || {
+        let v = task_states(&s);
+        v.iter().all(|l| l.ends_with(" CANCELLED")).then_some(())
+    });
 
     // --- Versions and data dumps ----------------------------------------------------------
     for name in [

@@ -62,7 +62,10 @@ fn gsbatch_rejects_bad_scripts_and_options() {
         Some(255),
         &["error: Invalid directive found in batch script: foo"],
     );
-    c.write_script("unknown.sh", "#!/bin/sh\n#SBATCH --no-such-option=1\ntrue\n");
+    c.write_script(
+        "unknown.sh",
+        "#!/bin/sh\n#SBATCH --no-such-option=1\ntrue\n",
+    );
     let out = c.cmd("gsbatch", ["unknown.sh"]);
     assert_eq!(out.status.code(), Some(255), "{out:?}");
     assert_eq!(stdout(&out), "");

@@ -25,5 +25,6 @@ pub mod sprio;
 pub mod squeue;
 pub mod squeue_steps;
 pub mod srun;
+pub mod sshare;
 pub mod sstat;
 pub mod sys;

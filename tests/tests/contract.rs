@@ -372,6 +372,15 @@ fn submission_status_and_control_as_clients_run_them() {
         ],
     );
     assert!(!out.status.success(), "{out:?}");
+    // With an account given it also runs `sshare -U --format Account%256 --noheader`
+    // (a missing sshare raises): the caller's associations' accounts, padded.
+    let out = s.ok("sshare", &["-U", "--format", "Account%256", "--noheader"]);
+    let accounts: Vec<&str> = out.lines().map(str::trim).collect();
+    assert!(
+        !accounts.is_empty() && accounts.iter().all(|a| !a.is_empty()),
+        "{out:?}"
+    );
+    assert!(out.lines().all(|l| l.len() == 257), "{out:?}");
     // Cancel: `scancel id1 id2 --clusters=all` (the ids may be long gone).
     s.ok("scancel", &[sm_id, &sm_id2, "--clusters=all"]);
 
@@ -830,7 +839,7 @@ fn submission_status_and_control_as_clients_run_them() {
     // --- Versions and data dumps ----------------------------------------------------------
     for name in [
         "sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sacctmgr", "sprio", "seff",
-        "srun", "sstat",
+        "srun", "sstat", "sshare",
     ] {
         for flag in ["-V", "--version"] {
             let v = s.ok(name, &[flag]);

@@ -6,7 +6,7 @@
 #
 #   --prefix DIR     install under DIR (default /usr/local): DIR/bin, DIR/sbin, DIR/share/man
 #   --slurm-names    also DIR/bin/sbatch -> gsbatch, squeue, scancel, sinfo, scontrol, sacct,
-#                    sacctmgr, sprio, seff, srun, sstat
+#                    sacctmgr, sprio, seff, srun, sstat, sshare
 #   --force          replace existing files of those names (a real Slurm installed there)
 #   --from DIR       take the binaries from DIR (default: target/release, built first)
 #   --no-build       do not run `cargo build --release --bins`
@@ -47,9 +47,9 @@ if [[ $BUILD == 1 ]]; then
 fi
 
 DAEMONS=(gsctld gsnoded gsstepd)
-COMMANDS=(gsbatch gsqueue gscancel gsinfo gscontrol gsacct gsacctmgr gsprio gseff gsrun gsstat)
+COMMANDS=(gsbatch gsqueue gscancel gsinfo gscontrol gsacct gsacctmgr gsprio gseff gsrun gsstat gsshare)
 # Slurm's name for each command, in the order of COMMANDS.
-SLURM=(sbatch squeue scancel sinfo scontrol sacct sacctmgr sprio seff srun sstat)
+SLURM=(sbatch squeue scancel sinfo scontrol sacct sacctmgr sprio seff srun sstat sshare)
 # Tools without a Slurm counterpart.
 TOOLS=(gssim)
 

@@ -100,7 +100,7 @@ build() {
     (cd "$ROOT" && cargo build --release --bins)
   fi
   local b
-  for b in gsctld gsnoded gsstepd gsbatch gsqueue gsinfo gscontrol gscancel gsacct gsacctmgr gsprio gseff gsstat; do
+  for b in gsctld gsnoded gsstepd gsbatch gsqueue gsinfo gscontrol gscancel gsacct gsacctmgr gsprio gseff gsstat gsshare; do
     [[ -x "$BIN/$b" ]] || die "$BIN/$b is missing after the build"
   done
 }

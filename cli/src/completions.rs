@@ -122,6 +122,12 @@ pub const COMMANDS: &[Command] = &[
         options: crate::sstat::OPTIONS,
         operands: Values::Jobs,
     },
+    Command {
+        name: "gsshare",
+        slurm: "sshare",
+        options: crate::sshare::OPTIONS,
+        operands: Values::Free,
+    },
 ];
 
 /// `sacctmgr`'s commands and entities that gsched implements.

@@ -81,17 +81,9 @@ const NOT_SUPPORTED: &[&str] = &[
     "env-vars",
     "file",
     "flags",
-    "gid",
-    "nnodes",
-    "ncpus",
-    "json",
-    "timelimit-min",
-    "timelimit-max",
-    "reason",
     "wckeys",
     "whole-hetjob",
     "associations",
-    "yaml",
 ];
 
 const DEFAULT_FIELDS: &str = "jobid,jobname,partition,account,alloccpus,state,exitcode";
@@ -257,6 +249,59 @@ pub struct Params {
     pub clusters: Option<String>,
     /// `--cost-report` (gsched): estimated energy and cost per user and account.
     pub cost_report: bool,
+    /// `--json`/`--yaml`: Slurm 22.05's data dump of the jobs (`crate::slurm_json`).
+    pub mime: Option<crate::slurm_json::Mime>,
+    /// Filters sacct applies that the store query does not: `-g`, `-i`, `-I`, `-k`/`-K`,
+    /// `-R`.
+    pub post: PostFilter,
+}
+
+/// `-g/--gid`, `-i/--nnodes`, `-I/--ncpus`, `-k/--timelimit-min` with `-K/--timelimit-max`
+/// and `-R/--reason`, applied to the jobs the controller returned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PostFilter {
+    pub gids: Option<Vec<u32>>,
+    /// `(min, max)`; one number means exactly that many.
+    pub nnodes: Option<(u32, u32)>,
+    pub ncpus: Option<(u32, u32)>,
+    /// Minutes; `-K` alone is ignored, as sacct does.
+    pub timelimit: Option<(u32, Option<u32>)>,
+    pub reasons: Option<Vec<String>>,
+}
+
+impl PostFilter {
+    pub fn matches(&self, j: &JobInfo) -> bool {
+        let within = |r: Option<(u32, u32)>, v: u32| r.is_none_or(|(lo, hi)| lo <= v && v <= hi);
+        self.gids.as_ref().is_none_or(|g| g.contains(&j.group_id))
+            && within(self.nnodes, j.num_nodes)
+            && within(self.ncpus, j.num_cpus)
+            && self.timelimit.is_none_or(|(lo, hi)| {
+                let limit = j.time_limit.unwrap_or(u32::MAX);
+                match hi {
+                    None => limit == lo,
+                    Some(hi) => lo <= limit && limit <= hi,
+                }
+            })
+            && self
+                .reasons
+                .as_ref()
+                .is_none_or(|r| r.iter().any(|x| x.eq_ignore_ascii_case(j.reason.as_str())))
+    }
+}
+
+/// `N` or `N-M` (sacct's `get_resource_arg_range`).
+fn count_range(prog: &str, what: &str, v: &str) -> Result<(u32, u32), Fail> {
+    let bad = || Fail::error(prog, format!("invalid {what} range: {v}"));
+    let (lo, hi) = match v.split_once('-') {
+        Some((a, b)) => (a.trim(), b.trim()),
+        None => (v.trim(), v.trim()),
+    };
+    let lo: u32 = lo.parse().map_err(|_| bad())?;
+    let hi: u32 = hi.parse().map_err(|_| bad())?;
+    if hi < lo {
+        return Err(bad());
+    }
+    Ok((lo, hi))
 }
 
 /// Resolves a `-o` list into columns; unknown names are an error like sacct's.
@@ -383,12 +428,15 @@ pub fn parse_args(
         query: HistoryQuery::default(),
         clusters: None,
         cost_report: false,
+        mime: None,
+        post: PostFilter::default(),
     };
     let mut all_users = false;
     let mut users: Option<Vec<u32>> = None;
     let mut jobs: Vec<JobSel> = Vec::new();
     let mut start: Option<i64> = None;
     let mut end: Option<i64> = None;
+    let mut timelimit: [Option<u32>; 2] = [None, None];
     for (id, arg) in split.opts {
         if let Some(text) = common::info_text(id, help_text, usage_text) {
             return Ok(common::Parsed::Print(text));
@@ -459,6 +507,26 @@ pub fn parse_args(
             "verbose" => {}
             "allocations" => p.allocations = true,
             "cost-report" => p.cost_report = true,
+            "json" | "yaml" => p.mime = crate::slurm_json::Mime::from_option(id),
+            "gid" => {
+                let mut list = Vec::new();
+                for g in split_list(&val) {
+                    match crate::sys::resolve_gid(&g) {
+                        Some(id) => list.push(id),
+                        None => return Err(Fail::error(prog, format!("Invalid group id: {g}"))),
+                    }
+                }
+                p.post.gids = Some(list);
+            }
+            "nnodes" => p.post.nnodes = Some(count_range(prog, "node", &val)?),
+            "ncpus" => p.post.ncpus = Some(count_range(prog, "cpu", &val)?),
+            "timelimit-min" | "timelimit-max" => {
+                let m = units::parse_time_limit(&val)
+                    .map_err(|_| Fail::error(prog, format!("Invalid time limit: {val}")))?
+                    .unwrap_or(u32::MAX);
+                timelimit[usize::from(id == "timelimit-max")] = Some(m);
+            }
+            "reason" => p.post.reasons = Some(split_list(&val)),
             _ => {}
         }
     }
@@ -474,6 +542,7 @@ pub fn parse_args(
             ],
         ));
     }
+    p.post.timelimit = timelimit[0].map(|lo| (lo, timelimit[1]));
     p.layout = layout;
     if let Some(d) = delimiter {
         p.delimiter = d;
@@ -543,7 +612,12 @@ struct Row<'a> {
     step: Option<&'a StepInfo>,
 }
 
-fn elapsed(j: &JobInfo, now: i64, window: (Option<i64>, Option<i64>), truncate: bool) -> i64 {
+pub(crate) fn elapsed(
+    j: &JobInfo,
+    now: i64,
+    window: (Option<i64>, Option<i64>),
+    truncate: bool,
+) -> i64 {
     match j.start_time {
         None => 0,
         Some(s) => {
@@ -664,13 +738,13 @@ fn date(t: Option<i64>) -> String {
 /// Whether the job ran: it got nodes. A job cancelled while pending has start and end times
 /// (both the cancel time, as in Slurm) but no nodes, no batch step, `Start=None` and
 /// `NodeList=None assigned`, as sacct shows it.
-fn ran(j: &JobInfo) -> bool {
+pub(crate) fn ran(j: &JobInfo) -> bool {
     j.start_time.is_some() && j.state != JobState::Pending && !j.nodes.is_empty()
 }
 
 /// The state a batch step ends in: the script's own outcome; a job cancelled or timed out
 /// shows its step `CANCELLED` (the script was killed), as sacct does.
-fn step_state(j: &JobInfo) -> String {
+pub(crate) fn step_state(j: &JobInfo) -> String {
     if j.is_suspended() {
         return "SUSPENDED".into();
     }
@@ -1206,8 +1280,14 @@ pub fn help_text() -> String {
      \x20 -B, --batch-script      print the jobs' batch scripts\n\
      \x20     --delimiter=X       separator with -p/-P (default |)\n\
      \x20 -e, --helpformat        list the fields -o takes\n\
+     \x20 -g, --gid, --group=list only jobs of these groups\n\
+     \x20 -i, --nnodes=N[-M]      only jobs that ran on this many nodes\n\
+     \x20 -I, --ncpus=N[-M]       only jobs that ran on this many CPUs\n\
      \x20 -E, --endtime=time     jobs active before this time (default now)\n\
      \x20 -j, --jobs=list         these jobs (N, N_K, N.batch); from the start of time\n\
+     \x20     --json              Slurm's JSON dump of the jobs and their steps\n\
+     \x20 -k, --timelimit-min=t   only jobs with this time limit (with -K: at least)\n\
+     \x20 -K, --timelimit-max=t   with -k: only jobs with at most this time limit\n\
      \x20 -l, --long              many fields\n\
      \x20 -M, --clusters=name     this cluster (or all)\n\
      \x20 -n, --noheader          no header lines\n\
@@ -1218,12 +1298,14 @@ pub fn help_text() -> String {
      \x20 -q, --qos=list          only jobs of these QOS\n\
      \x20 -P, --parsable2         fields separated by |\n\
      \x20 -r, --partition=list    only jobs of these partitions\n\
+     \x20 -R, --reason=list       only jobs with these reasons\n\
      \x20 -s, --state=list        only jobs in these states (within the window)\n\
      \x20 -S, --starttime=time    jobs active after this time (default: today 00:00)\n\
      \x20 -T, --truncate          cut start and end times to the window\n\
      \x20 -u, --uid, --user=list  these users' jobs\n\
      \x20     --units=[KMGTP]     memory in this unit\n\
      \x20 -X, --allocations       no step lines\n\
+     \x20     --yaml              Slurm's YAML dump of the jobs and their steps\n\
      \x20     --cost-report       (gsched) estimated energy (kWh) and cost per user and\n\
      \x20                         account, from Watts=, GpuWatts= and the price calendar\n\
      \x20 -V, --version           print the version\n\
@@ -1252,9 +1334,10 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         gpu_usage: p.columns.iter().any(|c| c.name.starts_with("TRESUsageIn")),
         ..p.query.clone()
     };
-    let resp: JobsResponse = client
+    let mut resp: JobsResponse = client
         .post(paths::JOBS_HISTORY, &query)
         .map_err(|e| Fail::error(prog, common::client_error_text(&e)))?;
+    resp.jobs.retain(|j| p.post.matches(j));
     if p.cost_report {
         common::out(&crate::prices::render_cost_report(&resp));
         return Ok(0);
@@ -1272,8 +1355,43 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             .map(|r| r.steps)
             .unwrap_or_default()
     };
-    common::out(&render_with_steps(&p, &resp, &steps, &cfg.cluster_name));
+    match p.mime {
+        Some(m) => common::out(&m.render(&json_jobs(&p, &resp, &steps, &cfg.cluster_name))),
+        None => common::out(&render_with_steps(&p, &resp, &steps, &cfg.cluster_name)),
+    }
     Ok(0)
+}
+
+/// `sacct --json`/`--yaml`: the selected jobs (arrays' pending tasks collapsed unless
+/// `--array`) with their steps (none with `-X`), as the dbv0.0.38 plugin dumps them.
+pub fn json_jobs(
+    p: &Params,
+    resp: &JobsResponse,
+    steps: &[StepInfo],
+    cluster: &str,
+) -> crate::slurm_json::Data {
+    let mut jobs = resp.jobs.clone();
+    jobs.sort_by_key(|j| j.job_id);
+    let (jobs, ranges) = if p.expand_arrays {
+        (jobs, HashMap::new())
+    } else {
+        arrays::collapse(jobs)
+    };
+    let records = jobs
+        .iter()
+        .map(|j| {
+            let own: Vec<&StepInfo> = job_steps(steps, j).collect();
+            crate::slurm_json::db_job(
+                j,
+                ranges.get(&j.job_id).map(String::as_str),
+                &own,
+                !p.allocations,
+                cluster,
+                resp.now,
+            )
+        })
+        .collect();
+    crate::slurm_json::response(true, "jobs", records)
 }
 
 #[cfg(test)]
@@ -1330,8 +1448,36 @@ mod tests {
         );
         assert!(parse(&["-j", "x"], 0).is_err());
         assert!(parse(&["-S", "now", "-E", "now-1hour"], 0).is_err());
-        let e = parse(&["--json"], 0).unwrap_err();
+        let e = parse(&["--duplicates"], 0).unwrap_err();
         assert_eq!(e.code, 1);
+        let p = parse(&["--json"], 0).unwrap();
+        assert_eq!(p.mime, Some(crate::slurm_json::Mime::Json));
+        // Filters the store query does not know.
+        let p = parse(
+            &[
+                "-i", "2", "-I", "1-4", "-k", "10", "-K", "1:00:00", "-R", "None",
+            ],
+            0,
+        )
+        .unwrap();
+        let mut j = crate::squeue::tests::job(1, JobState::Completed);
+        j.num_nodes = 2;
+        j.num_cpus = 4;
+        j.time_limit = Some(30);
+        assert!(p.post.matches(&j));
+        j.num_cpus = 5;
+        assert!(!p.post.matches(&j));
+        j.num_cpus = 4;
+        j.time_limit = Some(61);
+        assert!(!p.post.matches(&j));
+        let p = parse(&["-k", "30"], 0).unwrap();
+        j.time_limit = Some(30);
+        assert!(p.post.matches(&j));
+        j.time_limit = Some(31);
+        assert!(!p.post.matches(&j));
+        let p = parse(&["-g", "0"], 0).unwrap();
+        assert_eq!(p.post.gids, Some(vec![0]));
+        assert!(parse(&["-i", "3-2"], 0).is_err());
         let e = parse(&["-1"], 0).unwrap_err();
         assert_ne!(e.code, 0);
         let e = parse(&["extra"], 0).unwrap_err();

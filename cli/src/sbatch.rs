@@ -206,6 +206,7 @@ const IMPLEMENTED: &[&str] = &[
     "gpu-mem",
     "gpu-share",
     "reservation",
+    "get-user-env",
 ];
 
 /// Options handled only in the first pass (command line); Slurm ignores them in `#SBATCH`
@@ -372,6 +373,73 @@ pub struct Opts {
     pub deadline: Option<i64>,
     /// `--gres`, `--gpus*`, `--cpus-per-gpu`, `--mem-per-gpu`, `--gpu-mem`, `--gpu-share`.
     pub gpu: crate::gpu_opts::GpuOpts,
+    /// `--get-user-env[=timeout][S|L]`: (timeout in seconds, login shell).
+    pub get_user_env: Option<(u32, bool)>,
+}
+
+/// Loads `user`'s login environment within `timeout` seconds, with a login shell or not.
+pub type UserEnvFn = fn(&str, u32, bool) -> Result<Vec<(String, String)>, String>;
+
+/// Slurm's default `--get-user-env` timeout, in seconds.
+pub const GET_USER_ENV_TIMEOUT: u32 = 8;
+
+/// `--get-user-env`'s value as Slurm reads it: an optional number of seconds, then `S`
+/// (`su <user>`) or `L` (`su - <user>`, the default); anything else after the number is
+/// ignored, as in Slurm.
+pub fn parse_get_user_env(v: Option<&str>) -> (u32, bool) {
+    let v = v.unwrap_or("");
+    let digits: String = v.chars().take_while(char::is_ascii_digit).collect();
+    let timeout = match digits.parse::<u32>() {
+        Ok(t) if t > 0 => t,
+        _ => GET_USER_ENV_TIMEOUT,
+    };
+    let login = !matches!(v[digits.len()..].chars().next(), Some('s' | 'S'));
+    (timeout, login)
+}
+
+/// The login environment of `user` (`su [-] user -c env`, killed after `timeout` seconds),
+/// for `--get-user-env`.
+pub fn login_environment(
+    user: &str,
+    timeout: u32,
+    login: bool,
+) -> Result<Vec<(String, String)>, String> {
+    use std::process::{Command, Stdio};
+    let mut cmd = Command::new("su");
+    if login {
+        cmd.arg("-");
+    }
+    let mut child = cmd
+        .args([user, "-c", "/usr/bin/env"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run su: {e}"))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(timeout.into());
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("su {user} did not answer within {timeout} s"));
+            }
+        }
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("su {user} failed ({})", out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect())
 }
 
 /// Facts about the caller that option processing needs.
@@ -442,6 +510,7 @@ impl Opts {
                 })
             }
             "parsable" => self.parsable = true,
+            "get-user-env" => self.get_user_env = Some(parse_get_user_env(arg)),
             "hold" => self.hold = true,
             "ignore-pbs" => self.ignore_pbs = true,
             "uid" => {
@@ -1074,6 +1143,9 @@ pub struct Context {
     /// Full host name (`SLURM_SUBMIT_HOST`); the short one goes to `submit_host`.
     pub hostname: String,
     pub umask: Option<u32>,
+    /// Loads a user's login environment (`--get-user-env`); [`login_environment`] in the
+    /// command, a stand-in in tests.
+    pub user_env: UserEnvFn,
 }
 
 /// The first pass over the command line: options in order, the script and its arguments.
@@ -1232,6 +1304,24 @@ pub fn build(
 
     // sbatch puts these in its own environment before the job's is built.
     let mut env = ctx.env.clone();
+    // --get-user-env: the user's login environment under the submission's (whose values
+    // win). As Slurm's man page says, it takes effect only when root submits (su needs
+    // no password then); for others it changes nothing.
+    if let (Some((timeout, login)), 0) = (opts.get_user_env, ctx.caller.uid) {
+        let user = gsched_proto::users::user_name(opts.uid.unwrap_or(0));
+        match (ctx.user_env)(&user, timeout, login) {
+            Ok(login_env) => {
+                for (k, v) in login_env {
+                    if !env.iter().any(|(e, _)| *e == k) {
+                        env.push((k, v));
+                    }
+                }
+            }
+            Err(e) => warnings.push(format!(
+                "{prog}: error: Unable to get user's local environment ({e}), running only with passed environment"
+            )),
+        }
+    }
     env_set(&mut env, "SLURM_SUBMIT_DIR", &ctx.caller.cwd);
     env_set(&mut env, "SLURM_SUBMIT_HOST", &ctx.hostname);
     if !env.iter().any(|(k, _)| k == "SLURM_UMASK") {
@@ -1533,6 +1623,7 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
             .collect(),
         hostname,
         umask: crate::sys::umask(),
+        user_env: login_environment,
     };
     let built = build(&ctx, &cl, &source, &script, None)?;
     let cfg = common::load_config().map_err(|e| Fail::error(prog, e))?;
@@ -1657,6 +1748,8 @@ pub fn help_text() -> String {
      \x20 -D, --chdir=directory       set working directory for batch script\n\
      \x20 -e, --error=err             file for batch script's standard error\n\
      \x20     --export[=names]        specify environment variables to export\n\
+     \x20     --get-user-env[=t][S|L] add the user's login environment (su [-] user,\n\
+     \x20                             t seconds at most; user root only, as in Slurm)\n\
      \x20     --gid=group_id          group ID to run job as (user root only)\n\
      \x20 -H, --hold                  submit job in held state\n\
      \x20     --ignore-pbs            ignore #PBS and #BSUB options in the batch script\n\
@@ -1677,8 +1770,8 @@ pub fn help_text() -> String {
      \x20 -Q, --quiet                 quiet mode (suppress informational messages)\n\
      \x20     --reservation=name      allocate resources from named reservation\n\
      \x20     --signal=[B:]num[@time] send signal when time limit within time seconds\n\
-     \x20                             (without B: every process of the job, as there\n\
-     \x20                             are no job steps yet)\n\
+     \x20                             (without B: the tasks of the job's steps, not the\n\
+     \x20                             batch shell)\n\
      \x20     --switches=max-switches{@max-time-to-wait}\n\
      \x20                             optimum switches and max time to wait for optimum\n\
      \x20 -t, --time=minutes          time limit\n\
@@ -1841,6 +1934,12 @@ mod tests {
                 .collect(),
             hostname: "login1.example.org".into(),
             umask: Some(0o022),
+            user_env: |user, timeout, login| {
+                Ok(vec![
+                    ("LOGIN_USER".into(), format!("{user}/{timeout}/{login}")),
+                    ("HOME".into(), "/from/login".into()),
+                ])
+            },
         }
     }
 
@@ -2500,6 +2599,31 @@ mod tests {
             .spec
             .environment
             .contains(&("SLURM_SUBMIT_HOST".into(), "login1.example.org".into())));
+    }
+
+    #[test]
+    fn get_user_env_only_for_root() {
+        assert_eq!(parse_get_user_env(None), (GET_USER_ENV_TIMEOUT, true));
+        assert_eq!(parse_get_user_env(Some("L")), (GET_USER_ENV_TIMEOUT, true));
+        assert_eq!(parse_get_user_env(Some("10S")), (10, false));
+        assert_eq!(parse_get_user_env(Some("20x")), (20, true));
+        let src = ScriptSource::File("x".into());
+        let script = "#!/bin/sh\n#SBATCH --get-user-env=10S\n";
+        let env_of = |uid: u32| {
+            let mut c = ctx(&[("HOME", "/h")]);
+            c.caller.uid = uid;
+            build(&c, &cli(&["x"]), &src, script, Some("c"))
+                .unwrap()
+                .spec
+                .environment
+        };
+        // Root: the login environment under the submission's (HOME stays /h).
+        let env = env_of(0);
+        assert!(env.contains(&("LOGIN_USER".into(), "root/10/false".into())));
+        assert!(env.contains(&("HOME".into(), "/h".into())));
+        // Anyone else: no effect, as in Slurm.
+        let env = env_of(1000);
+        assert!(!env.iter().any(|(k, _)| k == "LOGIN_USER"));
     }
 
     #[test]

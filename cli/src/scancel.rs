@@ -51,9 +51,19 @@ pub struct Params {
     /// Array tasks named `N_K`.
     pub tasks: Vec<(JobId, u32)>,
     pub signal: Option<i32>,
+    /// `-b/--batch`: the signal goes to the batch shell only.
     pub batch: bool,
+    /// `-f/--full`: the signal goes to every process of the job (batch shell, its children,
+    /// the steps). With neither, only the job's steps get it, as in Slurm.
+    pub full: bool,
     pub name: Option<String>,
     pub partition: Option<String>,
+    /// `-A/--account`, `-q/--qos`, `-R/--reservation`.
+    pub account: Option<String>,
+    pub qos: Option<String>,
+    pub reservation: Option<String>,
+    /// `-i/--interactive`: ask before each job (the jobs are loaded first, as with filters).
+    pub interactive: bool,
     /// `Some(None)`: a Slurm state gsched never uses (`PREEMPTED`, ...), or `SUSPENDED`
     /// (then `state_suspended`): matches only suspended jobs.
     pub state: Option<Option<JobState>>,
@@ -75,6 +85,10 @@ impl Params {
     fn has_filters(&self) -> bool {
         self.name.is_some()
             || self.partition.is_some()
+            || self.account.is_some()
+            || self.qos.is_some()
+            || self.reservation.is_some()
+            || self.interactive
             || self.state.is_some()
             || self.user_name.is_some()
             || self.nodelist.is_some()
@@ -161,6 +175,22 @@ pub fn parse_refs(prog: &str, args: &[String]) -> Result<JobRefs, Fail> {
                     _ => return Err(Fail::error(prog, format!("Invalid job id {rest}"))),
                 }
                 tail = &t[kd..];
+            } else if let Some(t) = tail.strip_prefix("_*") {
+                // `N_*`: every task of array N, as `N`.
+                out.push(n as JobId);
+                tail = t;
+            } else if let Some(t) = tail.strip_prefix("_[") {
+                // `N_[1-3,5]`: those tasks (the brackets may hold commas).
+                let Some((inner, after)) = t.split_once(']') else {
+                    return Err(Fail::error(prog, format!("Invalid job id {rest}")));
+                };
+                match gsched_proto::array::parse(inner, None) {
+                    Ok(spec) if spec.throttle.is_none() => {
+                        tasks.extend(spec.indices.iter().map(|&k| (n as JobId, k)))
+                    }
+                    _ => return Err(Fail::error(prog, format!("Invalid job id {rest}"))),
+                }
+                tail = after;
             } else if let Some(t) = tail.strip_prefix('_') {
                 let kd = t.bytes().take_while(u8::is_ascii_digit).count();
                 match t[..kd].parse::<u32>() {
@@ -193,23 +223,21 @@ pub fn parse_args(
     let mut p = Params::default();
     // Environment first; the command line overrides it.
     let truthy = |v: &str| v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("t");
-    common::refuse_env(
-        prog,
-        env,
-        &[
-            ("SCANCEL_ACCOUNT", "--account"),
-            ("SCANCEL_QOS", "--qos"),
-            ("SCANCEL_WCKEY", "--wckey"),
-        ],
-    )?;
+    common::refuse_env(prog, env, &[("SCANCEL_WCKEY", "--wckey")])?;
+    if let Some(v) = env("SCANCEL_ACCOUNT") {
+        p.account = Some(v);
+    }
+    if let Some(v) = env("SCANCEL_QOS") {
+        p.qos = Some(v);
+    }
     if env("SCANCEL_INTERACTIVE").is_some_and(|v| truthy(&v)) {
-        return Err(Fail::not_supported(
-            prog,
-            "--interactive (from SCANCEL_INTERACTIVE)",
-        ));
+        p.interactive = true;
     }
     if let Some(v) = env("SCANCEL_BATCH") {
         p.batch = truthy(&v);
+    }
+    if let Some(v) = env("SCANCEL_FULL") {
+        p.full = truthy(&v);
     }
     if let Some(v) = env("SCANCEL_NAME") {
         p.name = Some(v);
@@ -241,12 +269,20 @@ pub fn parse_args(
         }
         let arg = arg.unwrap_or_default();
         match id {
-            "batch" => p.batch = true,
-            "full" => p.batch = false,
-            "ctld" | "hurry" => {}
-            "interactive" | "account" | "qos" | "reservation" | "sibling" | "wckey" => {
-                return Err(Fail::not_supported(prog, &format!("--{id}")))
+            "batch" => {
+                p.batch = true;
+                p.full = false;
             }
+            "full" => {
+                p.full = true;
+                p.batch = false;
+            }
+            "ctld" | "hurry" => {}
+            "account" => p.account = Some(arg),
+            "qos" => p.qos = Some(arg),
+            "reservation" => p.reservation = Some(arg),
+            "interactive" => p.interactive = true,
+            "sibling" | "wckey" => return Err(Fail::not_supported(prog, &format!("--{id}"))),
             "clusters" => p.clusters = Some(arg),
             "me" => p.user_name = Some(uid.to_string()),
             "name" => p.name = Some(arg),
@@ -307,9 +343,28 @@ pub fn parse_args(
     Ok(Parsed::Run(Box::new(p)))
 }
 
-/// Whether a job passes `-n/-p/-t/-u/-w` (scancel's `_filter_job_records`).
+/// Whether a job passes `-A/-n/-p/-q/-R/-t/-u/-w` (scancel's `_filter_job_records`).
+/// Account and QOS names are stored lower-case, so they compare without case.
 pub fn job_matches(p: &Params, job: &JobInfo) -> bool {
     if job.state.is_terminal() {
+        return false;
+    }
+    if p.account
+        .as_ref()
+        .is_some_and(|a| !a.eq_ignore_ascii_case(job.account()))
+    {
+        return false;
+    }
+    if p.qos
+        .as_ref()
+        .is_some_and(|q| !q.eq_ignore_ascii_case(job.qos()))
+    {
+        return false;
+    }
+    if p.reservation
+        .as_ref()
+        .is_some_and(|r| job.spec.reservation.as_deref() != Some(r.as_str()))
+    {
         return false;
     }
     if p.name.as_ref().is_some_and(|n| *n != job.name) {
@@ -344,6 +399,36 @@ pub fn job_matches(p: &Params, job: &JobInfo) -> bool {
         }
     }
     true
+}
+
+/// scancel's `-i` question for one job (on stdout); `y`/`Y` goes on, `n`/`N` or the end of
+/// the input skips the job, anything else asks again.
+fn confirm(p: &Params, job: &JobInfo, input: &mut dyn std::io::BufRead) -> bool {
+    let verb = if p.signal.is_none() {
+        "Cancel"
+    } else {
+        "Signal"
+    };
+    loop {
+        common::out(&format!(
+            "{verb} job_id={} name={} partition={} [y/n]? ",
+            crate::arrays::job_array_id(job, &Default::default()),
+            job.name,
+            job.partition
+        ));
+        let mut line = String::new();
+        match input.read_line(&mut line) {
+            Ok(0) | Err(_) => {
+                common::out("\n");
+                return false;
+            }
+            Ok(_) => match line.bytes().next() {
+                Some(b'y' | b'Y') => return true,
+                Some(b'n' | b'N') => return false,
+                _ => {}
+            },
+        }
+    }
 }
 
 /// The outcome of acting on jobs: stderr lines and exit status.
@@ -410,6 +495,7 @@ fn act(
         },
         signal: p.signal,
         batch_only: p.batch,
+        full: p.full,
     };
     match client.post::<_, JobActionResponse>(paths::JOBS_SIGNAL, &req) {
         Ok(resp) => {
@@ -538,7 +624,14 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
                     )],
                 )
             })?;
-        let (ids, mut o) = select(prog, &p, &resp.jobs);
+        let (mut ids, mut o) = select(prog, &p, &resp.jobs);
+        if p.interactive {
+            let mut stdin = std::io::stdin().lock();
+            ids.retain(|id| match resp.jobs.iter().find(|j| j.job_id == *id) {
+                Some(j) => confirm(&p, j, &mut stdin),
+                None => false,
+            });
+        }
         let a = act(prog, &client, &p, ids, Vec::new());
         o.lines.extend(a.lines);
         o.code = o.code.max(a.code);
@@ -561,16 +654,21 @@ pub fn usage_text() -> String {
 
 pub fn help_text() -> String {
     "Usage: scancel [OPTIONS] [job_id[_array_id][.step_id]]\n\
+     \x20 -A, --account=account           act only on jobs charging this account\n\
      \x20 -b, --batch                     signal batch shell for specified job\n\
      \x20 -f, --full                      signal batch shell and all steps for specified job\n\
      \x20 -H, --hurry                     avoid burst buffer stage out\n\
+     \x20 -i, --interactive               require response from user for each job\n\
      \x20 -M, --clusters                  clusters to issue commands to (only the local\n\
      \x20                                 cluster here).\n\
      \x20     --me                        act only on jobs of the invoking user\n\
      \x20 -n, --name=job_name             act only on jobs with this name\n\
      \x20 -p, --partition=partition       act only on jobs in this partition\n\
      \x20 -Q, --quiet                     disable warnings\n\
-     \x20 -s, --signal=name | integer     signal to send to job, default is SIGKILL\n\
+     \x20 -q, --qos=qos                   act only on jobs with this quality of service\n\
+     \x20 -R, --reservation=reservation   act only on jobs with this reservation\n\
+     \x20 -s, --signal=name | integer     signal to send to job, default is SIGKILL;\n\
+     \x20                                 without -b or -f only the job's steps get it\n\
      \x20 -t, --state=states              act only on jobs in this state.  Valid job\n\
      \x20                                 states are PENDING, RUNNING and SUSPENDED\n\
      \x20 -u, --user=user_name            act only on jobs of this user\n\
@@ -578,8 +676,7 @@ pub fn help_text() -> String {
      \x20 -v, --verbose                   verbosity level\n\
      \x20 -w, --nodelist                  act only on jobs on these nodes\n\
      \n\
-     Not supported by gsched yet: -A/--account, -i/--interactive, -q/--qos,\n\
-     -R/--reservation, --sibling, --wckey.\n\
+     Not supported by gsched yet: --sibling, --wckey.\n\
      \n\
      Help options:\n\
      \x20 --help                          show this help message\n\
@@ -621,7 +718,20 @@ mod tests {
             parse_refs("scancel", &s(&["12+1,20+0"])).unwrap(),
             (vec![13, 20], vec![])
         );
-        for bad in ["12_x", "12_", "12+", "12+x"] {
+        // Ranges of array tasks and `N_*`.
+        assert_eq!(
+            parse_refs("scancel", &s(&["12_[1-3,5],14_*", "15_[0]"])).unwrap(),
+            (vec![14], vec![(12, 1), (12, 2), (12, 3), (12, 5), (15, 0)])
+        );
+        for bad in [
+            "12_x",
+            "12_",
+            "12+",
+            "12+x",
+            "12_[1-",
+            "12_[a]",
+            "12_[1-3%2]",
+        ] {
             assert!(parse_refs("scancel", &s(&[bad])).is_err(), "{bad}");
         }
         for bad in ["INVALID", "0", "12_3", "12.0", "12x", "-5"] {
@@ -651,11 +761,20 @@ mod tests {
         );
         let e = parse(&["-t", "bogus"]).unwrap_err();
         assert_eq!(e.lines[0], "Invalid job state specified: bogus");
-        let e = parse(&["-i", "1"]).unwrap_err();
-        assert_eq!(
-            e.lines[0],
-            "scancel: error: option --interactive is not supported by gsched yet"
-        );
+        let p = run_params(&["-i", "1"]);
+        assert!(p.interactive && p.has_filters());
+        let p = run_params(&["-A", "Physics", "-q", "high", "-R", "maint"]);
+        let mut j = job(1, JobState::Running);
+        j.spec.account = Some("physics".into());
+        j.spec.qos = Some("high".into());
+        j.spec.reservation = Some("maint".into());
+        assert!(job_matches(&p, &j));
+        j.spec.reservation = None;
+        assert!(!job_matches(&p, &j));
+        let p = run_params(&["-s", "USR1", "-b", "-f", "1"]);
+        assert!(p.full && !p.batch);
+        let p = run_params(&["-s", "USR1", "-f", "-b", "1"]);
+        assert!(!p.full && p.batch);
         let p = run_params(&["--me"]);
         assert_eq!(p.user_id, Some(1000));
         let p = run_params(&["-u", "root", "-t", "pd", "-n", "x"]);

@@ -30,6 +30,7 @@ pub const OPTIONS: &[Opt] = &[
     Opt::new("future", Some('F'), &["future"], No),
     Opt::new("help", Some('h'), &["help", "usage"], No),
     Opt::new("hide", None, &["hide"], No),
+    Opt::new("json", None, &["json"], No),
     Opt::new("local", None, &["local"], No),
     Opt::new("oneliner", Some('o'), &["oneliner"], No),
     Opt::new("quiet", Some('Q'), &["quiet"], No),
@@ -37,6 +38,7 @@ pub const OPTIONS: &[Opt] = &[
     Opt::new("uid", Some('u'), &["uid"], Req),
     Opt::new("verbose", Some('v'), &["verbose"], No),
     Opt::new("version", Some('V'), &["version"], No),
+    Opt::new("yaml", None, &["yaml"], No),
 ];
 
 /// scontrol's keyword test: `tag` is a case-insensitive prefix of `name` at least `min`
@@ -141,6 +143,9 @@ pub struct Flags {
     pub details: bool,
     /// 1 quiet, 0 normal, -1 verbose (scontrol's `quiet_flag`).
     pub quiet: i32,
+    /// `--json`/`--yaml` (Slurm 23.02's): `show job|node|partition` print the records as
+    /// `squeue --json`/`sinfo --json` do (`crate::slurm_json`).
+    pub mime: Option<crate::slurm_json::Mime>,
 }
 
 /// The controller, when a command needs it.
@@ -278,6 +283,8 @@ pub struct Session<'a> {
     pub api: &'a dyn Fn() -> Result<Box<dyn Api + 'a>, String>,
     /// `SlurmctldHost` name, `SlurmdPort`, for ping and node display.
     pub ctld_name: String,
+    /// `ClusterName` (`--json` records).
+    pub cluster: String,
     pub slurmd_port: u16,
     pub env: &'a dyn Fn(&str) -> Option<String>,
     pub now: i64,
@@ -511,6 +518,24 @@ impl Session<'_> {
                 s.prog
             ))
         };
+        // With --json/--yaml: jobs, nodes and partitions as data; config and host lists
+        // print as they do without (Slurm ignores the option there); anything else is
+        // refused rather than printed in another format.
+        let data_form = kw(tag, "jobs", 1)
+            || kw(tag, "jobid", 1)
+            || kw(tag, "nodes", 1)
+            || kw(tag, "partitions", 2)
+            || kw(tag, "partitionname", 2)
+            || kw(tag, "config", 1)
+            || kw(tag, "hostnames", 5)
+            || kw(tag, "hostlist", 5)
+            || kw(tag, "hostlistsorted", 9);
+        if self.flags.mime.is_some() && !data_form {
+            return out.err(format!(
+                "{}: error: --json and --yaml are supported by gsched for show job, node and partition only",
+                self.prog
+            ));
+        }
         if kw(tag, "aliases", 1) {
             entity_unsupported(self, out, "aliases");
         } else if kw(tag, "bbstat", 2) || kw(tag, "dwstat", 2) || kw(tag, "burstbuffer", 2) {
@@ -679,6 +704,10 @@ impl Session<'_> {
                 }
                 let (mut jobs, ranges) = crate::arrays::collapse(r.jobs.clone());
                 jobs.sort_by_key(|j| std::cmp::Reverse(j.job_id));
+                if let Some(m) = self.flags.mime {
+                    out.print(&m.render(&crate::slurm_json::jobs(&jobs, &ranges, &self.cluster)));
+                    return;
+                }
                 // The live usage of the running ones (the caller's, or all for an admin);
                 // a controller without it, or a refusal, just leaves the line out.
                 let running: Vec<u32> = jobs
@@ -779,6 +808,28 @@ impl Session<'_> {
             Ok(r) => r,
             Err(e) => return self.perror(out, "slurm_load_node error", &e),
         };
+        if let Some(m) = self.flags.mime {
+            let names = name.map(|e| hostlist::expand(e).unwrap_or_else(|_| vec![e.to_string()]));
+            let shown: Vec<NodeInfo> = r
+                .nodes
+                .iter()
+                .filter(|n| names.as_ref().is_none_or(|l| l.contains(&n.name)))
+                .cloned()
+                .collect();
+            if let (Some(e), true) = (name, shown.is_empty()) {
+                out.fail();
+                if !self.quiet() {
+                    out.stderr.push(format!("Node {e} not found"));
+                }
+            }
+            let d = crate::slurm_json::response(
+                false,
+                "nodes",
+                shown.iter().map(crate::slurm_json::node).collect(),
+            );
+            out.print(&m.render(&d));
+            return;
+        }
         match name {
             None => {
                 if r.nodes.is_empty() {
@@ -831,6 +882,18 @@ impl Session<'_> {
             } else if !self.quiet() {
                 out.print("No partitions in the system\n");
             }
+            return;
+        }
+        if let Some(m) = self.flags.mime {
+            let d = crate::slurm_json::response(
+                false,
+                "partitions",
+                shown
+                    .iter()
+                    .map(|p| crate::slurm_json::partition(p, &nodes))
+                    .collect(),
+            );
+            out.print(&m.render(&d));
             return;
         }
         for p in shown {
@@ -895,6 +958,9 @@ impl Session<'_> {
     /// `requeue <job_list>`: comma or space separated ids.
     fn requeue(&self, out: &mut Out, args: &[String]) {
         let mut ids = Vec::new();
+        // Array tasks named `N_K` (submitit and Lightning requeue
+        // `$SLURM_ARRAY_JOB_ID_$SLURM_ARRAY_TASK_ID`): resolved to the tasks' own ids.
+        let mut tasks = Vec::new();
         for a in args {
             if a.eq_ignore_ascii_case("Incomplete") {
                 self.complain(out, "requeue Incomplete is not supported by gsched yet");
@@ -906,15 +972,43 @@ impl Session<'_> {
                     s = &s[pre.len()..];
                 }
             }
-            match job_id_list(s) {
-                Some(list) => ids.extend(list),
-                None => {
-                    self.complain(out, format!("Invalid job id specified for job {s}"));
-                    return;
+            for t in s.split(',') {
+                match gsched_proto::array::parse_job_ref(t) {
+                    Some((n, Some(k))) => tasks.push((n, k, t.to_string())),
+                    _ => match job_id_list(t) {
+                        Some(list) => ids.extend(list),
+                        None => {
+                            self.complain(out, format!("Invalid job id specified for job {s}"));
+                            return;
+                        }
+                    },
                 }
             }
         }
         let Some(api) = self.connect(out) else { return };
+        if !tasks.is_empty() {
+            let found = match api.jobs(JobFilter {
+                array_tasks: tasks.iter().map(|(n, k, _)| (*n, *k)).collect(),
+                ..Default::default()
+            }) {
+                Ok(r) => r.jobs,
+                Err(e) => return self.perror(out, "slurm_requeue error", &e),
+            };
+            for (n, k, text) in &tasks {
+                match found
+                    .iter()
+                    .find(|j| j.array.is_some_and(|a| (a.job_id, a.task_id) == (*n, *k)))
+                {
+                    Some(j) => ids.push(j.job_id),
+                    None => {
+                        self.complain(out, format!("Invalid job id specified for job {text}"));
+                    }
+                }
+            }
+            if ids.is_empty() {
+                return;
+            }
+        }
         match api.requeue(&RequeueRequest { ids }) {
             Ok(r) => {
                 for res in &r.results {
@@ -1360,8 +1454,38 @@ fn fname(job: &JobInfo, pat: &str) -> String {
     }
 }
 
+/// `StdOut=`: the `-o` file (patterns expanded as scontrol does), else `slurm-%j.out`.
+pub(crate) fn stdout_path(j: &JobInfo) -> String {
+    let spec = &j.spec;
+    spec.stdout
+        .as_deref()
+        .map(|p| fname(j, p))
+        .unwrap_or_else(|| match &j.array {
+            Some(a) => format!("{}/slurm-{}_{}.out", spec.work_dir, a.job_id, a.task_id),
+            None => format!("{}/slurm-{}.out", spec.work_dir, j.job_id),
+        })
+}
+
+/// `StdErr=`: the `-e` file, else the output file.
+pub(crate) fn stderr_path(j: &JobInfo, stdout: &str) -> String {
+    j.spec
+        .stderr
+        .as_deref()
+        .map(|p| fname(j, p))
+        .unwrap_or_else(|| stdout.to_string())
+}
+
+/// `StdIn=`: the `-i` file, else `/dev/null`.
+pub(crate) fn stdin_path(j: &JobInfo) -> String {
+    j.spec
+        .stdin
+        .as_deref()
+        .map(|p| fname(j, p))
+        .unwrap_or_else(|| "/dev/null".to_string())
+}
+
 /// TRES string: `cpu=N,mem=M,node=K,billing=N`.
-fn tres(cpus: u32, mem_mb: u64, nodes: u32) -> String {
+pub(crate) fn tres(cpus: u32, mem_mb: u64, nodes: u32) -> String {
     let mut s = format!("cpu={cpus}");
     if mem_mb > 0 {
         s.push_str(&format!(",mem={}", units::format_memory_mb(mem_mb)));
@@ -1559,24 +1683,9 @@ pub fn format_job_ranged(
     o.push_str(&format!("Command={}{le}", or_null(&spec.command)));
     o.push_str(&format!("SubmitLine={}{le}", or_null(&spec.submit_line)));
     o.push_str(&format!("WorkDir={}", spec.work_dir));
-    let stdout = spec
-        .stdout
-        .as_deref()
-        .map(|p| fname(j, p))
-        .unwrap_or_else(|| match &j.array {
-            Some(a) => format!("{}/slurm-{}_{}.out", spec.work_dir, a.job_id, a.task_id),
-            None => format!("{}/slurm-{}.out", spec.work_dir, j.job_id),
-        });
-    let stderr = spec
-        .stderr
-        .as_deref()
-        .map(|p| fname(j, p))
-        .unwrap_or_else(|| stdout.clone());
-    let stdin = spec
-        .stdin
-        .as_deref()
-        .map(|p| fname(j, p))
-        .unwrap_or_else(|| "/dev/null".to_string());
+    let stdout = stdout_path(j);
+    let stderr = stderr_path(j, &stdout);
+    let stdin = stdin_path(j);
     if let Some(c) = &spec.comment {
         o.push_str(&format!("{le}Comment={c} "));
     }
@@ -1857,6 +1966,7 @@ pub fn parse_args(prog: &str, args: &[String]) -> Result<Parsed, Fail> {
             "details" => flags.details = true,
             "quiet" => flags.quiet = 1,
             "verbose" => flags.quiet = -1,
+            "json" | "yaml" => flags.mime = crate::slurm_json::Mime::from_option(id),
             "clusters" => clusters = arg,
             "uid" => {
                 let u = arg.unwrap_or_default();
@@ -1927,6 +2037,10 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             .as_ref()
             .map(|c| c.ctld_host.name.clone())
             .unwrap_or_else(|_| "(null)".into()),
+        cluster: cfg
+            .as_ref()
+            .map(|c| c.cluster_name.clone())
+            .unwrap_or_default(),
         slurmd_port: cfg.as_ref().map(|c| c.slurmd_port).unwrap_or(6818),
         env: &common::env_var,
         now: common::now(),
@@ -1976,11 +2090,13 @@ pub fn usage_text() -> String {
      \x20    -a or --all: equivalent to \"all\" command\n\
      \x20    -d or --details: equivalent to \"details\" command\n\
      \x20    -h or --help: equivalent to \"help\" command\n\
+     \x20    --json: show job, node and partition records as JSON (as squeue --json)\n\
      \x20    -M or --cluster: equivalent to \"cluster\" command (local cluster only)\n\
      \x20    -o or --oneliner: equivalent to \"oneliner\" command\n\
      \x20    -Q or --quiet: equivalent to \"quiet\" command\n\
      \x20    -v or --verbose: equivalent to \"verbose\" command\n\
      \x20    -V or --version: equivalent to \"version\" command\n\
+     \x20    --yaml: show job, node and partition records as YAML\n\
      \n\
      \x20 <keyword> may be omitted from the execute line and scontrol will execute\n\
      \x20 in interactive mode. It will process commands as entered until explicitly\n\
@@ -2007,8 +2123,11 @@ pub fn usage_text() -> String {
      \x20                             reboot nodes with RebootProgram once they are idle\n\
      \x20                             (ASAP: drain them meanwhile).\n\
      \x20    release <job_list>       permit specified job to start.\n\
+     \x20    requeue <job_list>       re-queue a batch job.\n\
+     \x20    resume <job_list>        resume previously suspended job.\n\
      \x20    show <ENTITY> [<ID>]     display state of identified entity, default\n\
      \x20                             is all records.\n\
+     \x20    suspend <job_list>       suspend specified job (root/SlurmUser only).\n\
      \x20    uhold <job_list>         place user hold on specified job.\n\
      \x20    update <SPECIFICATIONS>  update job or node configuration\n\
      \x20                             (JobId=<id> TimeLimit=<limit>,\n\
@@ -2018,7 +2137,7 @@ pub fn usage_text() -> String {
      \x20    version                  display tool version number.\n\
      \n\
      \x20 <ENTITY> may be \"config\", \"hostnames\", \"hostlist\", \"hostlistsorted\",\n\
-     \x20      \"job\", \"node\", \"partition\" or \"reservation\".\n\
+     \x20      \"job\", \"node\", \"partition\", \"reservation\" or \"step\".\n\
      \n\
      \x20 Other scontrol commands are recognized but not supported by gsched yet.\n"
         .to_string()
@@ -2079,6 +2198,12 @@ mod tests {
                         error: (*id == 99).then(|| ApiError::plain(ErrorCode::InvalidJobId)),
                     })
                     .collect(),
+            })
+        }
+        fn requeue(&self, req: &RequeueRequest) -> Result<JobActionResponse, String> {
+            self.sent.borrow_mut().push(format!("{req:?}"));
+            Ok(JobActionResponse {
+                results: Vec::new(),
             })
         }
         fn update_job(&self, req: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)> {
@@ -2153,6 +2278,7 @@ mod tests {
             flags: Flags::default(),
             api: &api,
             ctld_name: "ctl".into(),
+            cluster: "cl".into(),
             slurmd_port: 6818,
             env: &env,
             now: 1_003_761,
@@ -2180,6 +2306,9 @@ mod tests {
         }
         fn hold(&self, r: &HoldRequest) -> Result<JobActionResponse, String> {
             self.0.hold(r)
+        }
+        fn requeue(&self, r: &RequeueRequest) -> Result<JobActionResponse, String> {
+            self.0.requeue(r)
         }
         fn update_job(&self, r: &JobUpdateRequest) -> Result<(), (Option<ErrorCode>, String)> {
             self.0.update_job(r)
@@ -2326,6 +2455,62 @@ mod tests {
             let o = cmd(s, "show job 42");
             assert_eq!(o.stdout.lines().count(), 1);
         });
+    }
+
+    #[test]
+    fn requeue_ids_and_array_tasks() {
+        with_session(|s, fk| {
+            let o = cmd(s, "requeue 42,43");
+            assert!(!o.failed, "{o:?}");
+            // An array task is looked up; 42 is no array, so 42_1 names nothing.
+            let o = cmd(s, "requeue 42_1");
+            assert!(o.failed);
+            assert_eq!(o.stderr, vec!["Invalid job id specified for job 42_1"]);
+            let o = cmd(s, "requeue x");
+            assert!(o.failed);
+            assert_eq!(
+                fk.sent.borrow().as_slice(),
+                ["RequeueRequest { ids: [42, 43] }"]
+            );
+        });
+    }
+
+    #[test]
+    fn json_and_yaml_records() {
+        with_session(|s, _| {
+            s.flags.mime = Some(crate::slurm_json::Mime::Json);
+            let o = cmd(s, "show job 42");
+            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+            assert_eq!(v["meta"]["plugin"]["type"], "openapi/v0.0.38");
+            assert_eq!(v["jobs"].as_array().unwrap().len(), 1);
+            assert_eq!(v["jobs"][0]["job_id"], 42);
+            assert_eq!(v["jobs"][0]["cluster"], "cl");
+            let o = cmd(s, "show nodes");
+            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+            assert!(!v["nodes"].as_array().unwrap().is_empty());
+            let o = cmd(s, "show partition");
+            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+            assert!(v["partitions"][0]["name"].is_string());
+            let o = cmd(s, "show node nosuch");
+            assert!(o.failed);
+            // Host lists have no data form: printed as they are.
+            let o = cmd(s, "show hostnames n[1-2]");
+            assert_eq!(o.stdout, "n1\nn2\n");
+            let o = cmd(s, "show steps");
+            assert!(o.failed);
+            assert!(o.stderr[0].contains("--json and --yaml"), "{:?}", o.stderr);
+            s.flags.mime = Some(crate::slurm_json::Mime::Yaml);
+            let o = cmd(s, "show job 42");
+            assert!(o.stdout.starts_with("---\nmeta:\n"), "{}", o.stdout);
+            assert!(o.stdout.contains("\n    job_id: 42\n"), "{}", o.stdout);
+        });
+        let a = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let Parsed::Run { flags, .. } =
+            parse_args("scontrol", &a(&["--json", "show", "job"])).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(flags.mime, Some(crate::slurm_json::Mime::Json));
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub const OPTIONS: &[Opt] = &[
     Opt::new("long-help", None, &["help"], No),
     Opt::new("version", Some('v'), &[], No),
     Opt::new("debug", Some('d'), &[], No),
+    // gsched's addition: the Slurm version line every other command prints for `-V`.
+    Opt::new("slurm-version", Some('V'), &["version"], No),
 ];
 
 /// The version seff prints (`seff Version 2.1`), as the copy shipped with Slurm 22.05.
@@ -57,6 +59,10 @@ pub fn parse_args(args: &[String]) -> Result<Params, Fail> {
                 // seff prints its version on stdout and exits 1.
                 common::out(&format!("seff Version {SEFF_VERSION}\n"));
                 return Err(Fail::raw(1, Vec::new()));
+            }
+            "slurm-version" => {
+                common::out(&format!("{}\n", common::version_line()));
+                return Err(Fail::raw(0, Vec::new()));
             }
             "help" => return Err(usage()),
             // gsched's addition: a description on stdout and exit status 0, as every
@@ -97,6 +103,8 @@ pub fn help_text() -> String {
          gsched adds, where it has them, the GPU efficiency (mean utilization of the job's\n\
          GPUs, their peak memory against the memory the job was given) and the estimated\n\
          energy and cost of the job (gsacct's EnergyKWh and Cost).\n\
+         \n\
+         -V and --version (gsched) print the Slurm version line the other commands print.\n\
          \n\
          Exit status: 0 when the report was printed, 1 for usage and -v, 2 when the job\n\
          is not known (Job not found.).\n",
@@ -468,5 +476,8 @@ mod tests {
         assert_eq!(a(&["1", "2"]).unwrap_err().code, 1);
         assert_eq!(a(&["--bogus", "1"]).unwrap_err().code, 1);
         assert_eq!(a(&["x"]).unwrap_err().code, 2);
+        // -V/--version: the Slurm version line, exit 0.
+        assert_eq!(a(&["-V"]).unwrap_err().code, 0);
+        assert_eq!(a(&["--version"]).unwrap_err().code, 0);
     }
 }

@@ -376,7 +376,8 @@ pub struct Params {
     pub sort: Option<String>,
     pub iterate: Option<u64>,
     pub verbose: u32,
-    pub json: bool,
+    /// `--json`/`--yaml`: Slurm 22.05's data dump of the nodes and partitions.
+    pub mime: Option<crate::slurm_json::Mime>,
     pub clusters: Option<String>,
     /// Partition column width is computed (default formats).
     pub part_auto: bool,
@@ -448,9 +449,8 @@ pub fn parse_args(
             "sort" => p.sort = Some(arg),
             "states" => p.states = parse_states(prog, &arg)?,
             "reservation" => p.reservation = true,
-            "yaml" => return Err(Fail::not_supported(prog, &format!("--{id}"))),
             "verbose" => p.verbose += 1,
-            "json" => p.json = true,
+            "json" | "yaml" => p.mime = crate::slurm_json::Mime::from_option(id),
             "prices" => p.prices = true,
             "lowload" => p.lowload = true,
             _ => {}
@@ -1006,12 +1006,24 @@ pub fn listing(
     cluster: &str,
     slurmd_port: u16,
 ) -> String {
-    if p.json {
-        let v = serde_json::json!({ "nodes": nodes, "partitions": parts });
-        return format!(
-            "{}\n",
-            serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".into())
-        );
+    if let Some(m) = p.mime {
+        // -p and -n narrow the dump (Slurm 22.05 dumps everything; later releases filter).
+        let parts: Vec<PartitionInfo> = parts
+            .iter()
+            .filter(|x| p.partitions.as_ref().is_none_or(|l| l.contains(&x.name)))
+            .cloned()
+            .collect();
+        let nodes: Vec<NodeInfo> = nodes
+            .iter()
+            .filter(|n| p.nodes.as_ref().is_none_or(|l| l.contains(&n.name)))
+            .filter(|n| {
+                p.partitions
+                    .as_ref()
+                    .is_none_or(|l| n.partitions.iter().any(|x| l.contains(x)))
+            })
+            .cloned()
+            .collect();
+        return m.render(&crate::slurm_json::nodes_and_partitions(&nodes, &parts));
     }
     let mut recs = build_records(p, parts, nodes);
     let default_sort = if p.node_mode { "N" } else { "#P,-t" };
@@ -1082,8 +1094,9 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         let r: gsched_proto::api::PricesResponse = client
             .get(paths::PRICES)
             .map_err(|e| Fail::error(prog, common::client_error_text(&e)))?;
-        if p.json {
-            common::out(&(serde_json::to_string_pretty(&r).unwrap_or_default() + "\n"));
+        if let Some(m) = p.mime {
+            let v = serde_json::to_value(&r).unwrap_or_default();
+            common::out(&m.render(&crate::slurm_json::Data::from_json(&v)));
             return Ok(0);
         }
         if p.prices {
@@ -1180,9 +1193,9 @@ pub fn help_text() -> String {
      \x20 -S, --sort=fields          comma separated list of fields to sort on\n\
      \x20 -t, --states=node_state    specify the what states of nodes to view\n\
      \x20 -v, --verbose              verbosity level\n\
+     \x20 -T, --reservation          show only reservation information\n\
      \x20 -V, --version              output version information and exit\n\
-     \n\
-     Not supported by gsched yet: -T/--reservation, --yaml.\n\
+     \x20     --yaml                 Produce YAML output\n\
      \n\
      Help options:\n\
      \x20 --help                     show this help message\n\
@@ -1407,8 +1420,10 @@ mod tests {
         );
         let e = parse_args("sinfo", &a(&["--foo"]), &|_| None).unwrap_err();
         assert_eq!(e.lines[0], "sinfo: unrecognized option '--foo'");
-        let e = parse_args("sinfo", &a(&["--yaml"]), &|_| None).unwrap_err();
-        assert!(e.lines[0].contains("not supported by gsched yet"));
+        let Parsed::Run(p) = parse_args("sinfo", &a(&["--yaml"]), &|_| None).unwrap() else {
+            panic!()
+        };
+        assert_eq!(p.mime, Some(crate::slurm_json::Mime::Yaml));
         let Parsed::Run(p) = parse_args("sinfo", &a(&["-T"]), &|_| None).unwrap() else {
             panic!()
         };

@@ -144,6 +144,14 @@ pub enum F {
     HetJobId,
     HetJobOffset,
     HetJobIdSet,
+    // -O only: TRES.
+    TresAlloc,
+    TresPerJob,
+    TresPerTask,
+    CpusPerTres,
+    MemPerTres,
+    /// A field gsched has no value for: its header and what squeue prints when unset.
+    Fixed(&'static str, &'static str),
 }
 
 /// Letter table for `-o`.
@@ -284,6 +292,44 @@ const NAMES: &[(&str, F)] = &[
     ("hetjobid", F::HetJobId),
     ("hetjoboffset", F::HetJobOffset),
     ("hetjobidset", F::HetJobIdSet),
+    ("packjobid", F::HetJobId),
+    ("packjoboffset", F::HetJobOffset),
+    ("packjobidset", F::HetJobIdSet),
+    ("tres", F::TresAlloc),
+    ("tres-alloc", F::TresAlloc),
+    ("tres-per-job", F::TresPerJob),
+    ("tres-per-task", F::TresPerTask),
+    ("cpus-per-tres", F::CpusPerTres),
+    ("mem-per-tres", F::MemPerTres),
+    ("tres-bind", F::Fixed("TRES_BIND", "N/A")),
+    ("tres-freq", F::Fixed("TRES_FREQ", "N/A")),
+    ("tres-per-socket", F::Fixed("TRES_PER_SOCKET", "N/A")),
+    ("admin_comment", F::Fixed("ADMIN_COMMENT", "(null)")),
+    ("system_comment", F::Fixed("SYSTEM_COMMENT", "(null)")),
+    ("associd", F::Fixed("ASSOC_ID", "0")),
+    ("boardspernode", F::Fixed("BOARDS_PER_NODE", "N/A")),
+    ("burstbuffer", F::Fixed("BURST_BUFFER", "(null)")),
+    ("burstbufferstate", F::Fixed("BURST_BUFFER_STATE", "(null)")),
+    ("clusterfeature", F::Fixed("CLUSTER_FEATURES", "(null)")),
+    ("container", F::Fixed("CONTAINER", "(null)")),
+    ("delayboot", F::Fixed("DELAY_BOOT", "0:00")),
+    ("mcslabel", F::Fixed("MCSLABEL", "(null)")),
+    ("ntpercore", F::Fixed("NTASKS_PER_CORE", "N/A")),
+    ("ntpersocket", F::Fixed("NTASKS_PER_SOCKET", "N/A")),
+    ("ntperboard", F::Fixed("NTASKS_PER_BOARD", "N/A")),
+    ("origin", F::Fixed("ORIGIN", "NA")),
+    ("originraw", F::Fixed("ORIGIN_RAW", "NA")),
+    ("siblingsactive", F::Fixed("ACTIVE_SIBLINGS", "NA")),
+    ("siblingsactiveraw", F::Fixed("ACTIVE_SIBLINGS_RAW", "NA")),
+    ("siblingsviable", F::Fixed("VIABLE_SIBLINGS", "NA")),
+    ("siblingsviableraw", F::Fixed("VIALBLE_SIBLINGS_RAW", "NA")),
+    ("preempttime", F::Fixed("PREEMPT_TIME", "N/A")),
+    ("profile", F::Fixed("PROFILE", "NotSet")),
+    ("reboot", F::Fixed("REBOOT", "0")),
+    ("reqswitch", F::Fixed("REQ_SWITCH", "0")),
+    ("resizetime", F::Fixed("RESIZE_TIME", "N/A")),
+    ("sperboard", F::Fixed("SOCKETS_PER_BOARD", "0")),
+    ("wait4switch", F::Fixed("WAIT4SWITCH", "0:00")),
 ];
 
 impl format::Kind for F {
@@ -433,6 +479,12 @@ fn header(kind: F) -> (&'static str, bool) {
         F::HetJobId => "HET_JOB_ID",
         F::HetJobOffset => "HET_JOB_OFFSET",
         F::HetJobIdSet => "HET_JOB_ID_SET",
+        F::TresAlloc => "TRES_ALLOC",
+        F::TresPerJob => "TRES_PER_JOB",
+        F::TresPerTask => "TRES_PER_TASK",
+        F::CpusPerTres => "CPUS_PER_TRES",
+        F::MemPerTres => "MEM_PER_TRES",
+        F::Fixed(h, _) => h,
     };
     (h, true)
 }
@@ -470,6 +522,24 @@ fn min_memory(job: &JobInfo, noconvert: bool) -> String {
     } else {
         units::format_memory_mb(mb)
     }
+}
+
+/// `tres-alloc`: the allocated TRES of a job that has nodes, else the requested ones.
+fn tres_alloc(job: &JobInfo) -> String {
+    let (nodes, gres) = if job.nodes.is_empty() {
+        (
+            job.spec.nodes.unwrap_or(job.num_nodes.max(1)),
+            gsched_proto::gpu_tres::req_tres(job),
+        )
+    } else {
+        (job.num_nodes, gsched_proto::gpu_tres::alloc_tres(job))
+    };
+    let mut t = crate::scontrol::tres(job.num_cpus, job.mem_per_node_mb * u64::from(nodes), nodes);
+    if !gres.is_empty() {
+        t.push(',');
+        t.push_str(&gres);
+    }
+    t
 }
 
 /// The expected or actual end time (`%e`).
@@ -522,7 +592,11 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
             .clone()
             .unwrap_or_else(|| "(null)".to_string()),
         F::Qos => job.qos().to_string(),
-        F::Reservation => "(null)".to_string(),
+        F::Reservation => job
+            .spec
+            .reservation
+            .clone()
+            .unwrap_or_else(|| "(null)".to_string()),
         F::WcKey | F::Licenses | F::Network => "(null)".to_string(),
         F::JobId => job.job_id.to_string(),
         F::JobArrayId => crate::arrays::job_array_id(job, &ctx.ranges),
@@ -572,7 +646,22 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
         F::ExcNodes => job.spec.exclude.clone().unwrap_or_default(),
         F::NodeList => return (nodes(), false),
         F::Command => or_null(&job.spec.command).to_string(),
-        F::Contiguous | F::RestartCnt | F::Requeue | F::DerivedEc | F::AllocSid => "0".to_string(),
+        F::Contiguous | F::AllocSid => "0".to_string(),
+        F::RestartCnt => job.restarts.to_string(),
+        F::Requeue => u8::from(job.requeue).to_string(),
+        F::DerivedEc => ((job.exit_code << 8) | (job.exit_signal & 0x7f)).to_string(),
+        F::TresAlloc => tres_alloc(job),
+        F::TresPerJob | F::TresPerTask | F::CpusPerTres | F::MemPerTres => {
+            let g = job.spec.gpu.as_ref();
+            match kind {
+                F::TresPerJob => g.and_then(|g| g.tres_per_job()),
+                F::TresPerTask => g.and_then(|g| g.tres_per_task()),
+                F::CpusPerTres => g.and_then(|g| g.cpus_per_gpu.map(|c| format!("gres:gpu:{c}"))),
+                _ => g.and_then(|g| g.mem_per_gpu_mb.map(|m| format!("gres:gpu:{m}"))),
+            }
+            .unwrap_or_else(|| "N/A".to_string())
+        }
+        F::Fixed(_, v) => v.to_string(),
         F::HetJobId | F::HetJobOffset | F::HetJobIdSet => match job.het {
             None => "N/A".to_string(),
             Some(h) => match kind {
@@ -633,8 +722,14 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
         F::BatchFlag => "1".to_string(),
         F::MaxCpus => job.num_cpus.to_string(),
         F::MaxNodes => job.num_nodes.to_string(),
-        F::MinTime => "0:00".to_string(),
-        F::Deadline | F::AccrueTime | F::LastSchedEval => "N/A".to_string(),
+        F::MinTime => secs(i64::from(job.spec.time_min.unwrap_or(0)) * 60),
+        F::Deadline => date(job.spec.deadline),
+        F::AccrueTime => date(job.eligible_time),
+        F::LastSchedEval => date(
+            job.start_time
+                .or(job.eligible_time)
+                .or(Some(job.submit_time)),
+        ),
         F::NtPerNode => match job.spec.ntasks_per_node {
             Some(n) => n.to_string(),
             None => "N/A".to_string(),
@@ -834,6 +929,8 @@ pub struct Filters {
     pub accounts: Option<Vec<String>>,
     /// `-q/--qos`, lower-cased.
     pub qos: Option<Vec<String>>,
+    /// `-R/--reservation`.
+    pub reservations: Option<Vec<String>>,
 }
 
 impl Filters {
@@ -893,6 +990,11 @@ impl Filters {
                 return false;
             }
         }
+        if let Some(r) = &self.reservations {
+            if !r.iter().any(|x| job.spec.reservation.as_deref() == Some(x)) {
+                return false;
+            }
+        }
         if let Some(parts) = &self.partitions {
             if !job
                 .partition
@@ -924,7 +1026,8 @@ pub struct Params {
     pub long: bool,
     pub verbose: u32,
     pub iterate: Option<u64>,
-    pub json: bool,
+    /// `--json`/`--yaml`: Slurm 22.05's data dump of the jobs (`crate::slurm_json`).
+    pub mime: Option<crate::slurm_json::Mime>,
     pub noconvert: bool,
     pub clusters: Option<String>,
     pub warnings: Vec<String>,
@@ -1023,13 +1126,12 @@ pub fn parse_args(
             }
             "user" => p.filters.users = Some(parse_users(prog, &val, &mut p.warnings)),
             "verbose" => p.verbose += 1,
-            "json" => p.json = true,
+            "json" | "yaml" => p.mime = crate::slurm_json::Mime::from_option(id),
             "accounts" => p.filters.accounts = Some(lower_list(&val)),
             "qos" => p.filters.qos = Some(lower_list(&val)),
             "steps" => p.steps = Some(split_list(&val)),
-            "licenses" | "reservation" | "yaml" => {
-                return Err(Fail::not_supported(prog, &format!("--{id}")))
-            }
+            "reservation" => p.filters.reservations = Some(split_list(&val)),
+            "licenses" => return Err(Fail::not_supported(prog, &format!("--{id}"))),
             _ => {}
         }
     }
@@ -1141,18 +1243,14 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> Result<String, 
         .filter(|j| p.filters.matches(j))
         .cloned()
         .collect();
-    if p.json {
-        let v = serde_json::json!({ "jobs": jobs });
-        return Ok(format!(
-            "{}\n",
-            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
-        ));
-    }
     let mut ranges = Default::default();
     if !p.expand_arrays {
         (jobs, ranges) = crate::arrays::collapse(jobs);
     }
     sort_jobs(&mut jobs, &p.sort, resp.now)?;
+    if let Some(m) = p.mime {
+        return Ok(m.render(&crate::slurm_json::jobs(&jobs, &ranges, cluster)));
+    }
     let ctx = RenderCtx {
         now: resp.now,
         cluster: cluster.to_string(),
@@ -1257,7 +1355,7 @@ pub fn usage_text() -> String {
      \x20             [--qos qos] [--reservation reservation] [--sort fields] [--start]\n\
      \x20             [--step step_id] [-t states] [-u user_name] [--usage]\n\
      \x20             [-L licenses] [-w nodes] [--federation] [--local] [--sibling]\n\
-     \x20             [--json=data_parser] [--yaml=data_parser]\n\
+     \x20             [--json] [--yaml]\n\
      \x20             [-ahjlrsv]\n"
         .to_string()
 }
@@ -1292,6 +1390,7 @@ pub fn help_text() -> String {
      \x20 -q, --qos=qos(s)                comma separated list of qos's\n\
      \x20                                 to view, default is all qos's\n\
      \x20 -r, --array                     display one job array element per line\n\
+     \x20 -R, --reservation=name          reservation to view, default is all\n\
      \x20     --sibling                   Report information about all sibling jobs\n\
      \x20                                 on a federated cluster. Implies --federation.\n\
      \x20 -s, --steps=step(s)             comma separated list of job steps\n\
@@ -1306,9 +1405,9 @@ pub fn help_text() -> String {
      \x20 -V, --version                   output version information and exit\n\
      \x20 -w, --nodelist=hostlist         list of nodes to view, default is\n\
      \x20                                 all nodes\n\
+     \x20     --yaml                      Produce YAML output\n\
      \n\
-     Not supported by gsched yet: -L/--licenses, -R/--reservation,\n\
-     --yaml.\n\
+     Not supported by gsched yet: -L/--licenses.\n\
      \n\
      Help options:\n\
      \x20 --help                          show this help message\n\
@@ -1514,6 +1613,24 @@ pub(crate) mod tests {
         let f = parse_long_format("numtasks,NumTask:4");
         assert_eq!(f.fields.len(), 2);
         assert_eq!(f.fields[1].kind, F::NumTasks);
+        // Open OnDemand's tres-alloc, and fields with gsched values or Slurm's unset ones.
+        let f = parse_long_format(
+            "tres-alloc:|,requeue:|,restartcnt:|,mintime:|,reservation:|,mcslabel:|,profile:|,tres-bind:|,packjobid:",
+        );
+        assert!(f.errors.is_empty(), "{:?}", f.errors);
+        assert_eq!(
+            render_header(&f),
+            "TRES_ALLOC|REQUEUE|RESTART_COUNT|TIME_MIN|RESERVATION|MCSLABEL|PROFILE|TRES_BIND|HET_JOB_ID\n"
+        );
+        let mut r = job(6, JobState::Running);
+        r.restarts = 2;
+        r.spec.time_min = Some(90);
+        r.spec.reservation = Some("maint".into());
+        r.nodes = vec!["n1".into()];
+        assert_eq!(
+            render_job(&f, &r, &ctx()),
+            "cpu=8,mem=8G,node=2,billing=8|1|2|1:30:00|maint|(null)|NotSet|N/A|N/A\n"
+        );
     }
 
     #[test]
@@ -1687,5 +1804,20 @@ pub(crate) mod tests {
         let out = render(&p, &resp, "c").unwrap();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["jobs"].as_array().unwrap().len(), 3);
+        let pending = v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["job_id"] == 1)
+            .unwrap();
+        assert_eq!(pending["job_state"], "PENDING");
+        assert_eq!(pending["state_reason"], "Priority");
+        // Filters apply (Slurm 22.05 dumps every job; later releases filter).
+        let Parsed::Run(p) = parse(&["--yaml"]).unwrap() else {
+            panic!()
+        };
+        let out = render(&p, &resp, "c").unwrap();
+        assert!(out.starts_with("---\nmeta:\n"), "{out}");
+        assert_eq!(out.matches("\n    job_id: ").count(), 2, "{out}");
     }
 }

@@ -48,6 +48,7 @@ pub const OPTIONS: &[Opt] = &[
     Opt::new("mpi", None, &["mpi"], Req),
     Opt::new("cpu-bind", None, &["cpu-bind", "cpu_bind"], Req),
     Opt::new("chdir", Some('D'), &["chdir"], Req),
+    Opt::new("open-mode", None, &["open-mode"], Req),
     Opt::new("quiet", Some('Q'), &["quiet"], No),
     Opt::new("verbose", Some('v'), &["verbose"], No),
     Opt::new("help", Some('h'), &["help"], No),
@@ -116,6 +117,8 @@ pub struct SrunOpts {
     pub export: Option<String>,
     pub chdir: Option<String>,
     pub quiet: bool,
+    /// `--open-mode=append`, or `SLURM_OPEN_MODE=a` (sbatch's `--open-mode` for the job).
+    pub open_append: bool,
     pub argv: Vec<String>,
 }
 
@@ -149,6 +152,8 @@ pub fn help_text() -> String {
      \x20 -n, --ntasks=ntasks         number of tasks to run\n\
      \x20 -N, --nodes=N               number of nodes on which to run (N = min[-max])\n\
      \x20 -o, --output=out            location of stdout redirection\n\
+     \x20     --open-mode={append|truncate} output file open mode (default: the\n\
+     \x20                             job's, SLURM_OPEN_MODE, else truncate)\n\
      \x20     --overlap               share CPUs with other steps\n\
      \x20 -Q, --quiet                 quiet mode (suppress informational messages)\n\
      \x20     --signal=[R:]num[@time] send signal when time limit within time seconds\n\
@@ -176,6 +181,7 @@ pub fn parse(
     let items = getopt::parse(args, OPTIONS, Ordering::RequireOrder)
         .map_err(|e| Fail::usage(prog, &e, 1))?;
     let mut o = SrunOpts::default();
+    let mut open_mode = None;
     for item in items {
         let (id, arg) = match item {
             Item::Opt { id, arg, .. } => (id, arg.unwrap_or_default()),
@@ -252,6 +258,12 @@ pub fn parse(
                 }
             }
             "chdir" => o.chdir = Some(arg),
+            "open-mode" => {
+                open_mode = Some(
+                    parse_open_mode(&arg)
+                        .ok_or_else(|| Fail::error(prog, "Invalid --open-mode specification"))?,
+                )
+            }
             "quiet" => o.quiet = true,
             "verbose" => {}
             _ => {}
@@ -271,12 +283,24 @@ pub fn parse(
             o.cpus_per_task = Some(positive(prog, "SLURM_CPUS_PER_TASK", &v)?);
         }
     }
+    o.open_append = open_mode
+        .or_else(|| env("SLURM_OPEN_MODE").and_then(|v| parse_open_mode(&v)))
+        .unwrap_or(false);
     if o.jobid.is_none() {
         if let Some(v) = env("SLURM_JOB_ID").or_else(|| env("SLURM_JOBID")) {
             o.jobid = Some(positive(prog, "SLURM_JOB_ID", &v)?);
         }
     }
     Ok(Parsed::Run(o))
+}
+
+/// `append`/`a` → true, `truncate`/`t` → false (Slurm reads the first letter).
+fn parse_open_mode(v: &str) -> Option<bool> {
+    match v.chars().next() {
+        Some('a' | 'A') => Some(true),
+        Some('t' | 'T') => Some(false),
+        _ => None,
+    }
 }
 
 /// Width of `-l` labels: the digits of the highest task id (Slurm pads with blanks).
@@ -558,6 +582,7 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
         },
         stdin: input.is_some(),
         stdin_rank,
+        open_append: o.open_append,
     };
     let created: StepCreateResponse = client
         .post(gsched_proto::api::paths::JOBS_STEPS, &req)
@@ -592,7 +617,14 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
             Dest::Discard | Dest::PerTask(_) => Sink::Null,
             Dest::File(p) => {
                 let path = resolve_output_path(&expand_stdio(p, &ctx), std::path::Path::new(&cwd));
-                Sink::File(std::fs::File::create(&path).map_err(|e| {
+                let mut opts = std::fs::OpenOptions::new();
+                opts.create(true);
+                if o.open_append {
+                    opts.append(true);
+                } else {
+                    opts.write(true).truncate(true);
+                }
+                Sink::File(opts.open(&path).map_err(|e| {
                     Fail::error(
                         prog,
                         format!("Could not open stdout file {}: {e}", path.display()),
@@ -929,6 +961,17 @@ mod tests {
         .unwrap();
         let o = run_opts(&["--nodes=1", "--ntasks=1", "-w", "n[1]", "hostname"], &[]).unwrap();
         assert_eq!(o.nodelist, ["n1"]);
+        assert!(!o.open_append);
+        // The job's --open-mode reaches srun through SLURM_OPEN_MODE; the option wins.
+        let o = run_opts(&["true"], &[("SLURM_OPEN_MODE", "a")]).unwrap();
+        assert!(o.open_append);
+        let o = run_opts(
+            &["--open-mode=truncate", "true"],
+            &[("SLURM_OPEN_MODE", "a")],
+        )
+        .unwrap();
+        assert!(!o.open_append);
+        assert!(run_opts(&["--open-mode=x", "true"], &[]).is_err());
         run_opts(
             &["--mpi=none", "--overlap", "--export=ALL", "-J", "x", "true"],
             &[],

@@ -99,6 +99,21 @@ pub fn take_forwarded_signal() -> Option<i32> {
     }
 }
 
+/// The C library's description of a signal (`strsignal`: `Killed`, `Terminated`), as
+/// Slurm's JSON dumps name signals.
+pub fn signal_description(sig: i32) -> String {
+    // SAFETY: strsignal returns a pointer to a NUL-terminated string that stays valid
+    // until the next call; it is copied at once (the commands are single-threaded).
+    let p = unsafe { libc::strsignal(sig) };
+    if p.is_null() {
+        return format!("Unknown signal {sig}");
+    }
+    // SAFETY: non-null, NUL-terminated (above).
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

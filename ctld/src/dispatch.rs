@@ -4,7 +4,7 @@
 
 use crate::server::{now, Shared};
 use crate::state::{Effect, LaunchFailure};
-use gsched_proto::api::{paths, Ack, ErrorCode, NodeSignalRequest, TerminateRequest};
+use gsched_proto::api::{paths, Ack, ErrorCode, NodeSignalRequest, SignalScope, TerminateRequest};
 use gsched_proto::client::{Client, ClientError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,17 +84,20 @@ fn run(sh: &Arc<Shared>, e: Effect) {
             node,
             job_id,
             signal,
-            batch_only,
+            scope,
         } => {
-            if !batch_only {
-                // `--signal` without `B:` and `gscancel --signal` reach every step's tasks.
+            if scope != SignalScope::Batch {
+                // `--signal` without `B:` and `gscancel --signal` reach every step's tasks
+                // (and, with `gscancel -f`, the batch shell's processes too).
                 crate::steps_api::to_other_nodes(sh, job_id, signal, false, 0);
             }
             let Some(c) = client(sh, &node) else { return };
+            let (batch_only, full) = scope.flags();
             let req = NodeSignalRequest {
                 job_id,
                 signal,
                 batch_only,
+                full,
             };
             if let Err(e) = c.post::<_, Ack>(paths::NODE_SIGNAL, &req) {
                 tracing::warn!("job {job_id}: signal {signal} on {node} failed: {e}");

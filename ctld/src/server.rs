@@ -331,9 +331,9 @@ async fn signal(
     Extension(who): Who,
     Body(req): Body<SignalJobsRequest>,
 ) -> Result<Json<JobActionResponse>, ApiErr> {
-    let (r, effects) =
-        sh.lock()
-            .signal_jobs(&req.filter, req.signal, req.batch_only, who, now())?;
+    let (r, effects) = sh
+        .lock()
+        .signal_jobs(&req.filter, req.signal, req.scope(), who, now())?;
     dispatch::send(sh.clone(), effects);
     sh.wake.notify_one();
     Ok(results(r))

@@ -7,7 +7,7 @@ use crate::depend::{self, DepStatus, TargetState};
 use crate::store::{Store, StoreError};
 use gsched_proto::api::{
     ApiError, ErrorCode, JobCompleteRequest, JobFilter, JobUpdateRequest, LaunchRequest,
-    NodeStateUpdate, RunningJob, TerminateReason, TestOnlyAnswer,
+    NodeStateUpdate, RunningJob, SignalScope, TerminateReason, TestOnlyAnswer,
 };
 use gsched_proto::auth::Identity;
 use gsched_proto::config::{Config, ConfiguredNodeState, PartitionState};
@@ -78,7 +78,7 @@ pub enum Effect {
         node: String,
         job_id: JobId,
         signal: i32,
-        batch_only: bool,
+        scope: SignalScope,
     },
     /// Freeze (`suspend`) or thaw a job's processes (`scontrol suspend|resume`).
     Suspend {
@@ -930,7 +930,7 @@ impl State {
         &mut self,
         filter: &JobFilter,
         signal: Option<i32>,
-        batch_only: bool,
+        scope: SignalScope,
         who: Identity,
         now: i64,
     ) -> Result<(ActionResults, Vec<Effect>), ApiError> {
@@ -952,7 +952,7 @@ impl State {
                 results.push((id, Some(e)));
                 continue;
             }
-            let r = self.signal_one(id, filter, signal, batch_only, who, now, &mut effects);
+            let r = self.signal_one(id, filter, signal, scope, who, now, &mut effects);
             match r {
                 Ok(true) => {
                     changed.push(id);
@@ -972,7 +972,7 @@ impl State {
         id: JobId,
         filter: &JobFilter,
         signal: Option<i32>,
-        batch_only: bool,
+        scope: SignalScope,
         who: Identity,
         now: i64,
         effects: &mut Vec<Effect>,
@@ -1026,7 +1026,7 @@ impl State {
                         node,
                         job_id: id,
                         signal: sig,
-                        batch_only,
+                        scope,
                     });
                 }
                 Ok(false)
@@ -2685,7 +2685,9 @@ pub(crate) mod tests {
             ids: vec![a, c],
             ..JobFilter::default()
         };
-        let (res, eff) = st.signal_jobs(&f, None, false, ROOT, 1001).unwrap();
+        let (res, eff) = st
+            .signal_jobs(&f, None, SignalScope::Full, ROOT, 1001)
+            .unwrap();
         assert!(res.iter().all(|r| r.1.is_none()));
         assert_eq!(eff.len(), 1);
         assert_eq!(st.jobs[&a].info.state, JobState::Completing);
@@ -2700,7 +2702,9 @@ pub(crate) mod tests {
             ids: vec![b],
             ..JobFilter::default()
         };
-        let (res, _) = st.signal_jobs(&f, None, false, other, 1002).unwrap();
+        let (res, _) = st
+            .signal_jobs(&f, None, SignalScope::Full, other, 1002)
+            .unwrap();
         assert_eq!(res[0].1.as_ref().unwrap().code, ErrorCode::AccessDenied);
     }
 }

@@ -395,8 +395,8 @@ fn spawn_task(
             Some(cstring("the error file", t.stderr.as_os_str().as_bytes())?)
         },
         // Spool files were just created empty; the user's per-task files are truncated as
-        // srun's default --open-mode does.
-        append: false,
+        // srun's default --open-mode does, or appended to with `--open-mode=append`.
+        append: req.open_append,
         chdir_error_prefix: format!("gsstepd: error: couldn't chdir to `{}': ", req.work_dir)
             .into_bytes(),
         chdir_error_suffix: b": going to /tmp instead\n".to_vec(),

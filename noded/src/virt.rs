@@ -637,7 +637,9 @@ async fn signal(
     let n = host.node(&headers)?;
     let start = VirtualHost::current_run(&n, req.job_id)
         .ok_or_else(|| ApiErr(ApiError::plain(ErrorCode::InvalidJobId)))?;
-    if signal_ends_process(req.signal) {
+    // A virtual job has no steps: only a signal to the batch shell (or to everything) can
+    // end it.
+    if req.scope() != gsched_proto::api::SignalScope::Steps && signal_ends_process(req.signal) {
         host.end(
             &n,
             req.job_id,

@@ -344,7 +344,8 @@ fn jobs_run_report_and_survive_restarts() {
     assert_eq!(e.code(), Some(ErrorCode::JobAlreadyDone), "{e}");
     let pids2 = c.pids(2);
 
-    // A signal reaches every process of the job.
+    // Without a scope flag a signal goes to the job's steps only (there are none): the
+    // batch shell lives on, as in Slurm.
     let ack: Ack = c
         .client
         .post(
@@ -353,6 +354,24 @@ fn jobs_run_report_and_survive_restarts() {
                 job_id: 2,
                 signal: libc::SIGTERM,
                 batch_only: false,
+                full: false,
+            },
+        )
+        .unwrap();
+    assert!(ack.ok);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(alive(pids2.shell_pid.unwrap()));
+
+    // `full` reaches every process of the job.
+    let ack: Ack = c
+        .client
+        .post(
+            paths::NODE_SIGNAL,
+            &NodeSignalRequest {
+                job_id: 2,
+                signal: libc::SIGTERM,
+                batch_only: false,
+                full: true,
             },
         )
         .unwrap();
@@ -370,6 +389,7 @@ fn jobs_run_report_and_survive_restarts() {
                 job_id: 999,
                 signal: 10,
                 batch_only: true,
+                full: false,
             },
         )
         .unwrap_err();

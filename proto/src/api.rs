@@ -508,9 +508,50 @@ pub struct SignalJobsRequest {
     pub filter: JobFilter,
     /// `None` cancels; `Some(sig)` only delivers the signal.
     pub signal: Option<i32>,
-    /// Deliver only to the batch shell (`scancel -b`); otherwise to every process of the job.
+    /// Deliver only to the batch shell (`scancel -b`).
     #[serde(default)]
     pub batch_only: bool,
+    /// Deliver to every process of the job: the batch shell, its children and the steps'
+    /// tasks (`scancel -f`). With neither flag only the tasks of the job's steps (gsrun)
+    /// get the signal, as in Slurm.
+    #[serde(default)]
+    pub full: bool,
+}
+
+impl SignalJobsRequest {
+    pub fn scope(&self) -> SignalScope {
+        SignalScope::from_flags(self.batch_only, self.full)
+    }
+}
+
+/// Which processes of a running job a signal reaches: Slurm's default (the job's steps,
+/// not the batch shell), `scancel -b` and `--signal=B:` (the batch shell only), `scancel -f`
+/// (everything).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SignalScope {
+    #[default]
+    Steps,
+    Batch,
+    Full,
+}
+
+impl SignalScope {
+    /// From the requests' two flags (`batch_only` wins, as `scancel -b -f` keeps the last
+    /// given in Slurm; the command resolves that before sending).
+    pub fn from_flags(batch_only: bool, full: bool) -> SignalScope {
+        if batch_only {
+            SignalScope::Batch
+        } else if full {
+            SignalScope::Full
+        } else {
+            SignalScope::Steps
+        }
+    }
+
+    /// The `(batch_only, full)` flags of a request.
+    pub fn flags(self) -> (bool, bool) {
+        (self == SignalScope::Batch, self == SignalScope::Full)
+    }
 }
 
 /// The outcome for one job of an action on several.
@@ -773,12 +814,21 @@ pub struct LaunchRequest {
     pub gpus: Vec<crate::gpu::GpuAlloc>,
 }
 
-/// `POST /v1/node/signal`: deliver a signal to a job's processes.
+/// `POST /v1/node/signal`: deliver a signal to a job's processes (which ones:
+/// [`SignalScope`]).
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeSignalRequest {
     pub job_id: JobId,
     pub signal: i32,
     pub batch_only: bool,
+    #[serde(default)]
+    pub full: bool,
+}
+
+impl NodeSignalRequest {
+    pub fn scope(&self) -> SignalScope {
+        SignalScope::from_flags(self.batch_only, self.full)
+    }
 }
 
 /// Why the controller ends a running job.

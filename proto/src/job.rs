@@ -369,9 +369,8 @@ pub struct WarnSignal {
     pub signal: i32,
     /// Seconds before the end of the time limit (0..=65535; Slurm's default 60).
     pub before_secs: u32,
-    /// `B:`: only the batch shell. Without it Slurm signals every job step, not the batch
-    /// shell; gsched signals every process of the job, the tasks of its steps (`gsrun`)
-    /// on every node included.
+    /// `B:`: only the batch shell. Without it the tasks of every job step (`gsrun`) on
+    /// every node get the signal, not the batch shell, as in Slurm.
     #[serde(default)]
     pub batch_only: bool,
 }
@@ -384,6 +383,15 @@ impl WarnSignal {
     /// `limit_min` minutes.
     pub fn due_at(&self, start: i64, limit_min: u32) -> i64 {
         start + i64::from(limit_min) * 60 - i64::from(self.before_secs)
+    }
+
+    /// Which processes get the signal.
+    pub fn scope(&self) -> crate::api::SignalScope {
+        if self.batch_only {
+            crate::api::SignalScope::Batch
+        } else {
+            crate::api::SignalScope::Steps
+        }
     }
 }
 

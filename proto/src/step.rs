@@ -103,6 +103,10 @@ pub struct StepCreateRequest {
     /// `-i N`: only task N reads it; `None`: every task (srun's default).
     #[serde(default)]
     pub stdin_rank: Option<u32>,
+    /// `--open-mode=append` (or `SLURM_OPEN_MODE=a`, which sbatch sets for the job): the
+    /// output files are appended to instead of truncated.
+    #[serde(default)]
+    pub open_append: bool,
 }
 
 /// Where one node's share of a step runs.
@@ -193,6 +197,9 @@ pub struct StepLaunchRequest {
     /// The array master id and index, for `%A`/`%a` in patterns.
     #[serde(default)]
     pub array: Option<(JobId, u32)>,
+    /// Append to the per-task output files (srun `--open-mode=append`).
+    #[serde(default)]
+    pub open_append: bool,
 }
 
 /// `POST /v1/node/step_signal` (from gsctld): signal a step's tasks on this node, or with

@@ -24,6 +24,7 @@ pub const COMMANDS: &[&str] = &[
     "gsprio",
     "gsrun",
     "gsstat",
+    "gsshare",
 ];
 
 /// The directory holding the binaries under test.

@@ -144,7 +144,7 @@ fn finished_jobs_states_steps_and_client_layouts() {
     assert_eq!(lines(&out), Vec::<String>::new());
 
     // Errors: unknown options and fields fail (clients rely on it), nothing is printed.
-    for args in [vec!["-1"], vec!["-o", "nosuchfield"], vec!["--json"]] {
+    for args in [vec!["-1"], vec!["-o", "nosuchfield"], vec!["--duplicates"]] {
         let r = c.cmd("gsacct", &args);
         assert_ne!(r.status.code(), Some(0), "{args:?}");
         assert!(r.stdout.is_empty(), "{args:?}");

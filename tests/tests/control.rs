@@ -1,6 +1,7 @@
 //! Administration through the commands against real daemons: `gscontrol update` of a job's
 //! time limit and of a node's state (a drained node gets no new jobs, resuming it lets them
-//! start), `gscancel --signal` reaching the job's processes, and `gscancel`'s filters.
+//! start), `gscancel --signal` reaching the job's steps, `-b` the batch shell and `-f` every
+//! process, and `gscancel`'s filters.
 
 use gsched_tests::{secs, ClusterOpts, JobState, Reason, TestCluster};
 
@@ -65,13 +66,22 @@ fn signal_reaches_the_job_and_filters_select_jobs() {
     let c = TestCluster::start(ClusterOpts::named("signal").nodes(1).cpus(4));
     let script = "#!/bin/bash\n\
                   trap 'echo got USR1' USR1\n\
+                  trap 'echo got USR2' USR2\n\
                   echo ready\n\
                   while true; do sleep 0.1; done\n";
     c.write_script("trap.sh", script);
     let id = c.submit(["-J", "trapper", "-o", "trap-%j.out", "trap.sh"]);
-    c.wait_file_contains(&format!("trap-{id}.out"), "ready", secs(30));
+    let out = format!("trap-{id}.out");
+    c.wait_file_contains(&out, "ready", secs(30));
+    // As in Slurm, a signal without -b/-f goes to the job's steps only (there are none);
+    // -b reaches the batch shell, -f every process of the job.
     c.cmd_ok("gscancel", ["--signal=USR1".to_string(), id.to_string()]);
-    c.wait_file_contains(&format!("trap-{id}.out"), "got USR1", secs(30));
+    c.cmd_ok("gscancel", ["-b", "--signal=USR2", &id.to_string()]);
+    c.wait_file_contains(&out, "got USR2", secs(30));
+    let text = c.wait_file_contains(&out, "got USR2", secs(1));
+    assert!(!text.contains("got USR1"), "{text}");
+    c.cmd_ok("gscancel", ["--full", "--signal=USR1", &id.to_string()]);
+    c.wait_file_contains(&out, "got USR1", secs(30));
     // Signalling does not cancel.
     assert_eq!(c.job(id).state, JobState::Running);
 

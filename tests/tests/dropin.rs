@@ -28,7 +28,7 @@ fn slurm_names_run_the_gsched_commands() {
     let share = prefix.join("share");
     for n in [
         "sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sacctmgr", "sprio", "seff",
-        "srun", "sstat",
+        "srun", "sstat", "sshare",
     ] {
         assert!(bin.join(n).is_file(), "{n} missing");
         // Shells find the completion under Slurm's name too.

@@ -1,6 +1,7 @@
-//! Bad input gets Slurm's exact messages and exit codes: a script without `#!`, an unknown
-//! option, a bad time or memory format, an unknown partition; and config errors stop the
-//! daemons with the file, line and key named.
+//! Bad input gets Slurm's exact messages and exit codes: a script without `#!`, DOS line
+//! breaks, an invalid `#SBATCH` directive, an unknown option, a bad time or memory format,
+//! an unknown partition; and config errors stop the daemons with the file, line and key
+//! named.
 //!
 //! The expected texts and codes of the command's own checks are those of Slurm 22.05.8's
 //! sbatch (Debian 12 slurm-client), run with the same arguments.
@@ -39,6 +40,35 @@ fn gsbatch_rejects_bad_scripts_and_options() {
             "error: For instance: #!/bin/sh",
         ],
     );
+
+    // DOS line breaks: refused before anything else, exit 1.
+    c.write_script("dos.sh", "#!/bin/sh\r\n#SBATCH -N 1\r\necho hi\r\n");
+    let out = c.cmd("gsbatch", ["dos.sh"]);
+    assert_fails_with(
+        &out,
+        Some(1),
+        &[
+            "error: Batch script contains DOS line breaks (\\r\\n)",
+            "error: instead of expected UNIX line breaks (\\n).",
+        ],
+    );
+
+    // An invalid #SBATCH directive: Slurm's message and exit code 255, whether it is a
+    // stray word or an option sbatch does not know.
+    c.write_script("directive.sh", "#!/bin/sh\n#SBATCH -N 1 foo\ntrue\n");
+    let out = c.cmd("gsbatch", ["directive.sh"]);
+    assert_fails_with(
+        &out,
+        Some(255),
+        &["error: Invalid directive found in batch script: foo"],
+    );
+    c.write_script(
+        "unknown.sh",
+        "#!/bin/sh\n#SBATCH --no-such-option=1\ntrue\n",
+    );
+    let out = c.cmd("gsbatch", ["unknown.sh"]);
+    assert_eq!(out.status.code(), Some(255), "{out:?}");
+    assert_eq!(stdout(&out), "");
 
     // getopt's wording, and sbatch's exit code for it (255).
     let out = c.cmd("gsbatch", ["--bogus-option", "--wrap", "true"]);

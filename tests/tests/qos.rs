@@ -322,6 +322,24 @@ fn fair_share_usage_survives_a_controller_restart() {
     assert!(out.contains(&format!("{l} ")), "{out}");
     let out = c.cmd_ok("gsprio", ["-h", "-n", "-o", "%i %f", "-j", &h.to_string()]);
     assert_eq!(out, format!("{h} 0.1250000\n"));
+    // gsshare (sshare) shows the same tree and factors, from the saved usage.
+    let out = c.cmd_ok(
+        "gsshare",
+        ["-a", "-U", "-P", "-n", "-o", "Account,User,FairShare"],
+    );
+    for want in [
+        format!("  heavy|{me}|0.125000"),
+        format!("  light|{me}|1.000000"),
+    ] {
+        assert!(out.lines().any(|l| l == want), "{want} in {out}");
+    }
+    let out = c.cmd_ok("gsshare", ["-a", "-P", "-n", "-o", "Account,RawUsage"]);
+    assert!(
+        out.lines()
+            .next()
+            .is_some_and(|l| l.starts_with("root|") && l != "root|0"),
+        "{out}"
+    );
     // The table survived too; the default account applies to a job without -A.
     assert_eq!(c.job(l).spec.account.as_deref(), Some("light"));
     assert_eq!(

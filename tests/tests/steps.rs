@@ -104,10 +104,9 @@ fn steps_spread_tasks_label_lines_and_show_in_gsacct() {
 #[test]
 fn cancel_kills_steps_and_signals_reach_them() {
     let c = TestCluster::start(ClusterOpts::named("stepkill").nodes(2).cpus(2));
-    // The batch shell ignores USR1 (gscancel --signal without -b reaches every process of
-    // the job); the step's tasks report it.
+    // gscancel --signal without -b/-f reaches the steps' tasks, not the batch shell (which
+    // USR1 would kill), as in Slurm; the step's tasks report it.
     let script = "#!/bin/bash\n\
-        trap '' USR1\n\
         gsrun -n 2 -N 2 -l bash -c 'trap \"echo got USR1 \\$SLURM_PROCID\" USR1; echo ready $SLURM_PROCID; while true; do sleep 0.1; done'\n\
         echo after=$?\n";
     c.write_script("loop.sh", script);

@@ -99,6 +99,13 @@ pub const PROGRAMS: &[Program] = &[
         description: "gsstat shows, with sstat's options, field names, widths and parsable layouts, what running jobs use now: resident memory (now, peak and mean), virtual size, CPU time, bytes read and written, processes and GPUs, from the samples each node sends with its heartbeats (the job's cgroup with a cgroup.conf, else its processes); the controller keeps the last 120 samples per job and node. gsched measures a job per node, not per step: each line is a whole job and sstat's per-task figures are taken over the job's nodes. Jobs that do not run are reported on stderr, and the exit status stays 0, as with sstat. gscontrol show job prints the same figures for a running job on a line of its own.",
     },
     Program {
+        name: "gsshare",
+        section: 1,
+        slurm: Some("sshare"),
+        summary: "the fair-share tree of accounts and users",
+        description: "gsshare shows, with sshare's options, columns, widths and parsable layouts, the fair-share numbers of the accounts and user associations that gsacctmgr keeps: raw and normalized shares, raw, normalized and effective usage (the decayed CPU-seconds the controller charges to each association) and the fair-share factor of Slurm's classic algorithm, the one the controller's multifactor priority uses. Without -a or -u it shows the caller's associations under every account; -U keeps the user rows (snakemake reads sshare -U --format Account%256 --noheader). Columns gsched does not track (GrpTRESMins, GrpTRESRaw, TRESRunMins, LevelFS, ID) print empty.",
+    },
+    Program {
         name: "gsctld",
         section: 8,
         slurm: Some("slurmctld"),

@@ -353,7 +353,8 @@ mod tests {
             array_tasks: vec![(n, 0)],
             ..JobFilter::default()
         };
-        st.signal_jobs(&f, None, false, ROOT, 1001).unwrap();
+        st.signal_jobs(&f, None, SignalScope::Full, ROOT, 1001)
+            .unwrap();
         let done = JobCompleteRequest {
             job_id: n,
             node: st.jobs[&n].info.nodes[0].clone(),
@@ -377,7 +378,9 @@ mod tests {
             ids: vec![n],
             ..JobFilter::default()
         };
-        let (res, _) = st.signal_jobs(&f, None, false, ROOT, 1004).unwrap();
+        let (res, _) = st
+            .signal_jobs(&f, None, SignalScope::Full, ROOT, 1004)
+            .unwrap();
         assert_eq!(res.len(), 6);
         assert!(st.jobs[&(n + 5)].info.state == JobState::Cancelled);
     }

@@ -8,9 +8,9 @@ use super::*;
 /// marks it sent (the caller persists the job) and returns the message for its batch host.
 ///
 /// Slurm checks warnings about once a minute; gsched sends the signal on the first
-/// scheduling pass at or after `limit − sec` (passes run every second). Without `B:` Slurm
-/// signals the job steps only; gsched signals every process of the job, its steps' tasks on
-/// every node included.
+/// scheduling pass at or after `limit − sec` (passes run every second). Without `B:` the
+/// signal reaches the job's steps (their tasks on every node), not the batch shell, as in
+/// Slurm.
 pub(super) fn warn_signal_due(job: &mut Job, start: i64, limit: u32, now: i64) -> Option<Effect> {
     let w = job.info.spec.warn_signal?;
     if job.extra.warn_signal_sent || now < w.due_at(start, limit) {
@@ -22,7 +22,7 @@ pub(super) fn warn_signal_due(job: &mut Job, start: i64, limit: u32, now: i64) -
         node,
         job_id: job.info.job_id,
         signal: w.signal,
-        batch_only: w.batch_only,
+        scope: w.scope(),
     })
 }
 
@@ -138,7 +138,7 @@ mod tests {
         assert_eq!(st.jobs[&id].info.state, JobState::Running);
         let signals = |eff: &[Effect]| {
             eff.iter()
-                .filter(|e| matches!(e, Effect::Signal { job_id, signal: 10, batch_only: true, .. } if *job_id == id))
+                .filter(|e| matches!(e, Effect::Signal { job_id, signal: 10, scope: SignalScope::Batch, .. } if *job_id == id))
                 .count()
         };
         assert_eq!(signals(&st.schedule(1004)), 0);

@@ -273,7 +273,7 @@ impl State {
                             node: batch.clone(),
                             job_id: id,
                             signal: w.signal,
-                            batch_only: w.batch_only,
+                            scope: w.scope(),
                         });
                         changed.push(id);
                     } else if end > deadline {

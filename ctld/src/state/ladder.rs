@@ -215,7 +215,13 @@ impl State {
                         ids: vec![id],
                         ..JobFilter::default()
                     };
-                    match self.signal_jobs(&filter, None, false, controller, now) {
+                    match self.signal_jobs(
+                        &filter,
+                        None,
+                        gsched_proto::api::SignalScope::Full,
+                        controller,
+                        now,
+                    ) {
                         Ok((_, e)) => effects.extend(e),
                         Err(e) => tracing::error!("job {id}: invalid-job cancel failed: {e}"),
                     }

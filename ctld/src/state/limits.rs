@@ -410,7 +410,7 @@ mod tests {
                 ..JobFilter::default()
             },
             None,
-            false,
+            SignalScope::Full,
             ROOT,
             1000,
         )

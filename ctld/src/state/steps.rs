@@ -248,6 +248,7 @@ impl State {
                     stdin: req.stdin,
                     stdin_rank: req.stdin_rank,
                     array: job.array.map(|a| (a.job_id, a.task_id)),
+                    open_append: req.open_append,
                 },
             ));
         }

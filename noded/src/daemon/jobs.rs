@@ -15,7 +15,7 @@ use crate::procfs;
 use crate::sys;
 use gsched_proto::api::{
     paths, Ack, ApiError, ErrorCode, JobCompleteRequest, LaunchRequest, NodeSignalRequest,
-    NodeSuspendRequest, RunningJob, TerminateReason, TerminateRequest,
+    NodeSuspendRequest, RunningJob, SignalScope, TerminateReason, TerminateRequest,
 };
 use gsched_proto::job::JobId;
 use std::collections::BTreeSet;
@@ -742,7 +742,15 @@ impl Node {
                 ),
             ));
         };
-        let (sig, batch_only) = (req.signal, req.batch_only);
+        let (sig, scope) = (req.signal, req.scope());
+        if scope == SignalScope::Steps {
+            // Slurm's default: the tasks of the job's steps, not the batch shell.
+            drop(_guard);
+            let n = self.signal_steps(id, None, sig, false, 0).await;
+            tracing::info!("job {id}: signal {sig} sent to {n} step task(s)");
+            return Ok(());
+        }
+        let batch_only = scope == SignalScope::Batch;
         let n = blocking(move || {
             let targets = if batch_only {
                 batch_shell(&job.dir, stepd).into_iter().collect()

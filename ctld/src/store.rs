@@ -254,22 +254,27 @@ impl Store {
         Ok(())
     }
 
-    /// Runs `f` inside one transaction (several job updates committed together).
+    /// Runs `f` inside one transaction (several job updates committed together). A savepoint:
+    /// on its own a transaction, inside a batch ([`Store::begin_batch`]) part of it, undone
+    /// alone on error.
     pub fn transaction<T>(
         &mut self,
         f: impl FnOnce(&mut Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.conn.execute_batch("BEGIN").map_err(self.err())?;
-        match f(self) {
-            Ok(v) => {
-                self.conn.execute_batch("COMMIT").map_err(self.err())?;
-                Ok(v)
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
+        self.conn
+            .execute_batch("SAVEPOINT gs_tx")
+            .map_err(self.err())?;
+        let r = f(self).and_then(|v| {
+            self.conn
+                .execute_batch("RELEASE gs_tx")
+                .map_err(self.err())
+                .map(|()| v)
+        });
+        if r.is_err() {
+            // Undo (a failed RELEASE at the top, a commit, may leave the transaction open).
+            let _ = self.conn.execute_batch("ROLLBACK TO gs_tx; RELEASE gs_tx");
         }
+        r
     }
 
     /// Opens the transaction of a batch of submissions: until [`Store::commit_batch`] or
@@ -702,6 +707,14 @@ mod tests {
                 .insert_jobs(&[(1, JobState::Pending, 0, "{}".into())], 9)
                 .is_err());
             s.insert_job(2, JobState::Pending, 0, "{\"a\":2}").unwrap();
+            // A multi-row change nests too, and fails alone.
+            assert!(s
+                .transaction(|s| {
+                    s.update_job(2, JobState::Running, None, "{\"b\":2}")?;
+                    s.update_job(7, JobState::Running, None, "{}")
+                })
+                .is_err());
+            assert!(s.in_transaction());
             // Nothing is visible outside before the commit.
             let other = Connection::open(dir.path().join(DB_FILE)).unwrap();
             let n: i64 = other
@@ -718,6 +731,7 @@ mod tests {
         let ids: Vec<JobId> = s.load_jobs(0).unwrap().iter().map(|j| j.id).collect();
         assert_eq!(ids, vec![1, 2, 3]);
         assert_eq!(s.load_job(1).unwrap().as_deref(), Some("{\"a\":1}"));
+        assert_eq!(s.load_job(2).unwrap().as_deref(), Some("{\"a\":2}"));
         assert_eq!(s.next_job_id().unwrap(), 4);
     }
 

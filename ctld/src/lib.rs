@@ -7,6 +7,7 @@ pub mod acct;
 pub mod depend;
 pub mod dispatch;
 pub mod env;
+pub mod group_commit;
 pub mod history;
 pub mod metrics;
 pub mod notify;

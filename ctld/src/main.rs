@@ -87,6 +87,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut state = State::load(cfg.clone(), store, server::now())?;
     state.set_notifier(gsched_ctld::notify::Notifier::spawn(cfg.notify.clone()));
     let recovered = state.jobs.len();
+    let (submits, batches) = gsched_ctld::group_commit::channel();
     let shared = Arc::new(Shared {
         state: Mutex::new(state),
         wake: Notify::new(),
@@ -94,6 +95,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         cfg: cfg.clone(),
         host: cfg.ctld_host.name.clone(),
         metrics: gsched_ctld::metrics::Metrics::for_config(&cfg),
+        submits,
     });
 
     // One async thread: every request takes the state lock anyway, and a single thread
@@ -113,6 +115,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             cfg.cluster_name,
             cfg.state_save_location.display()
         );
+        tokio::spawn(gsched_ctld::group_commit::run(shared.clone(), batches));
         let sched = shared.clone();
         tokio::spawn(async move {
             loop {

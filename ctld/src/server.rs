@@ -3,7 +3,7 @@
 //! one operation, and hand the resulting effects to [`crate::dispatch`].
 
 use crate::dispatch;
-use crate::state::State;
+use crate::state::{State, Submission};
 use axum::extract::{Request, State as AxState};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -32,6 +32,8 @@ pub struct Shared {
     pub host: String,
     /// What `/metrics` exports.
     pub metrics: crate::metrics::Metrics,
+    /// The queue of submissions to the group-commit batcher ([`crate::group_commit`]).
+    pub submits: crate::group_commit::Submitter,
 }
 
 impl Shared {
@@ -135,7 +137,7 @@ async fn submit(
     Body(req): Body<SubmitRequest>,
 ) -> Result<Json<SubmitResponse>, ApiErr> {
     if !req.het.is_empty() {
-        return submit_het(sh, who, req);
+        return submit_het(sh, who, req).await;
     }
     if req.test_only {
         let (job_id, answer) = sh.lock().test_submit(req.spec, who, now())?;
@@ -146,12 +148,11 @@ async fn submit(
         }));
     }
     let held = req.spec.hold;
-    let (id, deferral) = {
-        let mut st = sh.lock();
-        let t = now();
-        let id = st.submit(req.spec, who, t)?;
-        (id, st.deferral_note(id, t))
-    };
+    // Stored with whatever else is being submitted (group commit); answered once committed.
+    let (id, deferral) = sh
+        .submits
+        .submit(Submission::Job(Box::new(req.spec)), who)
+        .await?;
     sh.metrics.submitted(1);
     // A held job cannot start anything; the periodic pass still sees it.
     if !held {
@@ -165,7 +166,7 @@ async fn submit(
 }
 
 /// A heterogeneous job: every component in one transaction, one id (the leader's).
-fn submit_het(
+async fn submit_het(
     sh: Arc<Shared>,
     who: Identity,
     req: SubmitRequest,
@@ -181,7 +182,7 @@ fn submit_het(
     let n = 1 + req.het.len() as u64;
     let mut specs = vec![req.spec];
     specs.extend(req.het);
-    let id = sh.lock().submit_het(specs, who, now())?;
+    let (id, _) = sh.submits.submit(Submission::Het(specs), who).await?;
     sh.metrics.submitted(n);
     if !held {
         sh.wake.notify_one();

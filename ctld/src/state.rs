@@ -26,6 +26,8 @@ use std::sync::Arc;
 
 mod admission;
 mod arrays;
+mod batch;
+pub use batch::{BatchResult, Submission};
 mod client_opts;
 mod gpus;
 pub mod health;

@@ -4,7 +4,9 @@
 //! kind and key) and the fair-share usage per association with the runs it has counted.
 //!
 //! WAL journal, one transaction per change; a job id leaves the controller only after the
-//! transaction that stores the job has committed. Schema versions are `PRAGMA user_version`
+//! transaction that stores the job has committed. Submissions are stored in batches (group
+//! commit, `crate::group_commit`): one transaction around many jobs, each job's rows in a
+//! savepoint of their own, so that a job can fail alone while the batch shares one commit. Schema versions are `PRAGMA user_version`
 //! and migrations run in order at open; a store newer than this build is refused.
 
 use gsched_proto::job::{JobId, JobState};
@@ -193,7 +195,9 @@ impl Store {
     }
 
     /// Inserts several new jobs (an array's tasks) and advances the id counter past them, in
-    /// one transaction (one commit for the whole array).
+    /// one transaction (one commit for the whole array). Inside a batch
+    /// ([`Store::begin_batch`]) this is a savepoint: on error the rows are rolled back and the
+    /// rest of the batch stays.
     pub fn insert_jobs(
         &mut self,
         rows: &[(JobId, JobState, u32, String)],
@@ -204,7 +208,7 @@ impl Store {
             path: path.clone(),
             source,
         };
-        let tx = self.conn.transaction().map_err(e)?;
+        let tx = self.conn.savepoint().map_err(e)?;
         {
             let mut ins = tx
                 .prepare_cached(
@@ -259,22 +263,55 @@ impl Store {
         Ok(())
     }
 
-    /// Runs `f` inside one transaction (several job updates committed together).
+    /// Runs `f` inside one transaction (several job updates committed together). A savepoint:
+    /// on its own a transaction, inside a batch ([`Store::begin_batch`]) part of it, undone
+    /// alone on error.
     pub fn transaction<T>(
         &mut self,
         f: impl FnOnce(&mut Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.conn.execute_batch("BEGIN").map_err(self.err())?;
-        match f(self) {
-            Ok(v) => {
-                self.conn.execute_batch("COMMIT").map_err(self.err())?;
-                Ok(v)
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
+        self.conn
+            .execute_batch("SAVEPOINT gs_tx")
+            .map_err(self.err())?;
+        let r = f(self).and_then(|v| {
+            self.conn
+                .execute_batch("RELEASE gs_tx")
+                .map_err(self.err())
+                .map(|()| v)
+        });
+        if r.is_err() {
+            // Undo (a failed RELEASE at the top, a commit, may leave the transaction open).
+            let _ = self.conn.execute_batch("ROLLBACK TO gs_tx; RELEASE gs_tx");
+        }
+        r
+    }
+
+    /// Opens the transaction of a batch of submissions: until [`Store::commit_batch`] or
+    /// [`Store::rollback_batch`], every change joins it (and [`Store::insert_jobs`] nests as a
+    /// savepoint). Nothing of it is durable before the commit.
+    pub fn begin_batch(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN").map_err(self.err())
+    }
+
+    /// Commits the batch's transaction: one commit, so one fsync under `StateSyncMode=FULL`.
+    /// On error the transaction may still be open: call [`Store::rollback_batch`].
+    pub fn commit_batch(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch("COMMIT").map_err(self.err())
+    }
+
+    /// Rolls back whatever of the batch's transaction is still open (SQLite may have ended it
+    /// already after an I/O error).
+    pub fn rollback_batch(&mut self) {
+        if self.in_transaction() {
+            if let Err(e) = self.conn.execute_batch("ROLLBACK") {
+                tracing::error!("state store {}: rollback failed: {e}", self.path.display());
             }
         }
+    }
+
+    /// A transaction is open (a batch that SQLite has not given up).
+    pub fn in_transaction(&self) -> bool {
+        !self.conn.is_autocommit()
     }
 
     /// Jobs still active, plus finished ones that ended at or after `ended_since`.
@@ -664,6 +701,47 @@ mod tests {
         assert_eq!(rows, vec![("physics".into(), "bob".into(), 20.0)]);
         assert_eq!(counted, vec![(7, 150)]);
         assert_eq!(at, Some(150));
+    }
+
+    #[test]
+    fn a_batch_commits_once_and_a_failed_insert_rolls_back_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut s = Store::open(dir.path(), true).unwrap();
+            s.begin_batch().unwrap();
+            assert!(s.in_transaction());
+            s.insert_job(1, JobState::Pending, 0, "{\"a\":1}").unwrap();
+            // The same id again: that insert fails and is undone; the batch goes on.
+            assert!(s
+                .insert_jobs(&[(1, JobState::Pending, 0, "{}".into())], 9)
+                .is_err());
+            s.insert_job(2, JobState::Pending, 0, "{\"a\":2}").unwrap();
+            // A multi-row change nests too, and fails alone.
+            assert!(s
+                .transaction(|s| {
+                    s.update_job(2, JobState::Running, None, "{\"b\":2}")?;
+                    s.update_job(7, JobState::Running, None, "{}")
+                })
+                .is_err());
+            assert!(s.in_transaction());
+            // Nothing is visible outside before the commit.
+            let other = Connection::open(dir.path().join(DB_FILE)).unwrap();
+            let n: i64 = other
+                .query_row("SELECT COUNT(*) FROM jobs", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(n, 0);
+            s.commit_batch().unwrap();
+            assert!(!s.in_transaction());
+            // Outside a batch an insert is its own transaction again.
+            s.insert_job(3, JobState::Pending, 0, "{\"a\":3}").unwrap();
+            assert!(!s.in_transaction());
+        }
+        let s = Store::open(dir.path(), true).unwrap();
+        let ids: Vec<JobId> = s.load_jobs(0).unwrap().iter().map(|j| j.id).collect();
+        assert_eq!(ids, vec![1, 2, 3]);
+        assert_eq!(s.load_job(1).unwrap().as_deref(), Some("{\"a\":1}"));
+        assert_eq!(s.load_job(2).unwrap().as_deref(), Some("{\"a\":2}"));
+        assert_eq!(s.next_job_id().unwrap(), 4);
     }
 
     #[test]

@@ -145,14 +145,10 @@ impl CgroupConf {
 
     /// The `cgroup.conf` beside `gsched_conf`: `Ok(None)` when there is none.
     pub fn load_beside(gsched_conf: &Path) -> Result<Option<CgroupConf>, CgroupConfError> {
-        let path = gsched_conf
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(CGROUP_CONF);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => CgroupConf::parse(&text, &path).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(CgroupConfError::Read {
+        match crate::config::read_beside(gsched_conf, CGROUP_CONF) {
+            Ok(Some((path, text))) => CgroupConf::parse(&text, &path).map(Some),
+            Ok(None) => Ok(None),
+            Err((path, e)) => Err(CgroupConfError::Read {
                 reason: io_reason(&e),
                 path,
             }),

@@ -1126,6 +1126,21 @@ impl Config {
     }
 }
 
+/// The text of the file `name` in the folder of the config file `gsched_conf` (where
+/// `cgroup.conf`, `gres.conf` and `topology.conf` live): `Ok(None)` when there is no such
+/// file; a failure to read it comes with the file's path.
+pub fn read_beside(
+    gsched_conf: &Path,
+    name: &str,
+) -> Result<Option<(PathBuf, String)>, (PathBuf, std::io::Error)> {
+    let path = gsched_conf.parent().unwrap_or(Path::new(".")).join(name);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(Some((path, text))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err((path, e)),
+    }
+}
+
 /// `io::Error` text without the ` (os error N)` tail.
 pub(crate) fn io_reason(e: &std::io::Error) -> String {
     let s = e.to_string();

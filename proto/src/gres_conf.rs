@@ -19,6 +19,7 @@
 //! never silently ignored: each changes which devices a job gets.
 
 use crate::config::{io_reason, logical_lines, tokenize, Line};
+use crate::units::parse_cpu_list;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -166,37 +167,13 @@ pub enum GresConfError {
     },
 }
 
-/// Parses a CPU list (`0-3,8,10-11`).
-pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if a > b || b - a > 65_536 {
-                    return None;
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().ok()?),
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Some(out)
-}
-
 impl GresConf {
     /// The `gres.conf` beside `gsched_conf`: `Ok(None)` when there is none.
     pub fn load_beside(gsched_conf: &Path) -> Result<Option<GresConf>, GresConfError> {
-        let path = gsched_conf
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(GRES_CONF);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => GresConf::parse(&text, &path).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(GresConfError::Read {
+        match crate::config::read_beside(gsched_conf, GRES_CONF) {
+            Ok(Some((path, text))) => GresConf::parse(&text, &path).map(Some),
+            Ok(None) => Ok(None),
+            Err((path, e)) => Err(GresConfError::Read {
                 reason: io_reason(&e),
                 path,
             }),
@@ -532,9 +509,7 @@ mod tests {
     }
 
     #[test]
-    fn cpu_lists_and_counts() {
-        assert_eq!(parse_cpu_list("0-2,8"), Some(vec![0, 1, 2, 8]));
-        assert_eq!(parse_cpu_list("x"), None);
+    fn counts() {
         assert_eq!(parse_count("2K"), Some(2048));
         assert_eq!(parse_count("12"), Some(12));
     }

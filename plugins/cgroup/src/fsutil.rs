@@ -121,68 +121,9 @@ fn is_cgroup_dir(d: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// `0-3,8,10-11` → [0,1,2,3,8,10,11].
-pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
-    let mut out = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if a > b || b - a > 65_536 {
-                    return None;
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.trim().parse().ok()?),
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Some(out)
-}
-
-/// [0,1,2,3,8,10,11] → `0-3,8,10-11` (the kernel's form).
-pub fn format_cpu_list(cpus: &[u32]) -> String {
-    let mut v = cpus.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let start = v[i];
-        let mut end = start;
-        while i + 1 < v.len() && v[i + 1] == end + 1 {
-            i += 1;
-            end = v[i];
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    parts.join(",")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_lists_round_trip() {
-        assert_eq!(
-            parse_cpu_list("0-3,8,10-11").unwrap(),
-            vec![0, 1, 2, 3, 8, 10, 11]
-        );
-        assert_eq!(parse_cpu_list("").unwrap(), Vec::<u32>::new());
-        assert_eq!(parse_cpu_list("1\n").unwrap(), vec![1]);
-        assert_eq!(parse_cpu_list("3-1"), None);
-        assert_eq!(parse_cpu_list("x"), None);
-        assert_eq!(format_cpu_list(&[11, 0, 1, 2, 3, 8, 10]), "0-3,8,10-11");
-        assert_eq!(format_cpu_list(&[5]), "5");
-        assert_eq!(format_cpu_list(&[]), "");
-    }
 
     #[test]
     fn keyed_files_and_procs() {

@@ -34,7 +34,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use fsutil::{format_cpu_list, parse_cpu_list};
+pub use gsched_proto::units::{format_cpu_list, parse_cpu_list};
 
 /// Names accepted by `CgroupPlugin=`.
 pub const VALID_NAMES: &[&str] = &["autodetect", "cgroup/v1", "cgroup/v2", "disabled"];

@@ -12,11 +12,12 @@
 //! * freezer: `freezer.state`, which also makes killing race-free: freeze, SIGKILL every
 //!   task, thaw, until the job's folders are empty (a frozen task cannot fork).
 
-use crate::fsutil::{self, format_cpu_list};
+use crate::fsutil;
 use crate::{
     job_dir_name, parse_job_dir_name, CgroupError, CgroupHandle, Cgroups, JobLimits, Wanted,
 };
 use gsched_proto::job::{JobId, JobUsage};
+use gsched_proto::units::format_cpu_list;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

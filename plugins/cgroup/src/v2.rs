@@ -9,11 +9,12 @@
 //! (the live figure `memory.current`), CPU time is `cpu.stat` (always present). Device
 //! rules are an eBPF program attached to the job's cgroup ([`crate::bpf`]).
 
-use crate::fsutil::{self, format_cpu_list};
+use crate::fsutil;
 use crate::{
     job_dir_name, parse_job_dir_name, CgroupError, CgroupHandle, Cgroups, JobLimits, Wanted,
 };
 use gsched_proto::job::{JobId, JobUsage};
+use gsched_proto::units::format_cpu_list;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -2485,6 +2485,29 @@ pub(crate) mod tests {
         }
     }
 
+    /// A node's report that run `start` of job `id` ended at `end` with exit code 0; tests
+    /// change the fields they need with `..ended(...)`.
+    pub(crate) fn ended(
+        id: JobId,
+        node: impl Into<String>,
+        start: i64,
+        end: i64,
+    ) -> JobCompleteRequest {
+        JobCompleteRequest {
+            job_id: id,
+            node: node.into(),
+            start_time: start,
+            exit_code: 0,
+            signal: 0,
+            end_time: end,
+            launch_error: None,
+            terminated_for: None,
+            oom_kills: 0,
+            usage: None,
+            gpu_failure: None,
+        }
+    }
+
     pub(crate) fn register_all(st: &mut State, now: i64) {
         for n in ["n1", "n2"] {
             let r = NodeReport {
@@ -2538,17 +2561,8 @@ pub(crate) mod tests {
         assert_eq!(st.jobs[&c].info.reason, Reason::Resources);
         st.launch_result(a, 1002, Ok(()), 1002);
         let done = JobCompleteRequest {
-            job_id: a,
-            node: "n1".into(),
-            start_time: 1002,
             exit_code: 3,
-            signal: 0,
-            end_time: 1010,
-            launch_error: None,
-            terminated_for: None,
-            oom_kills: 0,
-            usage: None,
-            gpu_failure: None,
+            ..ended(a, "n1", 1002, 1010)
         };
         st.complete(&done, 1010).unwrap();
         assert_eq!(st.jobs[&a].info.state, JobState::Failed);
@@ -2571,17 +2585,10 @@ pub(crate) mod tests {
             system_cpu_usec: Some(20_000),
         };
         let done = JobCompleteRequest {
-            job_id: a,
-            node: "n1".into(),
-            start_time: 1002,
-            exit_code: 0,
             signal: 9,
-            end_time: 1010,
-            launch_error: None,
-            terminated_for: None,
             oom_kills: 1,
             usage: Some(usage),
-            gpu_failure: None,
+            ..ended(a, "n1", 1002, 1010)
         };
         st.complete(&done, 1010).unwrap();
         let info = &st.jobs[&a].info;

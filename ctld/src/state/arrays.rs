@@ -246,6 +246,7 @@ impl State {
 mod tests {
     use super::super::tests::{register_all, spec, state, ROOT};
     use super::*;
+    use crate::state::tests::ended;
 
     fn array_spec(a: &str) -> JobSpec {
         JobSpec {
@@ -356,17 +357,8 @@ mod tests {
         st.signal_jobs(&f, None, SignalScope::Full, ROOT, 1001)
             .unwrap();
         let done = JobCompleteRequest {
-            job_id: n,
-            node: st.jobs[&n].info.nodes[0].clone(),
-            start_time: 1000,
-            exit_code: 0,
             signal: 15,
-            end_time: 1002,
-            launch_error: None,
-            terminated_for: None,
-            oom_kills: 0,
-            usage: None,
-            gpu_failure: None,
+            ..ended(n, st.jobs[&n].info.nodes[0].clone(), 1000, 1002)
         };
         st.complete(&done, 1002).unwrap();
         assert_eq!(st.jobs[&n].info.state, JobState::Cancelled);

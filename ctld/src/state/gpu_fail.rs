@@ -72,17 +72,10 @@ mod tests {
 
     fn report(id: u32, start: i64, end: i64, failure: Option<&str>) -> JobCompleteRequest {
         JobCompleteRequest {
-            job_id: id,
-            node: "n1".into(),
-            start_time: start,
-            exit_code: 0,
             signal: 9,
-            end_time: end,
-            launch_error: None,
             terminated_for: Some(TerminateReason::NotAssigned),
-            oom_kills: 0,
-            usage: None,
             gpu_failure: failure.map(Into::into),
+            ..crate::state::tests::ended(id, "n1", start, end)
         }
     }
 

@@ -438,6 +438,7 @@ mod tests {
     use super::super::tests::{spec, ROOT};
     use super::super::{NodeReport, State};
     use super::*;
+    use crate::state::tests::ended;
     use crate::store::Store;
     use gsched_proto::api::{NodeStateUpdate, RunningJob};
     use gsched_proto::config::Config;
@@ -516,17 +517,9 @@ mod tests {
         assert!(st.nodes[0].admin.down);
         // The stale copy's report is ignored: the job still runs on n2.
         let report = gsched_proto::api::JobCompleteRequest {
-            job_id: a,
-            node: "n1".into(),
-            start_time: t0,
-            exit_code: 0,
             signal: 9,
-            end_time: 1304,
-            launch_error: None,
             terminated_for: Some(TerminateReason::NotAssigned),
-            oom_kills: 0,
-            usage: None,
-            gpu_failure: None,
+            ..ended(a, "n1", t0, 1304)
         };
         st.complete(&report, 1304).unwrap();
         assert_eq!(st.jobs[&a].info.state, JobState::Running);
@@ -611,19 +604,7 @@ mod tests {
         let e = st.schedule(1002);
         assert!(!e.iter().any(|e| matches!(e, Effect::Reboot { .. })));
         let t = st.jobs[&a].info.start_time.unwrap();
-        let done = gsched_proto::api::JobCompleteRequest {
-            job_id: a,
-            node: "n1".into(),
-            start_time: t,
-            exit_code: 0,
-            signal: 0,
-            end_time: 1003,
-            launch_error: None,
-            terminated_for: None,
-            oom_kills: 0,
-            usage: None,
-            gpu_failure: None,
-        };
+        let done = ended(a, "n1", t, 1003);
         st.complete(&done, 1003).unwrap();
         let e = st.schedule(1004);
         assert!(e

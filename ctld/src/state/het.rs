@@ -275,6 +275,7 @@ impl State {
 mod tests {
     use super::super::tests::{register_all, spec, state, ROOT};
     use super::*;
+    use crate::state::tests::ended;
     use gsched_proto::api::RunningJob;
 
     #[test]
@@ -339,17 +340,8 @@ mod tests {
 
         // The batch script fails: every component ends as the leader did.
         let done = JobCompleteRequest {
-            job_id: n,
-            node: leader_node,
-            start_time: 1000,
             exit_code: 3,
-            signal: 0,
-            end_time: 1200,
-            launch_error: None,
-            terminated_for: None,
-            oom_kills: 0,
-            usage: None,
-            gpu_failure: None,
+            ..ended(n, leader_node, 1000, 1200)
         };
         st.complete(&done, 1200).unwrap();
         st.schedule(1201);

@@ -182,7 +182,7 @@ impl State {
 mod tests {
     use super::super::tests::{register_all, spec, state, ROOT};
     use super::*;
-    use gsched_proto::api::JobCompleteRequest;
+    use crate::state::tests::ended;
     use gsched_proto::gpu_sample::GpuSample;
     use gsched_proto::job::JobState;
     use gsched_proto::resv::NodeLoad;
@@ -245,19 +245,7 @@ mod tests {
         assert_eq!(st.jobs[&id].info.state, JobState::Running);
         st.launch_result(id, 1000, Ok(()), 1000);
         assert_eq!(st.monitor.energy_kwh, 0.0, "nothing counted while it runs");
-        let done = JobCompleteRequest {
-            job_id: id,
-            node: "n1".into(),
-            start_time: 1000,
-            exit_code: 0,
-            signal: 0,
-            end_time: 4600,
-            launch_error: None,
-            terminated_for: None,
-            oom_kills: 0,
-            usage: None,
-            gpu_failure: None,
-        };
+        let done = ended(id, "n1", 1000, 4600);
         st.complete(&done, 4600).unwrap();
         assert_eq!(st.jobs[&id].info.state, JobState::Completed);
         let info = st.jobs[&id].info.clone();

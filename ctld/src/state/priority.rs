@@ -349,6 +349,7 @@ impl State {
 mod tests {
     use super::super::tests::{heartbeat_all, register_all, spec, ROOT};
     use super::*;
+    use crate::state::tests::ended;
 
     const ALICE: Identity = Identity {
         uid: 1001,
@@ -374,19 +375,7 @@ mod tests {
     fn finish(st: &mut State, id: JobId, end: i64) {
         let j = &st.jobs[&id].info;
         let start = j.start_time.unwrap();
-        let done = JobCompleteRequest {
-            job_id: id,
-            node: j.nodes[0].clone(),
-            start_time: start,
-            exit_code: 0,
-            signal: 0,
-            end_time: end,
-            launch_error: None,
-            terminated_for: None,
-            oom_kills: 0,
-            usage: None,
-            gpu_failure: None,
-        };
+        let done = ended(id, j.nodes[0].clone(), start, end);
         st.launch_result(id, start, Ok(()), start);
         st.complete(&done, end).unwrap();
     }

@@ -74,6 +74,7 @@ impl State {
 mod tests {
     use super::super::tests::{register_all, spec, state};
     use super::*;
+    use crate::state::tests::ended;
     use gsched_proto::api::{JobCompleteRequest, TerminateReason};
 
     const ROOT: Identity = Identity { uid: 0, gid: 0 };
@@ -126,17 +127,9 @@ mod tests {
         st.schedule(1163);
         assert_eq!(st.jobs[&a].info.state, JobState::Completing);
         let done = JobCompleteRequest {
-            job_id: a,
-            node: "n1".into(),
-            start_time: 1002,
-            exit_code: 0,
             signal: 15,
-            end_time: 1165,
-            launch_error: None,
             terminated_for: Some(TerminateReason::TimeLimit),
-            oom_kills: 0,
-            usage: None,
-            gpu_failure: None,
+            ..ended(a, "n1", 1002, 1165)
         };
         st.complete(&done, 1165).unwrap();
         assert_eq!(st.jobs[&a].info.state, JobState::Timeout);

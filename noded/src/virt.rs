@@ -16,6 +16,7 @@
 //! restarts, its nodes register with no jobs and the controller requeues what they ran.
 
 use crate::daemon::host_port;
+use crate::daemon::server::Callers;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
@@ -105,8 +106,7 @@ pub struct VirtualHost {
     client: Client,
     auth: Arc<dyn Authenticator>,
     calls: Semaphore,
-    own_uid: u32,
-    slurm_uid: Option<u32>,
+    callers: Callers,
     start_time: i64,
     boot_time: i64,
     /// The shared `host:port` the nodes listen on.
@@ -223,8 +223,10 @@ impl VirtualHost {
             client: Client::new(controller, auth.clone()).with_timeout(CONTROLLER_TIMEOUT),
             auth,
             calls: Semaphore::new(MAX_CALLS),
-            own_uid: nix::unistd::getuid().as_raw(),
-            slurm_uid: gsched_proto::users::user_by_name(&cfg.slurm_user).map(|u| u.uid),
+            callers: Callers {
+                own_uid: nix::unistd::getuid().as_raw(),
+                slurm_uid: gsched_proto::users::user_by_name(&cfg.slurm_user).map(|u| u.uid),
+            },
             start_time: crate::daemon::now(),
             boot_time: crate::procfs::boot_time().unwrap_or(0),
             endpoint,
@@ -531,6 +533,24 @@ impl VirtualHost {
         });
     }
 
+    /// Ends the current run of job `id` of `n`, if it has one, killed by `signal`.
+    fn end_current(
+        self: &Arc<Self>,
+        n: &Arc<VNode>,
+        id: JobId,
+        signal: i32,
+        terminated_for: Option<TerminateReason>,
+    ) {
+        if let Some(start) = Self::current_run(n, id) {
+            let how = Ending {
+                exit_code: 0,
+                signal,
+                terminated_for,
+            };
+            self.end(n, id, start, how);
+        }
+    }
+
     fn current_run(n: &VNode, id: JobId) -> Option<i64> {
         lock(&n.jobs).get(&id).map(|j| j.start_time)
     }
@@ -575,18 +595,11 @@ async fn auth_layer(
 ) -> Response {
     let peer = request_peer(&req);
     match check_request(host.auth.clone(), req.headers(), peer, "gsnoded").await {
-        Ok(id) if id.uid == 0 || id.uid == host.own_uid || Some(id.uid) == host.slurm_uid => {
+        Ok(id) if host.callers.may(id.uid) => {
             req.extensions_mut().insert(id);
             next.run(req).await
         }
-        Ok(id) => ApiErr(ApiError::new(
-            ErrorCode::AccessDenied,
-            format!(
-                "Access/permission denied: uid {} may not call gsnoded; only root, SlurmUser and gsnoded's own uid {} may",
-                id.uid, host.own_uid
-            ),
-        ))
-        .into_response(),
+        Ok(id) => ApiErr(host.callers.denied(id.uid)).into_response(),
         Err(e) => ApiErr(e).into_response(),
     }
 }
@@ -635,21 +648,13 @@ async fn signal(
     Body(req): Body<NodeSignalRequest>,
 ) -> Result<Json<Ack>, ApiErr> {
     let n = host.node(&headers)?;
-    let start = VirtualHost::current_run(&n, req.job_id)
-        .ok_or_else(|| ApiErr(ApiError::plain(ErrorCode::InvalidJobId)))?;
+    if VirtualHost::current_run(&n, req.job_id).is_none() {
+        return Err(ApiErr(ApiError::plain(ErrorCode::InvalidJobId)));
+    }
     // A virtual job has no steps: only a signal to the batch shell (or to everything) can
     // end it.
     if req.scope() != gsched_proto::api::SignalScope::Steps && signal_ends_process(req.signal) {
-        host.end(
-            &n,
-            req.job_id,
-            start,
-            Ending {
-                exit_code: 0,
-                signal: req.signal,
-                terminated_for: None,
-            },
-        );
+        host.end_current(&n, req.job_id, req.signal, None);
     }
     Ok(Json(Ack { ok: true }))
 }
@@ -660,18 +665,7 @@ async fn terminate(
     Body(req): Body<TerminateRequest>,
 ) -> Result<Json<Ack>, ApiErr> {
     let n = host.node(&headers)?;
-    if let Some(start) = VirtualHost::current_run(&n, req.job_id) {
-        host.end(
-            &n,
-            req.job_id,
-            start,
-            Ending {
-                exit_code: 0,
-                signal: libc::SIGTERM,
-                terminated_for: Some(req.reason),
-            },
-        );
-    }
+    host.end_current(&n, req.job_id, libc::SIGTERM, Some(req.reason));
     Ok(Json(Ack { ok: true }))
 }
 

@@ -21,7 +21,7 @@ mod gpus;
 mod jobs;
 pub mod life;
 mod progress;
-mod server;
+pub(crate) mod server;
 mod steps;
 mod usage;
 
@@ -235,9 +235,12 @@ impl Node {
         self.jobs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether `uid` may call this daemon: root, SlurmUser, or gsnoded's own user.
-    pub(crate) fn may_call(&self, uid: u32) -> bool {
-        uid == 0 || uid == self.own_uid || Some(uid) == self.settings.slurm_uid
+    /// Who may call this daemon: root, SlurmUser, or gsnoded's own user.
+    pub(crate) fn callers(&self) -> server::Callers {
+        server::Callers {
+            own_uid: self.own_uid,
+            slurm_uid: self.settings.slurm_uid,
+        }
     }
 
     /// Re-adopts the jobs in the spool directory, then serves the API on `listener` until

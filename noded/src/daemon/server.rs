@@ -33,27 +33,43 @@ async fn auth_layer(State(node): State<Arc<Node>>, mut req: Request, next: Next)
     let users_may_call =
         req.uri().path() == paths::NODE_STEP_IO || req.uri().path() == paths::NODE_STEP_STDIN;
     match check_request(node.auth.clone(), req.headers(), peer, "gsnoded").await {
-        Ok(id) if users_may_call || node.may_call(id.uid) => {
+        Ok(id) if users_may_call || node.callers().may(id.uid) => {
             req.extensions_mut().insert(id);
             next.run(req).await
         }
-        Ok(id) => ApiErr(ApiError::new(
-            ErrorCode::AccessDenied,
-            format!(
-                "Access/permission denied: uid {} may not call gsnoded; only root, SlurmUser{} and gsnoded's own uid {} may",
-                id.uid,
-                node.settings
-                    .slurm_uid
-                    .map(|u| format!(" (uid {u})"))
-                    .unwrap_or_default(),
-                node.own_uid
-            ),
-        ))
-        .into_response(),
+        Ok(id) => ApiErr(node.callers().denied(id.uid)).into_response(),
         Err(e) => {
             tracing::debug!("refused a request: {e}");
             ApiErr(e).into_response()
         }
+    }
+}
+
+/// Who may call a node daemon: root, `SlurmUser` and the daemon's own user (in practice the
+/// controller). gsnoded and the virtual-node host apply the same rule.
+#[derive(Debug, Clone, Copy)]
+pub struct Callers {
+    pub own_uid: u32,
+    pub slurm_uid: Option<u32>,
+}
+
+impl Callers {
+    pub fn may(&self, uid: u32) -> bool {
+        uid == 0 || uid == self.own_uid || Some(uid) == self.slurm_uid
+    }
+
+    /// The refusal of a request from `uid`.
+    pub fn denied(&self, uid: u32) -> ApiError {
+        ApiError::new(
+            ErrorCode::AccessDenied,
+            format!(
+                "Access/permission denied: uid {uid} may not call gsnoded; only root, SlurmUser{} and gsnoded's own uid {} may",
+                self.slurm_uid
+                    .map(|u| format!(" (uid {u})"))
+                    .unwrap_or_default(),
+                self.own_uid
+            ),
+        )
     }
 }
 

@@ -377,7 +377,7 @@ impl Node {
                 ),
             )
         })?;
-        if who.uid != s.uid && !self.may_call(who.uid) {
+        if who.uid != s.uid && !self.callers().may(who.uid) {
             return Err(ApiError::plain(ErrorCode::AccessDenied));
         }
         let dir = s.dir.clone();
@@ -409,7 +409,7 @@ impl Node {
                 ),
             )
         })?;
-        if who.uid != s.uid && !self.may_call(who.uid) {
+        if who.uid != s.uid && !self.callers().may(who.uid) {
             return Err(ApiError::plain(ErrorCode::AccessDenied));
         }
         let data = b64_decode(&req.data_b64).ok_or_else(|| bad("data_b64 is not base64"))?;

@@ -2,62 +2,22 @@
 //! and drives it through the API with the real client: launch, idempotency, signals,
 //! terminate, reports, restart with re-adoption, and the request checks.
 
-use axum::extract::State;
-use axum::routing::post;
-use axum::{Json, Router};
 use gsched_noded::jobdir::{JobDir, PidsFile};
 use gsched_proto::api::{
-    paths, Ack, ErrorCode, HeartbeatRequest, HeartbeatResponse, JobCompleteRequest, LaunchRequest,
-    NodeSignalRequest, PingResponse, RegisterRequest, RegisterResponse, TerminateReason,
-    TerminateRequest,
+    paths, Ack, ErrorCode, JobCompleteRequest, LaunchRequest, NodeSignalRequest, PingResponse,
+    TerminateReason, TerminateRequest,
 };
 use gsched_proto::client::{Client, ClientError};
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What the fake controller received.
-#[derive(Default)]
-struct Seen {
-    registers: Vec<RegisterRequest>,
-    heartbeats: Vec<HeartbeatRequest>,
-    completes: Vec<JobCompleteRequest>,
-    /// Answer to the next registration.
-    kill_on_register: Vec<u32>,
-}
-
-type Shared = Arc<Mutex<Seen>>;
-
-async fn register(
-    State(s): State<Shared>,
-    Json(r): Json<RegisterRequest>,
-) -> Json<RegisterResponse> {
-    let mut s = s.lock().unwrap();
-    s.registers.push(r);
-    Json(RegisterResponse {
-        kill: std::mem::take(&mut s.kill_on_register),
-        heartbeat_interval_secs: 1,
-    })
-}
-
-async fn heartbeat(
-    State(s): State<Shared>,
-    Json(r): Json<HeartbeatRequest>,
-) -> Json<HeartbeatResponse> {
-    s.lock().unwrap().heartbeats.push(r);
-    Json(HeartbeatResponse {
-        registered: true,
-        kill: vec![],
-    })
-}
-
-async fn complete(State(s): State<Shared>, Json(r): Json<JobCompleteRequest>) -> Json<Ack> {
-    s.lock().unwrap().completes.push(r);
-    Json(Ack { ok: true })
-}
+mod common;
+use common::{wait_until, Shared};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -65,14 +25,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
 }
 
 struct Cluster {
@@ -93,11 +45,7 @@ impl Cluster {
             .build()
             .unwrap();
         let seen: Shared = Arc::default();
-        let app = Router::new()
-            .route(paths::NODES_REGISTER, post(register))
-            .route(paths::NODES_HEARTBEAT, post(heartbeat))
-            .route(paths::JOBS_COMPLETE, post(complete))
-            .with_state(seen.clone());
+        let app = common::controller(seen.clone());
         let listener = rt
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();

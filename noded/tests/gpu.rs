@@ -17,64 +17,17 @@
 //!
 //! Needs root (mknod, cgroups) and the v1 devices controller; skips with a message otherwise.
 
-use axum::extract::State;
-use axum::routing::post;
-use axum::{Json, Router};
-use gsched_proto::api::{
-    paths, Ack, HeartbeatRequest, HeartbeatResponse, JobCompleteRequest, LaunchRequest,
-    RegisterRequest, RegisterResponse,
-};
+use gsched_proto::api::{paths, Ack, JobCompleteRequest, LaunchRequest};
 use gsched_proto::client::Client;
 use gsched_proto::gpu::{GpuAlloc, GpuShare};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-#[derive(Default)]
-struct Seen {
-    registers: Vec<RegisterRequest>,
-    heartbeats: Vec<HeartbeatRequest>,
-    completes: Vec<JobCompleteRequest>,
-}
-
-type Shared = Arc<Mutex<Seen>>;
-
-async fn register(
-    State(s): State<Shared>,
-    Json(r): Json<RegisterRequest>,
-) -> Json<RegisterResponse> {
-    s.lock().unwrap().registers.push(r);
-    Json(RegisterResponse {
-        kill: vec![],
-        heartbeat_interval_secs: 1,
-    })
-}
-
-async fn heartbeat(
-    State(s): State<Shared>,
-    Json(r): Json<HeartbeatRequest>,
-) -> Json<HeartbeatResponse> {
-    s.lock().unwrap().heartbeats.push(r);
-    Json(HeartbeatResponse {
-        registered: true,
-        kill: vec![],
-    })
-}
-
-async fn complete(State(s): State<Shared>, Json(r): Json<JobCompleteRequest>) -> Json<Ack> {
-    s.lock().unwrap().completes.push(r);
-    Json(Ack { ok: true })
-}
-
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+mod common;
+use common::{wait_until, Shared};
 
 /// The fake `nvidia-cuda-mps-control` (shared with the cluster test in tests/tests/gpu_node.rs).
 const FAKE_MPS: &str = include_str!("../../plugins/gpu/tests/fake-mps-control.sh");
@@ -309,11 +262,7 @@ fn setup() -> Option<Node> {
         .build()
         .unwrap();
     let seen: Shared = Arc::default();
-    let app = Router::new()
-        .route(paths::NODES_REGISTER, post(register))
-        .route(paths::NODES_HEARTBEAT, post(heartbeat))
-        .route(paths::JOBS_COMPLETE, post(complete))
-        .with_state(seen.clone());
+    let app = common::controller(seen.clone());
     let listener = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();

@@ -146,30 +146,11 @@ fn v1_devices_deny_rule_applies() {
     })
     .unwrap();
     // /dev/null is c 1:3: the job may not open it, /dev/zero (c 1:5) stays usable.
-    let limits = JobLimits {
-        denied_devices: Some(vec![gsched_cgroup::DeviceRule {
-            kind: 'c',
-            major: 1,
-            minor: Some(3),
-            access: "rwm".into(),
-        }]),
-        ..JobLimits::default()
-    };
-    cg.create_job(13, &limits).unwrap();
-    let procs = cg.create_step(13, "batch").unwrap();
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg("read go; if head -c1 /dev/zero >/dev/null 2>&1; then echo zero-ok; fi; if cat /dev/null 2>/dev/null; then echo null-ok; else echo null-denied; fi")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    join_and_go(&mut child, &procs);
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    cg.kill(13, Duration::from_secs(5)).unwrap();
-    cg.remove_job(13).unwrap();
+    let text = run_with_dev_null_denied(
+        &*cg,
+        13,
+        "read go; if head -c1 /dev/zero >/dev/null 2>&1; then echo zero-ok; fi; if cat /dev/null 2>/dev/null; then echo null-ok; else echo null-denied; fi",
+    );
     for c in gsched_cgroup::v1::CONTROLLERS {
         let _ = std::fs::remove_dir(format!("/sys/fs/cgroup/{c}/{}", h.subdir));
     }
@@ -192,30 +173,11 @@ fn v2_device_filter_applies() {
     };
     let cg = h.open();
     cg.prepare(&Wanted::default()).unwrap();
-    let limits = JobLimits {
-        denied_devices: Some(vec![gsched_cgroup::DeviceRule {
-            kind: 'c',
-            major: 1,
-            minor: Some(3),
-            access: "rwm".into(),
-        }]),
-        ..JobLimits::default()
-    };
-    cg.create_job(14, &limits).unwrap();
-    let procs = cg.create_step(14, "batch").unwrap();
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg("read go; if [ \"$(head -c1 /dev/zero | wc -c)\" = 1 ]; then echo zero-ok; fi; if cat /dev/null 2>/dev/null; then echo null-ok; else echo null-denied; fi")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    join_and_go(&mut child, &procs);
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    cg.kill(14, Duration::from_secs(5)).unwrap();
-    cg.remove_job(14).unwrap();
+    let text = run_with_dev_null_denied(
+        &*cg,
+        14,
+        "read go; if [ \"$(head -c1 /dev/zero | wc -c)\" = 1 ]; then echo zero-ok; fi; if cat /dev/null 2>/dev/null; then echo null-ok; else echo null-denied; fi",
+    );
     let _ = std::fs::remove_dir(mount.join(&h.subdir));
     assert!(
         text.contains("zero-ok") && text.contains("null-denied"),
@@ -279,4 +241,33 @@ fn v1_pids_limit_stops_forks() {
         .filter_map(|v| v.trim().parse::<u64>().ok())
         .sum();
     assert!(refused >= 1, "pids.events: {events:?}");
+}
+
+/// Runs `script` in the batch step of job `job` of `cg`, made with /dev/null (c 1:3) denied;
+/// returns what it printed, after the job's cgroup is gone.
+fn run_with_dev_null_denied(cg: &dyn gsched_cgroup::Cgroups, job: u32, script: &str) -> String {
+    let limits = JobLimits {
+        denied_devices: Some(vec![gsched_cgroup::DeviceRule {
+            kind: 'c',
+            major: 1,
+            minor: Some(3),
+            access: "rwm".into(),
+        }]),
+        ..JobLimits::default()
+    };
+    cg.create_job(job, &limits).unwrap();
+    let procs = cg.create_step(job, "batch").unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    join_and_go(&mut child, &procs);
+    let out = child.wait_with_output().unwrap();
+    cg.kill(job, Duration::from_secs(5)).unwrap();
+    cg.remove_job(job).unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -3130,6 +3130,21 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
         );
     }
 
+    /// The keys each settings module handles must all be in `GLOBAL_KEYS`, which is where a
+    /// key is recognised (and how the man page and migration guide tests find it).
+    #[test]
+    fn module_key_lists_are_in_global_keys() {
+        for list in [
+            crate::price_conf::PRICE_GLOBAL_KEYS,
+            crate::lifecycle::LIFECYCLE_KEYS,
+            crate::ladder_conf::InvalidJobPolicy::GLOBAL_KEYS,
+        ] {
+            for k in list {
+                assert_eq!(canonical(GLOBAL_KEYS, k), Some(*k), "{k} is not in GLOBAL_KEYS");
+            }
+        }
+    }
+
     #[test]
     fn ignored_lists_exclude_implemented_keys() {
         for k in IGNORED_KEYS.iter().chain(IGNORED_LINE_KEYS) {

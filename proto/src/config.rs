@@ -3140,7 +3140,11 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
             crate::ladder_conf::InvalidJobPolicy::GLOBAL_KEYS,
         ] {
             for k in list {
-                assert_eq!(canonical(GLOBAL_KEYS, k), Some(*k), "{k} is not in GLOBAL_KEYS");
+                assert_eq!(
+                    canonical(GLOBAL_KEYS, k),
+                    Some(*k),
+                    "{k} is not in GLOBAL_KEYS"
+                );
             }
         }
     }

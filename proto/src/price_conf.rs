@@ -584,6 +584,38 @@ pub struct PricedSpan {
     pub source: &'static str,
 }
 
+/// The stretches of `[from, to)` between the cut points `cuts` (and `from`, `to`), each priced
+/// by `price_at` its start (`None`: no stretch there); adjacent stretches of the same price
+/// and source are merged.
+pub fn spans_from_cuts(
+    from: i64,
+    to: i64,
+    cuts: impl IntoIterator<Item = i64>,
+    price_at: impl Fn(i64) -> Option<(f64, &'static str)>,
+) -> Vec<PricedSpan> {
+    let mut cuts: Vec<i64> = cuts.into_iter().chain([from, to]).collect();
+    cuts.retain(|&t| t >= from && t <= to);
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut out: Vec<PricedSpan> = Vec::new();
+    for c in cuts.windows(2) {
+        let (a, b) = (c[0], c[1]);
+        let Some((price, source)) = price_at(a) else {
+            continue;
+        };
+        match out.last_mut() {
+            Some(l) if l.end == a && l.price == price && l.source == source => l.end = b,
+            _ => out.push(PricedSpan {
+                start: a,
+                end: b,
+                price,
+                source,
+            }),
+        }
+    }
+    out
+}
+
 /// The price calendar in absolute time: windows in their zone, the file's hours, the default.
 #[derive(Debug, Clone)]
 pub struct PriceCalendar {
@@ -676,44 +708,20 @@ impl PriceCalendar {
             .range(from - 3600 + 1..to)
             .map(|(&t, &p)| (t, t + 3600, p))
             .collect();
-        let mut cuts: Vec<i64> = vec![from, to];
-        for &(a, b, _) in &windows {
-            cuts.extend([a, b]);
-        }
-        for &(a, b, _) in &file {
-            cuts.extend([a, b]);
-        }
-        cuts.retain(|&t| t >= from && t <= to);
-        cuts.sort_unstable();
-        cuts.dedup();
-        let mut out: Vec<PricedSpan> = Vec::new();
-        for c in cuts.windows(2) {
-            let (a, b) = (c[0], c[1]);
-            let in_file = file.iter().rev().find(|f| f.0 <= a && a < f.1);
-            let span = if let Some(f) = in_file {
-                Some((f.2, "file"))
-            } else {
-                windows
+        let cuts = windows
+            .iter()
+            .map(|w| (w.0, w.1))
+            .chain(file.iter().map(|f| (f.0, f.1)))
+            .flat_map(|(a, b)| [a, b]);
+        spans_from_cuts(from, to, cuts, |a| {
+            match file.iter().rev().find(|f| f.0 <= a && a < f.1) {
+                Some(f) => Some((f.2, "file")),
+                None => windows
                     .iter()
                     .find(|w| w.0 <= a && a < w.1)
-                    .map(|w| (self.windows[w.2].price, "window"))
-            };
-            let Some((price, _)) = span else { continue };
-            let source: &'static str = match in_file {
-                Some(_) => "file",
-                None => "window",
-            };
-            match out.last_mut() {
-                Some(l) if l.end == a && l.price == price && l.source == source => l.end = b,
-                _ => out.push(PricedSpan {
-                    start: a,
-                    end: b,
-                    price,
-                    source,
-                }),
+                    .map(|w| (self.windows[w.2].price, "window")),
             }
-        }
-        out
+        })
     }
 
     /// The name of the window in force at `t`, if any.

@@ -206,32 +206,20 @@ impl State {
             return (spans, default);
         }
         let base = schedule_of(&spans, default);
-        let mut cuts: Vec<i64> = spans.iter().flat_map(|s| [s.start, s.end]).collect();
-        cuts.extend(low.iter().flat_map(|&h| [h, h + HOUR]));
-        cuts.extend([from, to]);
-        cuts.retain(|&t| t >= from && t <= to);
-        cuts.sort_unstable();
-        cuts.dedup();
-        let mut out: Vec<PricedSpan> = Vec::new();
-        for c in cuts.windows(2) {
-            let (a, b) = (c[0], c[1]);
-            let is_low = low.iter().any(|&h| h <= a && a < h + HOUR);
-            let inside = spans.iter().find(|s| s.start <= a && a < s.end);
-            let (price, source) = match (is_low, inside) {
-                (true, _) => (base.price_at(a) * 0.5, "lowload"),
-                (false, Some(s)) => (s.price, s.source),
-                (false, None) => continue,
-            };
-            match out.last_mut() {
-                Some(l) if l.end == a && l.price == price && l.source == source => l.end = b,
-                _ => out.push(PricedSpan {
-                    start: a,
-                    end: b,
-                    price,
-                    source,
-                }),
+        let cuts = spans
+            .iter()
+            .flat_map(|s| [s.start, s.end])
+            .chain(low.iter().flat_map(|&h| [h, h + HOUR]));
+        let out = gsched_proto::price_conf::spans_from_cuts(from, to, cuts, |a| {
+            if low.iter().any(|&h| h <= a && a < h + HOUR) {
+                Some((base.price_at(a) * 0.5, "lowload"))
+            } else {
+                spans
+                    .iter()
+                    .find(|s| s.start <= a && a < s.end)
+                    .map(|s| (s.price, s.source))
             }
-        }
+        });
         (out, default)
     }
 

@@ -267,25 +267,6 @@ mod tests {
         }
     }
 
-    fn whole(i: u32) -> GpuAlloc {
-        GpuAlloc {
-            index: i,
-            share: None,
-        }
-    }
-
-    fn mps(i: u32, percent: u32, mem_mb: u64) -> GpuAlloc {
-        GpuAlloc {
-            index: i,
-            share: Some(GpuShare {
-                mem_mb,
-                percent,
-                shards: 0,
-                mps: true,
-            }),
-        }
-    }
-
     fn get<'a>(env: &'a [(String, String)], k: &str) -> Option<&'a str> {
         env.iter().find(|(x, _)| x == k).map(|(_, v)| v.as_str())
     }
@@ -293,7 +274,7 @@ mod tests {
     #[test]
     fn whole_gpus_env() {
         let spool = Path::new("/var/spool/gsched/n1");
-        let env = environment(&[whole(3), whole(1)], true, spool);
+        let env = environment(&[GpuAlloc::whole(3), GpuAlloc::whole(1)], true, spool);
         assert_eq!(get(&env, "SLURM_JOB_GPUS"), Some("1,3"));
         assert_eq!(get(&env, "CUDA_VISIBLE_DEVICES"), Some("0,1"));
         assert_eq!(get(&env, "GPU_DEVICE_ORDINAL"), Some("0,1"));
@@ -301,14 +282,14 @@ mod tests {
         assert_eq!(get(&env, "CUDA_DEVICE_ORDER"), Some("PCI_BUS_ID"));
         assert_eq!(get(&env, "CUDA_MPS_PIPE_DIRECTORY"), None);
         // Without the devices cgroup every GPU is visible: physical indices.
-        let env = environment(&[whole(3), whole(1)], false, spool);
+        let env = environment(&[GpuAlloc::whole(3), GpuAlloc::whole(1)], false, spool);
         assert_eq!(get(&env, "CUDA_VISIBLE_DEVICES"), Some("1,3"));
         assert!(environment(&[], true, spool).is_empty());
     }
 
     #[test]
     fn mps_env() {
-        let env = environment(&[mps(2, 25, 20480)], true, Path::new("/s"));
+        let env = environment(&[GpuAlloc::mps(2, 25, 20480)], true, Path::new("/s"));
         assert_eq!(get(&env, "CUDA_VISIBLE_DEVICES"), Some("0"));
         assert_eq!(get(&env, "SLURM_JOB_GPUS"), Some("2"));
         assert_eq!(
@@ -321,7 +302,7 @@ mod tests {
             get(&env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
             Some("0=20480M")
         );
-        let env = environment(&[mps(0, 100, 0)], true, Path::new("/s"));
+        let env = environment(&[GpuAlloc::mps(0, 100, 0)], true, Path::new("/s"));
         assert_eq!(get(&env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), None);
         let shard = GpuAlloc {
             index: 1,
@@ -341,32 +322,42 @@ mod tests {
     #[test]
     fn device_rules_deny_the_other_gpus() {
         let devs = [dev(0), dev(1), dev(2)];
-        let r = denied_devices(&devs, &[whole(1)]);
+        let r = denied_devices(&devs, &[GpuAlloc::whole(1)]);
         let s: Vec<String> = r.iter().map(|r| r.to_string()).collect();
         assert_eq!(s, ["c 195:0 rwm", "c 195:2 rwm"]);
         assert_eq!(denied_devices(&devs, &[]).len(), 3);
-        assert!(denied_devices(&devs, &[whole(0), whole(1), whole(2)]).is_empty());
+        assert!(denied_devices(
+            &devs,
+            &[GpuAlloc::whole(0), GpuAlloc::whole(1), GpuAlloc::whole(2)]
+        )
+        .is_empty());
     }
 
     #[test]
     fn bad_allocations_are_refused() {
         let devs = [dev(0), dev(1)];
-        assert!(check_allocs(&[whole(0), whole(1)], &devs).is_ok());
-        let e = check_allocs(&[whole(5)], &devs).unwrap_err();
+        assert!(check_allocs(&[GpuAlloc::whole(0), GpuAlloc::whole(1)], &devs).is_ok());
+        let e = check_allocs(&[GpuAlloc::whole(5)], &devs).unwrap_err();
         assert!(
             e.contains("GPU 5 is not one of this node's 2 GPU(s)"),
             "{e}"
         );
-        assert!(check_allocs(&[whole(0), whole(0)], &devs)
-            .unwrap_err()
-            .contains("twice"));
-        assert!(check_allocs(&[whole(0), mps(1, 50, 0)], &devs)
-            .unwrap_err()
-            .contains("either whole or shared"));
-        assert!(check_allocs(&[mps(0, 50, 0), mps(1, 50, 0)], &devs)
-            .unwrap_err()
-            .contains("MPS on one GPU"));
-        assert!(check_allocs(&[mps(0, 0, 0)], &devs)
+        assert!(
+            check_allocs(&[GpuAlloc::whole(0), GpuAlloc::whole(0)], &devs)
+                .unwrap_err()
+                .contains("twice")
+        );
+        assert!(
+            check_allocs(&[GpuAlloc::whole(0), GpuAlloc::mps(1, 50, 0)], &devs)
+                .unwrap_err()
+                .contains("either whole or shared")
+        );
+        assert!(
+            check_allocs(&[GpuAlloc::mps(0, 50, 0), GpuAlloc::mps(1, 50, 0)], &devs)
+                .unwrap_err()
+                .contains("MPS on one GPU")
+        );
+        assert!(check_allocs(&[GpuAlloc::mps(0, 0, 0)], &devs)
             .unwrap_err()
             .contains("0%"));
     }
@@ -396,12 +387,21 @@ mod tests {
                 ),
             ),
         ]);
-        assert_eq!(job_utilization(5, &[whole(0), whole(1)], &latest), Some(70));
+        assert_eq!(
+            job_utilization(5, &[GpuAlloc::whole(0), GpuAlloc::whole(1)], &latest),
+            Some(70)
+        );
         // On a shared GPU only the job's own processes count.
-        assert_eq!(job_utilization(5, &[mps(2, 50, 0)], &latest), Some(4));
-        assert_eq!(job_utilization(6, &[mps(2, 50, 0)], &latest), Some(0));
+        assert_eq!(
+            job_utilization(5, &[GpuAlloc::mps(2, 50, 0)], &latest),
+            Some(4)
+        );
+        assert_eq!(
+            job_utilization(6, &[GpuAlloc::mps(2, 50, 0)], &latest),
+            Some(0)
+        );
         assert_eq!(job_utilization(5, &[], &latest), None);
-        assert_eq!(job_utilization(5, &[whole(3)], &latest), None);
+        assert_eq!(job_utilization(5, &[GpuAlloc::whole(3)], &latest), None);
     }
 
     #[test]

@@ -19,7 +19,7 @@
 
 use gsched_proto::api::{paths, Ack, JobCompleteRequest, LaunchRequest};
 use gsched_proto::client::Client;
-use gsched_proto::gpu::{GpuAlloc, GpuShare};
+use gsched_proto::gpu::GpuAlloc;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -315,25 +315,6 @@ fn setup() -> Option<Node> {
     })
 }
 
-fn whole(i: u32) -> GpuAlloc {
-    GpuAlloc {
-        index: i,
-        share: None,
-    }
-}
-
-fn mps(i: u32, percent: u32, mem_mb: u64) -> GpuAlloc {
-    GpuAlloc {
-        index: i,
-        share: Some(GpuShare {
-            mem_mb,
-            percent,
-            shards: 0,
-            mps: true,
-        }),
-    }
-}
-
 /// A script that records the GPU variables and which GPU files it can open.
 fn probe(node: &Node, out: &str, extra: &str) -> String {
     let devs: Vec<String> = (0..3).map(|i| node.dev(i).display().to_string()).collect();
@@ -374,7 +355,7 @@ fn gpus_registered_isolated_shared_and_sampled() {
     );
 
     // A whole GPU: its variables, and only its device file opens (ENXIO: no driver).
-    node.launch(&node.request(1, &probe(&node, "job1.out", ""), vec![whole(1)]));
+    node.launch(&node.request(1, &probe(&node, "job1.out", ""), vec![GpuAlloc::whole(1)]));
     let out = node.work_file("job1.out");
     for want in [
         "CUDA_DEVICE_ORDER=PCI_BUS_ID",
@@ -420,12 +401,12 @@ fn gpus_registered_isolated_shared_and_sampled() {
     node.launch(&node.request(
         3,
         &probe(&node, "job3.out", &format!("echo END\n{}", hold("never"))),
-        vec![mps(2, 50, 20480)],
+        vec![GpuAlloc::mps(2, 50, 20480)],
     ));
     node.launch(&node.request(
         4,
         &probe(&node, "job4.out", &format!("echo END\n{}", hold("never"))),
-        vec![mps(2, 25, 0)],
+        vec![GpuAlloc::mps(2, 25, 0)],
     ));
     let out3 = node.work_file("job3.out");
     let out4 = node.work_file("job4.out");
@@ -534,7 +515,7 @@ fn gpus_registered_isolated_shared_and_sampled() {
     node.launch(&node.request(
         5,
         &probe(&node, "job5.out", &format!("echo END\n{}", hold("go5"))),
-        vec![mps(0, 100, 0)],
+        vec![GpuAlloc::mps(0, 100, 0)],
     ));
     node.work_file("job5.out");
     node.kill9();

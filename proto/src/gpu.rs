@@ -112,6 +112,26 @@ pub struct GpuAlloc {
     pub share: Option<GpuShare>,
 }
 
+impl GpuAlloc {
+    /// GPU `index`, whole and exclusive.
+    pub fn whole(index: u32) -> GpuAlloc {
+        GpuAlloc { index, share: None }
+    }
+
+    /// An MPS share of GPU `index`: `percent` of its compute and `mem_mb` of its memory.
+    pub fn mps(index: u32, percent: u32, mem_mb: u64) -> GpuAlloc {
+        GpuAlloc {
+            index,
+            share: Some(GpuShare {
+                mem_mb,
+                percent,
+                shards: 0,
+                mps: true,
+            }),
+        }
+    }
+}
+
 /// The part of a shared GPU a job holds (what gsnoded enforces through MPS).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GpuShare {

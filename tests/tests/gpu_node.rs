@@ -242,10 +242,7 @@ fn launch_gpu1_and_check(c: &TestCluster, fakes: &Fakes) {
         mem_mb: 10,
         node_index: 0,
         time_limit: None,
-        gpus: vec![GpuAlloc {
-            index: 1,
-            share: None,
-        }],
+        gpus: vec![GpuAlloc::whole(1)],
     };
     Client::new(format!("127.0.0.1:{}", c.node_port(0)), c.auth())
         .with_timeout(Duration::from_secs(10))

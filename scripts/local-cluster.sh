@@ -49,7 +49,8 @@ if [[ -s $CONF ]] && grep -q '^NodeName=' "$CONF"; then
 fi
 wanted_nodes() {
   local -a w
-  read -ra w <<<"${GSCHED_LOCAL_NODES//,/ }"
+  local names="${GSCHED_LOCAL_NODES:-}"
+  read -ra w <<<"${names//,/ }"
   ((${#w[@]})) || w=(n1 n2)
   NODES=("${w[@]}")
 }

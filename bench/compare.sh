@@ -12,7 +12,12 @@
 # MaxJobCount and MaxArraySize and no cgroup.conf (no cgroups), which favours it a little on
 # the end-to-end workloads; say so when quoting them.
 #
-#   bench/compare.sh [--gsched-only] [--quick] [--only W1,W2,...]
+#   bench/compare.sh [--gsched-only | --slurm-only] [--quick] [--only W1,W2,...]
+#
+# Each system's raw figures are kept in bench/results/compare/{gs,sl}.txt (with the date,
+# commit and sizes they were measured with); a run that measures one system only reports
+# the other from its file, and says so. The report replaces its own section of
+# bench/RESULTS.md and leaves the other sections alone.
 #
 # Workloads (names for --only):
 #   floor      N × /bin/true in a shell loop: the process-spawn floor of the loops below
@@ -35,13 +40,16 @@ shopt -s inherit_errexit
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SLURM_BENCH="${SLURM_BENCH:-$ROOT/../shared/bench/slurm}"
 OUT="${OUT:-$ROOT/bench/RESULTS.md}"
+RAW="${RAW:-$ROOT/bench/results/compare}"
 ARGS="$*"
 WITH_SLURM=1
+WITH_GSCHED=1
 ONLY=""
 QUICK=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --gsched-only) WITH_SLURM=0; shift ;;
+    --slurm-only) WITH_GSCHED=0; shift ;;
     --quick) QUICK=1; shift ;;
     --only) ONLY="$2"; shift 2 ;;
     --only=*) ONLY="${1#*=}"; shift ;;
@@ -185,7 +193,7 @@ w_query() {
     j="$WORK/q$lvl.json"
     hyperfine -N --warmup 2 --runs 10 --export-json "$j" \
       "squeue -h -o '%i %T'" "squeue -u $ME -t PD" >/dev/null 2>&1
-    python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; print(sys.argv[2], *(f"{x[\"median\"]*1000:.1f}" for x in r))' "$j" "$lvl"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; print(sys.argv[2], *("%.1f" % (x["median"]*1000) for x in r))' "$j" "$lvl"
   done
 }
 # memory: prints "IDLE_MIB FULL_MIB"
@@ -201,7 +209,7 @@ w_memory() {
 w_startup() {
   local j="$WORK/startup.json"
   hyperfine -N --warmup 5 --runs 50 --export-json "$j" 'sbatch --version' 'squeue' >/dev/null 2>&1
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; print(*(f"{x[\"median\"]*1000:.2f}" for x in r))' "$j"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; print(*("%.2f" % (x["median"]*1000) for x in r))' "$j"
 }
 
 # measure SYS: runs every wanted workload against SYS; sets R_<SYS>_<name>
@@ -231,14 +239,37 @@ measure() {
     esac
     printf -v "R_${s}_$w" '%s' "$v"
     say "$s: $w → $v"
+    save_raw "$s" "$w" "$v"
   done
   export PATH=$old_path
 }
 
+# save_raw SYS WORKLOAD VALUE: keeps the figure in $RAW/SYS.txt (replacing an older one)
+save_raw() {
+  local f="$RAW/$1.txt"
+  mkdir -p "$RAW"
+  touch "$f"
+  { grep -v "^$2 " "$f" || true; echo "$2 $3 # $(date -Is) $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) N=$N REPS=$REPS A=$A L=$L Q=$Q1/$Q2 M=$M"; } >"$f.new"
+  mv "$f.new" "$f"
+}
+# load_raw SYS: sets R_SYS_* from $RAW/SYS.txt for the workloads this run did not measure
+load_raw() {
+  local f="$RAW/$1.txt" w rest
+  [[ -s $f ]] || return 1
+  while read -r w rest; do
+    [[ -n $w ]] || continue
+    if [[ -z $(eval "echo \"\${R_${1}_$w:-}\"") ]]; then
+      printf -v "R_${1}_$w" '%s' "${rest%% # *}"
+      FROM_FILE+=("$1 $w: ${rest#* # }")
+    fi
+  done <"$f"
+}
+FROM_FILE=()
+
 if { wanted query || wanted startup; } && ! command -v hyperfine >/dev/null; then
   die "hyperfine is needed for the query and startup workloads (apt-get install hyperfine)"
 fi
-measure gs
+((WITH_GSCHED)) && measure gs
 SL_OK=0
 if ((WITH_SLURM)); then
   if [[ $(id -u) -ne 0 || ! -x $SLURM_BENCH/setup.sh ]]; then
@@ -275,11 +306,15 @@ key_of() {
     *) echo "${1:-0}" ;;
   esac
 }
+load_raw gs || true
+load_raw sl && SL_OK=1
+SL_VERSION=$(sinfo -V 2>/dev/null || echo "slurm 22.05")
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+SECTION="# gsched against Slurm, side by side"
 {
-  echo "# gsched against Slurm, side by side"
+  echo "$SECTION"
   echo
-  echo "$(date -Is) · $(uname -n) · $(getconf _NPROCESSORS_ONLN) CPUs · $(awk '/^MemTotal:/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) · gsched $commit (release)$( ((SL_OK)) && echo " · $(sinfo -V 2>/dev/null)") · N=$N, REPS=$REPS, A=$A, L=$L, Q=$Q1/$Q2, M=$M"
+  echo "$(date -Is) · $(uname -n) · $(getconf _NPROCESSORS_ONLN) CPUs · $(awk '/^MemTotal:/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) · gsched $commit (release)$( ((SL_OK)) && echo " · $SL_VERSION") · N=$N, REPS=$REPS, A=$A, L=$L, Q=$Q1/$Q2, M=$M"
   echo
   echo "| workload | gsched | Slurm | Slurm ÷ gsched |"
   echo "|---|---|---|---|"
@@ -292,6 +327,28 @@ commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo
   echo "Loops: median [min .. max] over REPS runs. array: the ratio is of the time until every task completed; query: of \`squeue -h -o '%i %T'\` at $Q1 held jobs; memory: of the RSS with $M held jobs. Command: \`bench/compare.sh $ARGS\`."
   echo "Targets (issue 12): held ≤ 1.6 × floor; latency median ≤ 20 ms; e2e ≥ 10 × Slurm; memory ≤ 1/3 of Slurm's; query ≤ 1/5 of Slurm's time."
-} | tee "$OUT.new"
+  if ((${#FROM_FILE[@]})); then
+    echo
+    echo "Figures not measured in this run, from $(basename "$RAW")/ (measured when and how the note says):"
+    printf -- '- %s\n' "${FROM_FILE[@]}"
+  fi
+} >"$WORK/section.md"
+cat "$WORK/section.md"
+# Replace this report's section of $OUT (from its heading to the next top-level heading),
+# or append it; the other sections stay as they are.
+touch "$OUT"
+python3 - "$OUT" "$WORK/section.md" "$SECTION" <<'PY'
+import sys
+out, new, head = sys.argv[1], open(sys.argv[2]).read().rstrip("\n") + "\n", sys.argv[3]
+lines = open(out).read().splitlines(keepends=True)
+start = next((i for i, l in enumerate(lines) if l.rstrip("\n") == head), None)
+if start is None:
+    text = "".join(lines).rstrip("\n") + ("\n\n" if lines else "") + new
+else:
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# ")), len(lines))
+    rest = "".join(lines[end:])
+    text = "".join(lines[:start]) + new + ("\n" + rest if rest else "")
+open(out + ".new", "w").write(text)
+PY
 mv "$OUT.new" "$OUT"
 say "written to $OUT"

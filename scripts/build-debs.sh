@@ -2,7 +2,7 @@
 # Builds gsched's Debian packages with cargo-deb (`cargo install cargo-deb`):
 #   gsched-controller  gsctld, its systemd unit, the Grafana dashboard
 #   gsched-node        gsnoded + gsstepd, their systemd unit
-#   gsched-client      the commands, man pages, gsched.conf(5), shell completions, an example config
+#   gsched-client      the commands and gssim, man pages, gsched.conf(5), shell completions, an example config
 #   gsched-slurm-compat  sbatch, squeue, scancel, sinfo, scontrol, sacct naming the commands
 # Usage: scripts/build-debs.sh [--out DIR] [--profile release|dev] [--no-build]
 #   --out DIR      where the .deb files go (default target/debian)

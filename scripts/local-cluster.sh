@@ -27,10 +27,13 @@
 #   GSCHED_LOCAL_CONF_EXTRA lines appended to the config (e.g. "FirstJobId=1000")
 #   GSCHED_LOCAL_BIN    take the binaries from this folder instead of building
 #                       (e.g. target/debug); implies GSCHED_NO_BUILD=1
+#   GSCHED_LOCAL_DIR    the cluster's folder instead of .local-cluster/ (a second cluster
+#                       beside the first, as tests/tests/local_cluster.rs starts one)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DIR="$ROOT/.local-cluster"
+DIR="${GSCHED_LOCAL_DIR:-$ROOT/.local-cluster}"
+case "$DIR" in /*) ;; *) DIR="$PWD/$DIR" ;; esac
 CONF="$DIR/gsched.conf"
 LOG="$DIR/log"
 RUN="$DIR/run"

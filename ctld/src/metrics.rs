@@ -368,7 +368,7 @@ impl Metrics {
         }
         // Highest priority still waiting, per partition: one walk over the jobs.
         let mut waiting: HashMap<&str, u32> = HashMap::new();
-        for o in st.jobs.values().map(|j| &j.info) {
+        for o in st.unfinished_jobs().map(|j| &j.info) {
             if o.state == JobState::Pending
                 && !o.held
                 && o.dependency.is_none()

@@ -151,7 +151,7 @@ async fn submit(
     // Stored with whatever else is being submitted (group commit); answered once committed.
     let (id, deferral) = sh
         .submits
-        .submit(Submission::Job(Box::new(req.spec)), who)
+        .submit(&sh, Submission::Job(Box::new(req.spec)), who)
         .await?;
     sh.metrics.submitted(1);
     // A held job cannot start anything; the periodic pass still sees it.
@@ -182,7 +182,7 @@ async fn submit_het(
     let n = 1 + req.het.len() as u64;
     let mut specs = vec![req.spec];
     specs.extend(req.het);
-    let (id, _) = sh.submits.submit(Submission::Het(specs), who).await?;
+    let (id, _) = sh.submits.submit(&sh, Submission::Het(specs), who).await?;
     sh.metrics.submitted(n);
     if !held {
         sh.wake.notify_one();

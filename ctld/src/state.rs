@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+mod active;
 mod admission;
 mod arrays;
 mod batch;
@@ -250,6 +251,8 @@ pub struct State {
     live: live_usage::LiveRt,
     /// Running and completing jobs by batch node, for the heartbeats' reconciliation.
     batch_index: BatchIndex,
+    /// The jobs not finished, for the passes (`state/active.rs`).
+    active: active::ActiveJobs,
 }
 
 /// Running and completing jobs by their batch node, rebuilt at most once a second: a
@@ -422,7 +425,9 @@ impl State {
             monitor: Default::default(),
             live: Default::default(),
             batch_index: BatchIndex::default(),
+            active: Default::default(),
         };
+        st.active.rebuild(&st.jobs, now);
         st.committed_state = st
             .jobs
             .values()
@@ -432,6 +437,12 @@ impl State {
         st.rebuild_arrays()?;
         st.usage.adopt_finished(st.jobs.values().map(|j| &j.info));
         Ok(st)
+    }
+
+    /// The jobs not finished (pending, running, suspended, completing), without walking the
+    /// finished ones still in memory.
+    pub fn unfinished_jobs(&self) -> impl Iterator<Item = &Job> + '_ {
+        self.active.jobs(&self.jobs)
     }
 
     /// Root, SlurmUser, `AdminUsers` and the controller's own user may act on everything.
@@ -497,6 +508,7 @@ impl State {
                 self.committed_state.remove(&id);
                 continue;
             };
+            self.active.note(id, cur);
             let prev = self.committed_state.insert(id, cur);
             if prev == Some(cur) {
                 continue;
@@ -627,6 +639,7 @@ impl State {
             .insert_job(id, JobState::Pending, info.user_id, &text)
             .map_err(internal)?;
         self.next_id = id + 1;
+        self.active.note(id, JobState::Pending);
         self.jobs.insert(
             id,
             Job {
@@ -1557,8 +1570,8 @@ impl State {
                 })
                 .collect(),
             running: self
-                .jobs
-                .values()
+                .active
+                .jobs(&self.jobs)
                 .filter(|j| matches!(j.info.state, JobState::Running | JobState::Completing))
                 .map(|j| RunningAlloc {
                     job_id: j.info.job_id,
@@ -1588,6 +1601,11 @@ impl State {
     /// One scheduling pass: time limits, node liveness, then the scheduler core's decisions.
     pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
         self.predict.pass_now = now;
+        // Once a second: forget old finished jobs, rebuild the set of unfinished ones.
+        if self.active.rebuild_due(now) {
+            self.purge(now);
+            self.active.rebuild(&self.jobs, now);
+        }
         let mut effects = Vec::new();
         let mut changed = Vec::new();
         let kill_wait = self.cfg.kill_wait;
@@ -1601,7 +1619,10 @@ impl State {
         // Hung and idle-GPU jobs: flag them, take the ladder's steps that are due.
         effects.extend(self.run_ladder(now));
         // Time limits and terminate retries.
-        for job in self.jobs.values_mut() {
+        for id in self.active.ids(&self.jobs) {
+            let Some(job) = self.jobs.get_mut(&id) else {
+                continue;
+            };
             match job.info.state {
                 JobState::Running => {
                     let (Some(start), Some(limit)) = (job.info.start_time, job.info.time_limit)
@@ -1670,8 +1691,8 @@ impl State {
         self.note_gpu_holds(&view);
         let throttled = self.throttled();
         let candidates: Vec<JobId> = self
-            .jobs
-            .values()
+            .active
+            .jobs(&self.jobs)
             // Held jobs keep the reason they were held with and cost the pass nothing.
             .filter(|j| {
                 j.info.state == JobState::Pending
@@ -1728,7 +1749,10 @@ impl State {
             .collect();
         let mut decisions = self.decide_priced(&view, &queue, now);
         self.reservation_decisions(&view, &mut decisions, &resv_jobs, now);
-        for j in self.jobs.values_mut() {
+        for id in self.active.ids(&self.jobs) {
+            let Some(j) = self.jobs.get_mut(&id) else {
+                continue;
+            };
             if j.info.state == JobState::Pending && !dep_blocked.contains_key(&j.info.job_id) {
                 j.info.expected_start = None;
                 j.info.sched_nodes.clear();
@@ -1886,7 +1910,6 @@ impl State {
             }
             return Vec::new();
         }
-        self.purge(now);
         effects
     }
 

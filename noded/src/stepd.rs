@@ -492,27 +492,19 @@ pub(crate) fn kill_leftovers() {
     let deadline = Instant::now() + CLEANUP_LIMIT;
     let mut killed = 0usize;
     loop {
+        // No child left means no descendant left: the usual case, a job whose processes all
+        // ended with its shell, costs no walk over /proc.
+        if !reap_children() {
+            break;
+        }
         let left = procfs::descendants(me);
         for &p in &left {
             if sys::send_signal(p, libc::SIGKILL).is_ok() {
                 killed += 1;
             }
         }
-        loop {
-            match nix::sys::wait::waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::StillAlive) => break,
-                Ok(_) | Err(Errno::EINTR) => {}
-                Err(Errno::ECHILD) => {
-                    if killed > 0 {
-                        log(&format!("killed {killed} leftover process(es) of the job"));
-                    }
-                    return;
-                }
-                Err(e) => {
-                    log(&format!("error: reaping leftovers: {e}"));
-                    return;
-                }
-            }
+        if !reap_children() {
+            break;
         }
         if Instant::now() >= deadline {
             log(&format!(
@@ -522,6 +514,24 @@ pub(crate) fn kill_leftovers() {
             return;
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+    if killed > 0 {
+        log(&format!("killed {killed} leftover process(es) of the job"));
+    }
+}
+
+/// Reaps every child that has ended; true while some child is still alive.
+fn reap_children() -> bool {
+    loop {
+        match nix::sys::wait::waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => return true,
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(Errno::ECHILD) => return false,
+            Err(e) => {
+                log(&format!("error: reaping leftovers: {e}"));
+                return false;
+            }
+        }
     }
 }
 

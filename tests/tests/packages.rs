@@ -127,7 +127,9 @@ fn debian_packages_build_install_and_purge() {
                 "/usr/bin/gsinfo",
                 "/usr/bin/gscontrol",
                 "/usr/bin/gsacct",
+                "/usr/bin/gssim",
                 "/usr/share/man/man1/gsbatch.1.gz",
+                "/usr/share/man/man1/gssim.1.gz",
                 "/usr/share/man/man5/gsched.conf.5.gz",
                 "/usr/share/bash-completion/completions/gsbatch",
                 "/usr/share/zsh/vendor-completions/_gsbatch",
@@ -211,6 +213,7 @@ fn debian_packages_build_install_and_purge() {
         let v = ok("/usr/bin/gsbatch", &["-V"]);
         assert!(v.starts_with("slurm "), "{v}");
         ok("/usr/sbin/gsctld", &["--help"]);
+        ok("/usr/bin/gssim", &["--help"]);
         ok("/usr/sbin/gsnoded", &["--help"]);
         // Slurm's names: refused beside a real Slurm client, else installed and working.
         let compat = deb("gsched-slurm-compat").display().to_string();

@@ -100,6 +100,7 @@ impl State {
         drop(rows);
         self.next_id = last;
         for info in jobs {
+            self.active.note(info.job_id, JobState::Pending);
             self.jobs.insert(
                 info.job_id,
                 Job {

@@ -86,6 +86,7 @@ impl State {
         self.store.insert_jobs(&rows, last).map_err(internal)?;
         self.next_id = last;
         for info in infos {
+            self.active.note(info.job_id, JobState::Pending);
             self.jobs.insert(
                 info.job_id,
                 Job {

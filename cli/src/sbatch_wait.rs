@@ -46,7 +46,13 @@ pub fn wait_for_job(prog: &str, client: &Client, id: JobId) -> Result<i32, Fail>
             ids: vec![id],
             ..JobFilter::default()
         };
-        let resp: Result<JobsResponse, _> = client.post(paths::JOBS_QUERY, &JobQuery { filter });
+        let resp: Result<JobsResponse, _> = client.post(
+            paths::JOBS_QUERY,
+            &JobQuery {
+                filter,
+                brief: true,
+            },
+        );
         match resp {
             Ok(r) => {
                 failures = 0;

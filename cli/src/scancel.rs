@@ -614,7 +614,13 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             ..Default::default()
         };
         let resp: JobsResponse = client
-            .post(paths::JOBS_QUERY, &JobQuery { filter })
+            .post(
+                paths::JOBS_QUERY,
+                &JobQuery {
+                    filter,
+                    brief: true,
+                },
+            )
             .map_err(|e| {
                 Fail::raw(
                     1,

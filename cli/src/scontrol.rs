@@ -219,7 +219,13 @@ impl Api for Remote {
         err_text(self.client.post(paths::JOBS_STEPS_QUERY, q))
     }
     fn jobs(&self, filter: JobFilter) -> Result<JobsResponse, String> {
-        err_text(self.client.post(paths::JOBS_QUERY, &JobQuery { filter }))
+        err_text(self.client.post(
+            paths::JOBS_QUERY,
+            &JobQuery {
+                filter,
+                brief: true,
+            },
+        ))
     }
     fn nodes(&self) -> Result<NodesResponse, String> {
         err_text(self.client.get(paths::NODES))

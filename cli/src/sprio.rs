@@ -360,6 +360,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             .post(
                 paths::JOBS_QUERY,
                 &JobQuery {
+                    brief: true,
                     filter: JobFilter {
                         states: vec![JobState::Pending],
                         ..JobFilter::default()

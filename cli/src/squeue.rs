@@ -1307,6 +1307,21 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             .collect();
         filter.array_tasks = ids.iter().filter_map(|&(id, k)| Some((id, k?))).collect();
     }
+    // What the controller can narrow by itself, so that finished jobs still in memory
+    // (MinJobAge) and other users' jobs do not travel: the default states (unfinished) and
+    // `-u`, when no job is named (a named job must come back to tell "unknown id" from
+    // "filtered out"). The filters of `render` still apply in full.
+    if p.filters.jobs.is_none() {
+        if p.filters.states.is_none() {
+            filter.states = JobState::ALL
+                .into_iter()
+                .filter(|s| !s.is_terminal())
+                .collect();
+        }
+        if let Some(u) = &p.filters.users {
+            filter.user_ids = u.clone();
+        }
+    }
     let single = p
         .filters
         .jobs
@@ -1320,6 +1335,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             paths::JOBS_QUERY,
             &JobQuery {
                 filter: filter.clone(),
+                brief: true,
             },
         );
         match resp {

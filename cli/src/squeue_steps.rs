@@ -269,6 +269,7 @@ pub fn run(
     };
     let r: StepsResponse = client.post(paths::JOBS_STEPS_QUERY, &q).map_err(fail)?;
     let jq = JobQuery {
+        brief: true,
         filter: JobFilter {
             ids: jobs.to_vec(),
             user_ids: users.to_vec(),

@@ -665,6 +665,7 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
             .post(
                 gsched_proto::api::paths::JOBS_QUERY,
                 &gsched_proto::api::JobQuery {
+                    brief: true,
                     filter: gsched_proto::api::JobFilter {
                         ids: vec![job_id],
                         ..Default::default()

@@ -561,7 +561,13 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         }
     }
     let jobs: JobsResponse = client
-        .post(paths::JOBS_QUERY, &JobQuery { filter })
+        .post(
+            paths::JOBS_QUERY,
+            &JobQuery {
+                filter,
+                brief: true,
+            },
+        )
         .map_err(api_err)?;
     let running: Vec<u32> = jobs
         .jobs

@@ -214,7 +214,7 @@ async fn query(
     Body(mut q): Body<JobQuery>,
 ) -> Json<JobsResponse> {
     let jobs = if restrict_private_jobs(&sh, &who, &mut q.filter) {
-        sh.lock().query(&q.filter)
+        sh.lock().query(&q.filter, q.brief)
     } else {
         Vec::new()
     };

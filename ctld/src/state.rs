@@ -912,24 +912,38 @@ impl State {
     }
 
     /// Jobs matching a filter, in id order.
-    pub fn query(&self, filter: &JobFilter) -> Vec<JobInfo> {
+    /// Jobs matching a filter, in id order; `brief`: without their scripts and environments.
+    pub fn query(&mut self, filter: &JobFilter, brief: bool) -> Vec<JobInfo> {
         let named = filter.ids.len() + filter.array_tasks.len();
-        if named > 0 && named < 64 {
-            return self
-                .resolve_ids(&filter.ids, &filter.array_tasks)
-                .iter()
-                .filter_map(|id| self.jobs.get(id))
-                .map(|j| &j.info)
-                .filter(|i| filter.matches(i))
-                .cloned()
-                .collect();
+        let ids: Vec<JobId> = if named > 0 && named < 64 {
+            self.resolve_ids(&filter.ids, &filter.array_tasks)
+                .into_iter()
+                .filter(|id| self.jobs.get(id).is_some_and(|j| filter.matches(&j.info)))
+                .collect()
+        } else {
+            self.jobs
+                .values()
+                .filter(|j| filter.matches(&j.info))
+                .map(|j| j.info.job_id)
+                .collect()
+        };
+        let mut out = Vec::with_capacity(ids.len());
+        for id in &ids {
+            let Some(j) = self.jobs.get_mut(id) else {
+                continue;
+            };
+            if !brief {
+                out.push(j.info.clone());
+                continue;
+            }
+            // Not copied at all: moved out for the clone and back.
+            let script = std::mem::take(&mut j.info.spec.script);
+            let env = std::mem::take(&mut j.info.spec.environment);
+            out.push(j.info.clone());
+            j.info.spec.script = script;
+            j.info.spec.environment = env;
         }
-        self.jobs
-            .values()
-            .map(|j| &j.info)
-            .filter(|i| filter.matches(i))
-            .cloned()
-            .collect()
+        out
     }
 
     fn check_owner(&self, job: &JobInfo, who: &Identity) -> Result<(), ApiError> {
@@ -1156,10 +1170,11 @@ impl State {
         let mut kill = Vec::new();
         let kill_default = self.cfg.scheduler.params.kill_invalid_depend;
         let jobs = &self.jobs;
+        let unfinished = &self.active;
         // Singleton: the lowest pending id of each (user, name) and every active job block
         // the others.
         let mut singleton_owner: HashMap<(u32, &str), JobId> = HashMap::new();
-        for j in jobs.values() {
+        for j in unfinished.jobs(jobs) {
             let active = matches!(j.info.state, JobState::Running | JobState::Completing);
             let waiting = j.info.state == JobState::Pending && !j.info.held;
             if active || waiting {
@@ -1173,7 +1188,7 @@ impl State {
                     .or_insert(if active { 0 } else { j.info.job_id });
             }
         }
-        for j in jobs.values() {
+        for j in unfinished.jobs(jobs) {
             if j.info.state != JobState::Pending || j.info.held {
                 continue;
             }
@@ -1517,7 +1532,7 @@ impl State {
     fn node_alloc(&self) -> (Vec<u32>, Vec<u64>) {
         let mut cpus = vec![0u32; self.nodes.len()];
         let mut mem = vec![0u64; self.nodes.len()];
-        for j in self.jobs.values() {
+        for j in self.active.jobs(&self.jobs) {
             if !matches!(j.info.state, JobState::Running | JobState::Completing) {
                 continue;
             }

@@ -452,6 +452,11 @@ impl HistoryQuery {
 pub struct JobQuery {
     #[serde(default)]
     pub filter: JobFilter,
+    /// Leave out each job's batch script and environment (`spec.script` and
+    /// `spec.environment` come back empty): what a listing needs (gsqueue, gscancel), at a
+    /// fraction of the size. Without it every job carries both, a few KiB each.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub brief: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]

@@ -791,6 +791,7 @@ impl TestCluster {
                 ids: vec![id],
                 ..Default::default()
             },
+            brief: false,
         };
         let r: JobsResponse = self.client().post(paths::JOBS_QUERY, &q)?;
         Ok(r.jobs.into_iter().find(|j| j.job_id == id))

@@ -68,3 +68,101 @@ impl ActiveJobs {
             .filter(|j| !j.info.state.is_terminal())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{ended, register_all, spec, state, ROOT};
+    use super::super::State;
+    use gsched_proto::api::JobFilter;
+    use gsched_proto::job::{JobId, JobSpec, JobState};
+
+    fn run_to_end(st: &mut State, id: JobId, t: i64) {
+        let node = st.jobs[&id].info.nodes[0].clone();
+        let start = st.jobs[&id].info.start_time.unwrap();
+        st.complete(&ended(id, node, start, t), t).unwrap();
+        assert!(st.jobs[&id].info.state.is_terminal());
+    }
+
+    #[test]
+    fn passes_walk_unfinished_jobs_and_requeued_ones_come_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        let a = st.submit(spec(1), ROOT, 1000).unwrap();
+        let b = st.submit(spec(1), ROOT, 1000).unwrap();
+        // Submitted jobs are in the set before any pass.
+        assert_eq!(st.active.ids(&st.jobs), vec![a, b]);
+        st.schedule(1001);
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        run_to_end(&mut st, a, 1002);
+        // The next walk drops the finished job; the job stays queryable until MinJobAge.
+        assert_eq!(st.active.ids(&st.jobs), vec![b]);
+        assert!(st.jobs.contains_key(&a));
+        // A requeue of the finished job puts it back without waiting for a rebuild, and it
+        // starts once eligible again.
+        st.requeue(&[a], ROOT, 1002).unwrap();
+        assert_eq!(st.jobs[&a].info.state, JobState::Pending);
+        assert!(st.active.ids(&st.jobs).contains(&a));
+        let eligible = st.jobs[&a].info.eligible_time.unwrap();
+        st.schedule(eligible);
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        // Old finished jobs are forgotten by the once-a-second purge.
+        run_to_end(&mut st, a, eligible + 1);
+        run_to_end(&mut st, b, eligible + 1);
+        st.schedule(eligible + 1 + st.cfg.min_job_age as i64 + 2);
+        assert!(!st.jobs.contains_key(&a) && !st.jobs.contains_key(&b));
+        assert!(st.active.ids(&st.jobs).is_empty());
+    }
+
+    #[test]
+    fn a_missed_transition_is_caught_by_the_rebuild_within_a_second() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        let a = st.submit(spec(1), ROOT, 1000).unwrap();
+        st.schedule(1001);
+        run_to_end(&mut st, a, 1002);
+        assert!(st.active.ids(&st.jobs).is_empty());
+        // A transition back to pending that bypasses the store (none should): the pass of
+        // the next second rebuilds the set and starts the job.
+        st.jobs.get_mut(&a).unwrap().info.state = JobState::Pending;
+        st.jobs.get_mut(&a).unwrap().info.nodes.clear();
+        st.jobs.get_mut(&a).unwrap().info.start_time = None;
+        st.schedule(1003);
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+    }
+
+    #[test]
+    fn brief_queries_leave_out_scripts_and_environments() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        let a = st
+            .submit(
+                JobSpec {
+                    environment: vec![("SECRETISH".into(), "x".repeat(4000))],
+                    ..spec(1)
+                },
+                ROOT,
+                1000,
+            )
+            .unwrap();
+        let all = JobFilter::default();
+        let full = st.query(&all, false);
+        assert_eq!(full[0].spec.environment.len(), 1);
+        assert!(full[0].spec.script.contains("true"));
+        let brief = st.query(&all, true);
+        assert!(brief[0].spec.environment.is_empty() && brief[0].spec.script.is_empty());
+        assert_eq!(brief[0].job_id, a);
+        assert_eq!(brief[0].name, full[0].name);
+        // The stored job keeps both.
+        assert_eq!(st.jobs[&a].info.spec.environment.len(), 1);
+        assert!(st.jobs[&a].info.spec.script.contains("true"));
+        // By id, the same.
+        let one = JobFilter {
+            ids: vec![a],
+            ..JobFilter::default()
+        };
+        assert!(st.query(&one, true)[0].spec.environment.is_empty());
+        assert_eq!(st.query(&one, false)[0].spec.environment.len(), 1);
+    }
+}

@@ -294,7 +294,7 @@ mod tests {
             ids: vec![n],
             ..JobFilter::default()
         };
-        assert_eq!(st.query(&f).len(), 5);
+        assert_eq!(st.query(&f, false).len(), 5);
         // Bad specifications and indices past MaxArraySize.
         for bad in ["x", "0-1001", "3-1", "0-4:0"] {
             let e = st.submit(array_spec(bad), ROOT, 1000).unwrap_err();

@@ -111,7 +111,7 @@ impl State {
                     .collect()
             })
             .collect();
-        for j in self.jobs.values() {
+        for j in self.active.jobs(&self.jobs) {
             if !matches!(j.info.state, JobState::Running | JobState::Completing) {
                 continue;
             }

@@ -142,7 +142,7 @@ impl State {
         dep_blocked: &HashMap<JobId, Reason>,
     ) -> HashMap<JobId, Reason> {
         let mut out = HashMap::new();
-        for j in self.jobs.values() {
+        for j in self.active.jobs(&self.jobs) {
             let Some(h) = j.info.het.filter(|h| h.offset == 0) else {
                 continue;
             };
@@ -191,7 +191,7 @@ impl State {
     /// queue. Returns the jobs changed (to persist).
     pub(super) fn het_follow_leaders(&mut self, now: i64) -> Vec<JobId> {
         let mut follow: Vec<(JobId, JobInfo)> = Vec::new();
-        for j in self.jobs.values() {
+        for j in self.active.jobs(&self.jobs) {
             let Some(h) = j.info.het.filter(|h| h.offset > 0) else {
                 continue;
             };

@@ -206,8 +206,8 @@ impl State {
         }
         // MaxSubmitJobsPerUser (QOS) and MaxSubmitJobs (association).
         let active = |f: &dyn Fn(&JobInfo) -> bool| -> u32 {
-            self.jobs
-                .values()
+            self.active
+                .jobs(&self.jobs)
                 .filter(|j| {
                     !j.info.state.is_terminal()
                         && j.info.user_id == uid
@@ -261,7 +261,7 @@ impl State {
         // What runs now, per (qos, user) and per (account, user).
         let mut qos_jobs: HashMap<(&str, u32), (u64, u64)> = HashMap::new();
         let mut assoc_jobs: HashMap<(&str, u32), u64> = HashMap::new();
-        for j in self.jobs.values() {
+        for j in self.active.jobs(&self.jobs) {
             if !matches!(j.info.state, JobState::Running | JobState::Completing) {
                 continue;
             }

@@ -322,7 +322,10 @@ impl State {
     /// DEADLINE, reason DeadLine), as Slurm does when `start > deadline - time[-min]`.
     pub(super) fn deadline_pass(&mut self, now: i64) {
         let mut gone = Vec::new();
-        for j in self.jobs.values_mut() {
+        for id in self.active.ids(&self.jobs) {
+            let Some(j) = self.jobs.get_mut(&id) else {
+                continue;
+            };
             if j.info.state != JobState::Pending {
                 continue;
             }

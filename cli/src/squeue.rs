@@ -1312,11 +1312,21 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
     // `-u`, when no job is named (a named job must come back to tell "unknown id" from
     // "filtered out"). The filters of `render` still apply in full.
     if p.filters.jobs.is_none() {
-        if p.filters.states.is_none() {
-            filter.states = JobState::ALL
-                .into_iter()
-                .filter(|s| !s.is_terminal())
-                .collect();
+        match &p.filters.states {
+            None => {
+                filter.states = JobState::ALL
+                    .into_iter()
+                    .filter(|s| !s.is_terminal())
+                    .collect();
+            }
+            Some(None) => {}
+            Some(Some(list)) => {
+                filter.states = list.clone();
+                // A suspended job is a running one with a flag.
+                if p.filters.suspended && !list.contains(&JobState::Running) {
+                    filter.states.push(JobState::Running);
+                }
+            }
         }
         if let Some(u) = &p.filters.users {
             filter.user_ids = u.clone();

@@ -13,6 +13,7 @@
 # the end-to-end workloads; say so when quoting them.
 #
 #   bench/compare.sh [--gsched-only | --slurm-only] [--quick] [--only W1,W2,...]
+#   bench/compare.sh --report     only rewrites the report from the kept figures
 #
 # Each system's raw figures are kept in bench/results/compare/{gs,sl}.txt (with the date,
 # commit and sizes they were measured with); a run that measures one system only reports
@@ -50,6 +51,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --gsched-only) WITH_SLURM=0; shift ;;
     --slurm-only) WITH_GSCHED=0; shift ;;
+    --report) WITH_GSCHED=0; WITH_SLURM=0; shift ;;
     --quick) QUICK=1; shift ;;
     --only) ONLY="$2"; shift 2 ;;
     --only=*) ONLY="${1#*=}"; shift ;;
@@ -319,7 +321,8 @@ SECTION="# gsched against Slurm, side by side"
   echo "| workload | gsched | Slurm | Slurm ÷ gsched |"
   echo "|---|---|---|---|"
   for w in "${WORKLOADS[@]}"; do
-    wanted "$w" || continue
+    # Every workload with a figure for either system (this run's or its file's).
+    [[ -n $(eval "echo \"\${R_gs_$w:-}\${R_sl_$w:-}\"") ]] || continue
     r=""
     ((SL_OK)) && r=$(ratio "$(key_of "$w" sl)" "$(key_of "$w" gs)")
     echo "| $w | $(cell "$w" gs) | $(cell "$w" sl) | $r |"

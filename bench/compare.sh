@@ -339,19 +339,6 @@ SECTION="# gsched against Slurm, side by side"
 cat "$WORK/section.md"
 # Replace this report's section of $OUT (from its heading to the next top-level heading),
 # or append it; the other sections stay as they are.
-touch "$OUT"
-python3 - "$OUT" "$WORK/section.md" "$SECTION" <<'PY'
-import sys
-out, new, head = sys.argv[1], open(sys.argv[2]).read().rstrip("\n") + "\n", sys.argv[3]
-lines = open(out).read().splitlines(keepends=True)
-start = next((i for i, l in enumerate(lines) if l.rstrip("\n") == head), None)
-if start is None:
-    text = "".join(lines).rstrip("\n") + ("\n\n" if lines else "") + new
-else:
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# ")), len(lines))
-    rest = "".join(lines[end:])
-    text = "".join(lines[:start]) + new + ("\n" + rest if rest else "")
-open(out + ".new", "w").write(text)
-PY
+python3 "$ROOT/bench/replace-section.py" "$OUT" "$WORK/section.md" "$SECTION"
 mv "$OUT.new" "$OUT"
 say "written to $OUT"

@@ -274,5 +274,10 @@ commit=$(git -C "$GS_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo
   echo "Loops: median [min .. max] over $REPS repetitions. Latency: median (p90, min, max) over $LAT_JOBS jobs submitted one at a time on an idle cluster, $GAP s plus a random 0-0.5 s after the previous one left the queue (Slurm starts batch jobs from a periodic pass, so its figure depends on that gap)."
   echo "Targets: (a) ≤ 1.6 × floor; (d) median < 20 ms. Command: \`bench/submit.sh$( ((WITH_SLURM)) && echo " --with-slurm")\`."
-} | tee "$OUT"
+} >"$OUT.section"
+cat "$OUT.section"
+# Only this script's section of the shared results file is replaced.
+python3 "$GS_ROOT/bench/replace-section.py" "$OUT" "$OUT.section" "# gsched submission benchmark"
+rm -f "$OUT.section"
+mv "$OUT.new" "$OUT"
 say "written to $OUT"

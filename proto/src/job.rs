@@ -234,27 +234,32 @@ pub struct JobSpec {
     /// The whole batch script, starting with `#!`.
     pub script: String,
     /// Arguments after the script file (`$1...`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub argv: Vec<String>,
     /// Absolute working directory of the batch script.
     pub work_dir: String,
     /// `-o` pattern, unexpanded; `None` means `slurm-%j.out`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdout: Option<String>,
     /// `-e` pattern, unexpanded; `None` means the same file as stdout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stderr: Option<String>,
     /// `-i` pattern; `None` means `/dev/null`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdin: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_mode: Option<OpenMode>,
     /// The environment the job starts with (already filtered per `--export`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub environment: Vec<(String, String)>,
     /// The `--export` value as given (`SLURM_EXPORT_ENV`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<String>,
     /// Requested partitions, in order; empty means the default partition.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<String>,
     /// Minutes; `None` = partition default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<u32>,
     /// `-t` given as UNLIMITED/0/INFINITE.
     #[serde(default)]
@@ -264,13 +269,18 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_min: Option<u32>,
     /// `-N`; `None` = computed (1 unless tasks need more).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<u32>,
     /// `-n`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ntasks: Option<u32>,
     /// `-c`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus_per_task: Option<u32>,
     /// `--ntasks-per-node`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ntasks_per_node: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem: Option<MemRequest>,
     /// `-H`.
     #[serde(default)]
@@ -283,21 +293,21 @@ pub struct JobSpec {
     #[serde(default)]
     pub command: String,
     /// `--uid`/`--gid` (root or SlurmUser only): submit on behalf of this user.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_as_uid: Option<u32>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_as_gid: Option<u32>,
     /// `-d/--dependency` as given (`SLURM_JOB_DEPENDENCY`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependency: Option<String>,
     /// `--kill-on-invalid-dep=yes|no`; `None` = `kill_invalid_depend` of SchedulerParameters.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kill_on_invalid_dep: Option<bool>,
     /// `-b/--begin`, already resolved to epoch seconds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub begin_time: Option<i64>,
     /// `--requeue` (`Some(true)`) / `--no-requeue` (`Some(false)`); `None` = `JobRequeue`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requeue: Option<bool>,
     /// `-a/--array` as given (`0-15:4%2`); see [`crate::array::parse`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -448,10 +458,14 @@ pub struct JobInfo {
     pub partition: String,
     pub priority: u32,
     /// Resolved limit in minutes; `None` = UNLIMITED.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<u32>,
     pub submit_time: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eligible_time: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<i64>,
     /// Number of nodes requested (pending) or allocated (running/finished).
     pub num_nodes: u32,
@@ -461,26 +475,29 @@ pub struct JobInfo {
     /// Memory per node in MiB (requested, or resolved from `--mem-per-cpu`).
     pub mem_per_node_mb: u64,
     /// Allocated nodes in order; empty while pending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
     /// CPUs allocated on each node of `nodes`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpus_per_node: Vec<u32>,
     /// Exit code of the batch script (0..=255).
     pub exit_code: i32,
     /// Signal that ended the batch script, 0 if none.
     pub exit_signal: i32,
     /// Uid that cancelled the job (`CANCELLED by N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled_by: Option<u32>,
     pub held: bool,
     /// For a pending job: when the scheduler expects it to start (`squeue --start`,
     /// `StartTime=`), if it can tell.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_start: Option<i64>,
     /// For a pending job: the nodes it is expected to start on (`%Y`, `SchedNodes`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sched_nodes: Vec<String>,
     /// The dependency still to be satisfied (`Dependency=`, squeue `%E`); `None` once
     /// satisfied or when there was none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependency: Option<String>,
     /// Whether the job may be requeued (`Requeue=`).
     #[serde(default = "yes")]

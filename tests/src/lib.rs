@@ -21,6 +21,7 @@
 pub mod bins;
 pub mod cgroup_v1;
 pub mod cluster;
+pub mod crash_check;
 pub mod gpu_fakes;
 pub mod munge;
 pub mod ports;

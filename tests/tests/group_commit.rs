@@ -5,9 +5,8 @@
 //! exactly once (each run appends its id to one file). A submission whose answer was lost in
 //! the crash may or may not exist; gsbatch does not retry, so no duplicate comes from it.
 
-use gsched_proto::job::JobState;
+use gsched_tests::crash_check::{check_after_crash, restart_ctld_when};
 use gsched_tests::{ClusterOpts, TestCluster};
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -59,13 +58,9 @@ fn kill_9_during_concurrent_gsbatch_loses_no_acknowledged_job() {
                 }
             });
         }
-        let deadline = Instant::now() + Duration::from_secs(300);
-        while acked.lock().unwrap().len() < KILL_AFTER && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        c.kill_ctld();
-        std::thread::sleep(Duration::from_millis(300));
-        c.start_ctld();
+        restart_ctld_when(&c, Duration::from_secs(300), || {
+            acked.lock().unwrap().len() >= KILL_AFTER
+        });
     });
     let acked = acked.into_inner().unwrap();
     let odd = odd.into_inner().unwrap();
@@ -81,41 +76,8 @@ fn kill_9_during_concurrent_gsbatch_loses_no_acknowledged_job() {
         "every submission was acknowledged: the kill came too late to test anything"
     );
 
-    let ack_set: BTreeSet<u32> = acked.iter().copied().collect();
-    assert_eq!(ack_set.len(), acked.len(), "an id was printed twice");
-
-    // Every job ends; every acknowledged one exists and completed.
-    let done = c.poll(Duration::from_secs(300), || {
-        c.jobs().iter().all(|j| j.state.is_terminal()).then_some(())
-    });
-    assert!(done.is_some(), "{}", c.failure("jobs not finished"));
-    let held: BTreeMap<u32, JobState> = c.jobs().iter().map(|j| (j.job_id, j.state)).collect();
-    let lost: Vec<&u32> = ack_set.iter().filter(|id| !held.contains_key(id)).collect();
-    assert!(lost.is_empty(), "acknowledged but lost: {lost:?}");
-    let not_completed: Vec<_> = held
-        .iter()
-        .filter(|(_, s)| **s != JobState::Completed)
-        .collect();
-    assert!(not_completed.is_empty(), "{not_completed:?}");
-
-    // Every job ran exactly once, and only jobs the controller holds ran.
-    let mut runs: BTreeMap<u32, usize> = BTreeMap::new();
-    for l in c.read_work_file("runs.log").lines() {
-        let id: u32 = l
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("bad line {l:?}"));
-        *runs.entry(id).or_default() += 1;
-    }
-    let twice: Vec<_> = runs.iter().filter(|(_, n)| **n != 1).collect();
-    assert!(twice.is_empty(), "jobs that ran more than once: {twice:?}");
-    let never: Vec<&u32> = held.keys().filter(|id| !runs.contains_key(id)).collect();
-    assert!(never.is_empty(), "jobs that never ran: {never:?}");
-    let unknown: Vec<&u32> = runs.keys().filter(|id| !held.contains_key(id)).collect();
-    assert!(
-        unknown.is_empty(),
-        "runs of jobs the controller does not hold: {unknown:?}"
-    );
+    // Every acknowledged job exists, completed and ran exactly once.
+    let held = check_after_crash(&c, &acked).held;
     println!(
         "GROUP-COMMIT-RESULT attempts={TOTAL} acked={} refused={refused} stored={} secs={:.1}",
         acked.len(),

@@ -1087,6 +1087,20 @@ pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> String {
     render_with_steps(p, resp, &[], cluster)
 }
 
+/// The jobs of an answer in id order, array tasks collapsed into their array's line unless
+/// `--array` (with the index ranges of the collapsed ones).
+fn listed_jobs(
+    p: &Params,
+    resp: &JobsResponse,
+) -> (Vec<JobInfo>, HashMap<gsched_proto::job::JobId, String>) {
+    let mut jobs = resp.jobs.clone();
+    jobs.sort_by_key(|j| j.job_id);
+    if p.expand_arrays {
+        (jobs, HashMap::new())
+    } else {
+        arrays::collapse(jobs)
+    }
+}
 /// The whole output for the jobs the controller returned and their `gsrun` steps.
 pub fn render_with_steps(
     p: &Params,
@@ -1094,13 +1108,7 @@ pub fn render_with_steps(
     steps: &[StepInfo],
     cluster: &str,
 ) -> String {
-    let mut jobs = resp.jobs.clone();
-    jobs.sort_by_key(|j| j.job_id);
-    let (jobs, ranges) = if p.expand_arrays {
-        (jobs, HashMap::new())
-    } else {
-        arrays::collapse(jobs)
-    };
+    let (jobs, ranges) = listed_jobs(p, resp);
     let steps_of = steps;
     let mut out = String::new();
     if p.batch_script {
@@ -1370,13 +1378,7 @@ pub fn json_jobs(
     steps: &[StepInfo],
     cluster: &str,
 ) -> crate::slurm_json::Data {
-    let mut jobs = resp.jobs.clone();
-    jobs.sort_by_key(|j| j.job_id);
-    let (jobs, ranges) = if p.expand_arrays {
-        (jobs, HashMap::new())
-    } else {
-        arrays::collapse(jobs)
-    };
+    let (jobs, ranges) = listed_jobs(p, resp);
     let records = jobs
         .iter()
         .map(|j| {

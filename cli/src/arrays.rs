@@ -39,13 +39,11 @@ pub fn collapse(jobs: Vec<JobInfo>) -> (Vec<JobInfo>, HashMap<JobId, String>) {
             drop[i] = i != first;
         }
     }
-    let out = jobs
-        .into_iter()
-        .zip(drop)
-        .filter(|(_, d)| !d)
-        .map(|(j, _)| j)
-        .collect();
-    (out, ranges)
+    // In place: a record is large, and most are kept.
+    let mut jobs = jobs;
+    let mut flags = drop.into_iter();
+    jobs.retain(|_| !flags.next().unwrap_or(false));
+    (jobs, ranges)
 }
 
 /// `%i` (JobArrayId): `N_[range]` for a collapsed record, `N_K` for a task, else `N`.

@@ -365,12 +365,13 @@ pub fn sort_keys(spec: &str, marks: &[char]) -> Vec<(char, Option<char>)> {
         .collect()
 }
 
-/// A stable sort by `key`, descending with `rev`.
+/// A stable sort by `key`, descending with `rev`. Each key is computed once (the keys of
+/// listings are often cloned strings).
 pub fn sort_by<T, K: Ord>(v: &mut [T], rev: bool, key: impl Fn(&T) -> K) {
     if rev {
-        v.sort_by_key(|x| std::cmp::Reverse(key(x)));
+        v.sort_by_cached_key(|x| std::cmp::Reverse(key(x)));
     } else {
-        v.sort_by_key(key);
+        v.sort_by_cached_key(key);
     }
 }
 

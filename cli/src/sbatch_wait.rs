@@ -51,6 +51,7 @@ pub fn wait_for_job(prog: &str, client: &Client, id: JobId) -> Result<i32, Fail>
             &JobQuery {
                 filter,
                 brief: true,
+                fields: Vec::new(),
             },
         );
         match resp {

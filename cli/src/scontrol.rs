@@ -224,6 +224,7 @@ impl Api for Remote {
             &JobQuery {
                 filter,
                 brief: true,
+                fields: Vec::new(),
             },
         ))
     }

@@ -361,6 +361,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
                 paths::JOBS_QUERY,
                 &JobQuery {
                     brief: true,
+                    fields: Vec::new(),
                     filter: JobFilter {
                         states: vec![JobState::Pending],
                         ..JobFilter::default()
@@ -461,7 +462,7 @@ mod tests {
             suspended_since: None,
             suspended_secs: 0,
             invalid: None,
-            spec: JobSpec::default(),
+            spec: Box::new(JobSpec::default()),
         }
     }
 

@@ -740,6 +740,153 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
     (v, true)
 }
 
+/// The job fields (`JobQuery::fields`) a format field reads; `None` = the whole record.
+fn fields_of(kind: F) -> Option<&'static [&'static str]> {
+    const RUN: &[&str] = &["start_time", "end_time"];
+    Some(match kind {
+        F::Dependency => &["dependency"],
+        F::Comment => &["spec.comment"],
+        F::Account => &["spec.account"],
+        F::Nice => &["spec.nice"],
+        F::Features => &["spec.constraint"],
+        F::Qos => &["spec.qos"],
+        F::Reservation => &["spec.reservation"],
+        F::TresPerNode | F::TresPerJob | F::TresPerTask | F::CpusPerTres | F::MemPerTres => {
+            &["spec.gpu"]
+        }
+        F::BatchHost | F::NodeList => &["nodes"],
+        F::MinCpus => &["spec"],
+        F::NumCpus | F::MaxCpus => &["num_cpus"],
+        F::NumNodes | F::MaxNodes => &["num_nodes"],
+        F::EndTime => &["time_limit", "start_time", "end_time"],
+        F::GroupName => &["group_name", "group_id"],
+        F::GroupId => &["group_id"],
+        F::OverSubscribe => &["spec.exclusive"],
+        F::Name => &["name"],
+        F::TimeLimit => &["time_limit"],
+        F::TimeLeft => &["time_limit", "start_time", "end_time"],
+        F::MinMemory => &["spec.mem", "mem_per_node_mb"],
+        F::TimeUsed => RUN,
+        F::ReqNodes => &["spec.nodelist"],
+        F::ExcNodes => &["spec.exclude"],
+        F::Command => &["spec.command"],
+        F::RestartCnt => &["restarts"],
+        F::Requeue => &["requeue"],
+        F::DerivedEc | F::ExitCode => &["exit_code", "exit_signal"],
+        F::TresAlloc => return None,
+        F::Priority | F::PriorityLong => &["priority"],
+        F::Partition => &["partition"],
+        F::Reason => &["reason"],
+        F::ReasonList => &["reason", "nodes"],
+        F::StartTime => &["start_time", "expected_start"],
+        F::UserName => &["user_name", "user_id"],
+        F::UserId => &["user_id"],
+        F::SubmitTime => &["submit_time"],
+        F::SchedNodes => &["sched_nodes"],
+        F::WorkDir => &["spec.work_dir"],
+        F::NumTasks => &["num_tasks"],
+        F::CpusPerTask => &["spec.cpus_per_task"],
+        F::EligibleTime | F::AccrueTime => &["eligible_time"],
+        F::StdOut => &["spec.stdout", "spec.work_dir"],
+        F::StdErr => &["spec.stderr", "spec.stdout", "spec.work_dir"],
+        F::StdIn => &["spec.stdin"],
+        F::PendingTime => &["start_time", "submit_time"],
+        F::MinTime => &["spec.time_min"],
+        F::Deadline => &["spec.deadline"],
+        F::LastSchedEval => &["start_time", "eligible_time", "submit_time"],
+        F::NtPerNode => &["spec.ntasks_per_node"],
+        F::AllocNodes => &["spec.submit_host"],
+        // Read from the id, state, array and het fields every listing asks for, or from
+        // nothing.
+        F::JobId
+        | F::JobArrayId
+        | F::ArrayJobId
+        | F::ArrayTaskId
+        | F::HetJobId
+        | F::HetJobOffset
+        | F::HetJobIdSet
+        | F::StateCompact
+        | F::State
+        | F::MinTmpDisk
+        | F::Sockets
+        | F::Cores
+        | F::Threads
+        | F::Contiguous
+        | F::SelectJobInfo
+        | F::WcKey
+        | F::Licenses
+        | F::CoreSpec
+        | F::Sct
+        | F::Cluster
+        | F::BatchFlag
+        | F::Network
+        | F::AllocSid
+        | F::Invalid
+        | F::Fixed(..) => &[],
+    })
+}
+
+/// The job fields a `-S` key sorts by; `None` = the whole record.
+fn sort_fields(key: char) -> Option<&'static [&'static str]> {
+    Some(match key {
+        'P' => &["partition"],
+        'p' | 'Q' => &["priority"],
+        'j' => &["name"],
+        'u' => &["user_name"],
+        'U' => &["user_id"],
+        'g' => &["group_name"],
+        'G' => &["group_id"],
+        'D' => &["num_nodes"],
+        'C' => &["num_cpus"],
+        'l' => &["time_limit"],
+        'L' => &["time_limit", "start_time", "end_time"],
+        'M' => &["start_time", "end_time"],
+        'm' => &["mem_per_node_mb"],
+        'S' => &["start_time", "expected_start"],
+        'V' => &["submit_time"],
+        'e' => &["end_time"],
+        'N' | 'B' => &["nodes"],
+        'r' => &["reason"],
+        't' | 'T' | 'i' | 'A' | 'F' => &[],
+        _ => return None,
+    })
+}
+
+/// What squeue asks the controller for: the fields its filters, sort and format read
+/// (a tenth of a whole record for the default format), or `None` for the whole record
+/// (`--json`/`--yaml`, and the fields whose inputs are many).
+pub fn query_fields(p: &Params) -> Option<Vec<&'static str>> {
+    if p.mime.is_some() {
+        return None;
+    }
+    // Ids, arrays and het jobs (`-j`, array collapsing, `%i`), and the state (the default
+    // filter, `-t`, SUSPENDED).
+    let mut out: Vec<&'static str> = vec!["job_id", "array", "het", "state", "suspended_since"];
+    let f = &p.filters;
+    for (given, field) in [
+        (f.users.is_some(), "user_id"),
+        (f.partitions.is_some(), "partition"),
+        (f.names.is_some(), "name"),
+        (f.nodes.is_some(), "nodes"),
+        (f.accounts.is_some(), "spec.account"),
+        (f.qos.is_some(), "spec.qos"),
+        (f.reservations.is_some(), "spec.reservation"),
+    ] {
+        if given {
+            out.push(field);
+        }
+    }
+    for (c, _) in common::sort_keys(&p.sort, &[',', '+', '-']) {
+        out.extend(sort_fields(c)?);
+    }
+    for field in &p.format.fields {
+        out.extend(fields_of(field.kind)?);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
 /// The header line (with its newline).
 pub fn render_header(fmt: &Format) -> String {
     fmt.line(|f| {
@@ -774,7 +921,7 @@ fn state_rank(s: JobState) -> u32 {
 
 /// Sorts jobs by a squeue `-S` specification (applied from the last key to the first, each
 /// sort stable, starting from id order).
-pub fn sort_jobs(jobs: &mut [JobInfo], spec: &str, now: i64) -> Result<(), String> {
+pub fn sort_jobs(jobs: &mut [&JobInfo], spec: &str, now: i64) -> Result<(), String> {
     jobs.sort_by_key(|j| j.job_id);
     for (c, before) in common::sort_keys(spec, &[',', '+', '-']) {
         let rev = before == Some('-');
@@ -1236,19 +1383,18 @@ fn parse_users(prog: &str, s: &str, warnings: &mut Vec<String>) -> Vec<u32> {
 }
 
 /// The full output for one listing (header unless `-h`, then the jobs).
-pub fn render(p: &Params, resp: &JobsResponse, cluster: &str) -> Result<String, String> {
-    let mut jobs: Vec<JobInfo> = resp
-        .jobs
-        .iter()
-        .filter(|j| p.filters.matches(j))
-        .cloned()
-        .collect();
+pub fn render(p: &Params, resp: JobsResponse, cluster: &str) -> Result<String, String> {
+    let mut jobs = resp.jobs;
+    jobs.retain(|j| p.filters.matches(j));
     let mut ranges = Default::default();
     if !p.expand_arrays {
         (jobs, ranges) = crate::arrays::collapse(jobs);
     }
+    // Sorted by reference: a record is large and each key is a stable sort of its own.
+    let mut jobs: Vec<&JobInfo> = jobs.iter().collect();
     sort_jobs(&mut jobs, &p.sort, resp.now)?;
     if let Some(m) = p.mime {
+        let jobs: Vec<JobInfo> = jobs.into_iter().cloned().collect();
         return Ok(m.render(&crate::slurm_json::jobs(&jobs, &ranges, cluster)));
     }
     let ctx = RenderCtx {
@@ -1338,6 +1484,11 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
         .as_ref()
         .filter(|ids| ids.len() == 1)
         .map(|ids| ids[0]);
+    let fields: Vec<String> = query_fields(&p)
+        .unwrap_or_default()
+        .into_iter()
+        .map(String::from)
+        .collect();
     let mut code = 0;
     let dated = !p.no_header && (p.iterate.is_some() || p.verbose > 0 || p.long);
     common::repeat(p.iterate, dated, || {
@@ -1346,6 +1497,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             &JobQuery {
                 filter: filter.clone(),
                 brief: true,
+                fields: fields.clone(),
             },
         );
         match resp {
@@ -1356,7 +1508,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
                 }
                 if code == 0 || p.iterate.is_some() {
                     let text =
-                        render(&p, &r, &cfg.cluster_name).map_err(|e| Fail::error(prog, e))?;
+                        render(&p, r, &cfg.cluster_name).map_err(|e| Fail::error(prog, e))?;
                     if code == 0 {
                         common::out(&text);
                     }
@@ -1498,13 +1650,13 @@ pub(crate) mod tests {
             suspended_since: None,
             suspended_secs: 0,
             invalid: None,
-            spec: JobSpec {
+            spec: Box::new(JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),
                 command: "/home/alice/job.sh".into(),
                 mem: Some(MemRequest::PerNode(4096)),
                 ..Default::default()
-            },
+            }),
         }
     }
 
@@ -1515,6 +1667,249 @@ pub(crate) mod tests {
             noconvert: false,
             ranges: Default::default(),
         }
+    }
+
+    /// Jobs with every field a format, sort or filter reads set to something other than
+    /// its default: pending, running, suspended, finished, array tasks, het components.
+    fn rich_jobs() -> Vec<JobInfo> {
+        use gsched_proto::array::ArrayTask;
+        use gsched_proto::gpu::GpuRequest;
+        use gsched_proto::het::HetComponent;
+        let mut out = Vec::new();
+        for (i, state) in [
+            JobState::Pending,
+            JobState::Running,
+            JobState::Running,
+            JobState::Completed,
+            JobState::Failed,
+            JobState::Pending,
+            JobState::Pending,
+            JobState::Pending,
+            JobState::Running,
+            JobState::Completing,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let i = i as u32;
+            let mut j = job(100 + i, state);
+            j.name = format!("name{}", i % 3);
+            j.user_id = 1000 + i % 2;
+            j.user_name = format!("user{}", i % 2);
+            j.group_id = 2000 + i % 3;
+            j.group_name = format!("group{}", i % 3);
+            j.partition = if i % 2 == 0 { "debug" } else { "gpu" }.into();
+            j.priority = 1000 * (i % 4) + 7;
+            j.time_limit = if i == 4 { None } else { Some(30 + i) };
+            j.submit_time = 1_000_000 + i64::from(i);
+            j.eligible_time = Some(1_000_010 + i64::from(i));
+            j.num_nodes = 1 + i % 3;
+            j.num_cpus = 2 + i;
+            j.num_tasks = 1 + i % 2;
+            j.mem_per_node_mb = 1024 * u64::from(i + 1);
+            j.exit_code = i32::try_from(i).unwrap();
+            j.exit_signal = i32::try_from(i % 2).unwrap() * 9;
+            j.restarts = i % 2;
+            j.requeue = i % 2 == 0;
+            j.dependency = (i == 0).then(|| "afterok:5".to_string());
+            j.reason = match state {
+                JobState::Pending => [Reason::Priority, Reason::Resources][i as usize % 2],
+                JobState::Failed => Reason::NonZeroExitCode,
+                _ => Reason::None,
+            };
+            if state == JobState::Pending {
+                j.expected_start = Some(1_005_000 + i64::from(i));
+                j.sched_nodes = vec!["node09".into()];
+            } else {
+                j.start_time = Some(1_000_100 + i64::from(i));
+                j.nodes = vec![format!("node0{}", i % 4), "node07".into()];
+            }
+            if state.is_terminal() {
+                j.end_time = Some(1_002_000 + i64::from(i));
+            }
+            if i == 2 {
+                j.suspended_since = Some(1_001_000);
+                j.suspended_secs = 50;
+            }
+            if (5..=7).contains(&i) {
+                j.array = Some(ArrayTask {
+                    job_id: 105,
+                    task_id: i - 5,
+                    count: 3,
+                    min: 0,
+                    max: 2,
+                    step: 1,
+                    throttle: Some(2),
+                });
+            }
+            if i >= 8 {
+                j.het = Some(HetComponent {
+                    job_id: 108,
+                    offset: i - 8,
+                    count: 2,
+                });
+            }
+            let sp = &mut j.spec;
+            sp.comment = Some(format!("comment{i}"));
+            sp.account = Some(format!("acct{}", i % 2));
+            sp.qos = Some(format!("qos{}", i % 2));
+            sp.nice = Some(i32::try_from(i).unwrap() - 3);
+            sp.constraint = Some("fast".into());
+            sp.reservation = Some(format!("resv{}", i % 2));
+            sp.nodelist = Some("node01".into());
+            sp.exclude = Some("node05".into());
+            sp.exclusive = i % 2 == 1;
+            sp.cpus_per_task = (i % 3 != 0).then_some(i);
+            sp.ntasks_per_node = (i % 2 == 0).then_some(2);
+            sp.work_dir = format!("/home/dir{i}");
+            sp.stdout = (i % 2 == 0).then(|| format!("/out/{i}"));
+            sp.stderr = (i % 3 == 0).then(|| format!("/err/{i}"));
+            sp.stdin = (i % 2 == 1).then(|| format!("/in/{i}"));
+            sp.time_min = Some(5 + i);
+            sp.deadline = Some(2_000_000 + i64::from(i));
+            sp.submit_host = format!("login{i}");
+            sp.command = format!("/bin/cmd{i}");
+            sp.mem = match i % 3 {
+                0 => Some(MemRequest::PerNode(512 * u64::from(i + 1))),
+                1 => Some(MemRequest::PerCpu(100)),
+                _ => None,
+            };
+            sp.gpu = (i % 2 == 1).then(|| GpuRequest {
+                per_node: Some(i),
+                per_task: Some(1),
+                cpus_per_gpu: Some(2),
+                mem_per_gpu_mb: Some(4096),
+                ..Default::default()
+            });
+            out.push(j);
+        }
+        out
+    }
+
+    /// The jobs as the controller sends them when asked for `fields` only.
+    fn projected(jobs: &[JobInfo], fields: &[&str]) -> Vec<JobInfo> {
+        use gsched_proto::projection::{FieldSet, Projected};
+        let keep = FieldSet::for_jobs(fields).expect("known fields");
+        jobs.iter()
+            .map(|j| {
+                let text = serde_json::to_string(&Projected {
+                    value: j,
+                    keep: &keep,
+                })
+                .unwrap();
+                serde_json::from_str(&text).unwrap()
+            })
+            .collect()
+    }
+
+    fn render_both(args: &[&str]) -> Option<(String, String, Vec<&'static str>)> {
+        let Parsed::Run(p) = parse(args).unwrap() else {
+            panic!("{args:?}")
+        };
+        let fields = query_fields(&p)?;
+        let full = rich_jobs();
+        let resp = |jobs| JobsResponse {
+            now: 1_003_761,
+            jobs,
+            energy: Vec::new(),
+            gpu_usage: Vec::new(),
+        };
+        let a = render(&p, resp(full.clone()), "c").unwrap();
+        let b = render(&p, resp(projected(&full, &fields)), "c").unwrap();
+        Some((a, b, fields))
+    }
+
+    /// Every format letter, `-O` name and sort key, and every filter: the output from the
+    /// fields squeue asks for is the output from the whole records.
+    #[test]
+    fn the_fields_asked_for_give_the_same_output() {
+        let mut whole = Vec::new();
+        let mut cases: Vec<Vec<String>> = Vec::new();
+        for (c, _) in LETTERS {
+            cases.push(vec![
+                "-t".into(),
+                "all".into(),
+                "-o".into(),
+                format!("%{c} %i"),
+            ]);
+            cases.push(vec!["-o".into(), format!("%{c}"), "-r".into()]);
+        }
+        for (n, _) in NAMES {
+            cases.push(vec![
+                "-t".into(),
+                "all".into(),
+                "-O".into(),
+                format!("{n},jobid"),
+            ]);
+        }
+        for k in "PtTpQiAFjuUgGDClLMmSVeNBr".chars() {
+            for sign in ["", "-"] {
+                cases.push(vec![
+                    "-t".into(),
+                    "all".into(),
+                    "-S".into(),
+                    format!("{sign}{k}"),
+                    "-o".into(),
+                    "%i".into(),
+                ]);
+            }
+        }
+        for f in [
+            ["-u", "1001"],
+            ["-p", "gpu"],
+            ["-n", "name1"],
+            ["-w", "node01"],
+            ["-A", "acct1"],
+            ["-q", "qos0"],
+            ["-R", "resv1"],
+            ["-t", "S"],
+            ["-t", "PD,CD"],
+            ["-j", "105"],
+            ["-j", "108"],
+            ["-j", "106_1"],
+        ] {
+            cases.push(vec![f[0].into(), f[1].into()]);
+            cases.push(vec![f[0].into(), f[1].into(), "--start".into()]);
+            cases.push(vec![f[0].into(), f[1].into(), "-l".into()]);
+        }
+        let mut narrowed = 0;
+        for case in &cases {
+            let args: Vec<&str> = case.iter().map(String::as_str).collect();
+            match render_both(&args) {
+                None => whole.push(case.join(" ")),
+                Some((a, b, fields)) => {
+                    assert_eq!(a, b, "squeue {case:?} asking for {fields:?}");
+                    assert!(!a.is_empty());
+                    narrowed += 1;
+                }
+            }
+        }
+        // The whole record only for tres and tres-alloc (many inputs).
+        assert!(whole.iter().all(|c| c.contains("-O tres")), "{whole:?}");
+        assert!(narrowed > 150, "{narrowed}");
+    }
+
+    #[test]
+    fn the_default_listing_asks_for_a_few_fields() {
+        let Parsed::Run(p) = parse(&["-h", "-o", "%i %T"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            query_fields(&p).unwrap(),
+            [
+                "array",
+                "het",
+                "job_id",
+                "partition",
+                "priority",
+                "state",
+                "suspended_since"
+            ]
+        );
+        let Parsed::Run(p) = parse(&["--json"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(query_fields(&p), None);
     }
 
     #[test]
@@ -1671,7 +2066,8 @@ pub(crate) mod tests {
         c.priority = 20;
         let mut d = job(4, JobState::Running);
         d.partition = "a".into();
-        let mut jobs = vec![a, b, c, d];
+        let owned = [a, b, c, d];
+        let mut jobs: Vec<&JobInfo> = owned.iter().collect();
         sort_jobs(&mut jobs, "P,t,-p", 0).unwrap();
         let ids: Vec<u32> = jobs.iter().map(|j| j.job_id).collect();
         assert_eq!(ids, vec![3, 2, 4, 1]);
@@ -1695,7 +2091,8 @@ pub(crate) mod tests {
         late.expected_start = Some(4_000);
         let mut past = job(1010, JobState::Pending);
         past.expected_start = Some(1_000);
-        let mut jobs = vec![arr, big, held, late, past];
+        let owned = [arr, big, held, late, past];
+        let mut jobs: Vec<&JobInfo> = owned.iter().collect();
         sort_jobs(&mut jobs, "S", 2_000).unwrap();
         let ids: Vec<u32> = jobs.iter().map(|j| j.job_id).collect();
         assert_eq!(ids, vec![1010, 1009, 1007, 1005, 1008]);
@@ -1823,11 +2220,11 @@ pub(crate) mod tests {
         let Parsed::Run(p) = parse(&["-h", "-o", "%i %t"]).unwrap() else {
             panic!()
         };
-        assert_eq!(render(&p, &resp, "c").unwrap(), "1 PD\n2 R\n");
+        assert_eq!(render(&p, resp.clone(), "c").unwrap(), "1 PD\n2 R\n");
         let Parsed::Run(p) = parse(&["--json", "-t", "all"]).unwrap() else {
             panic!()
         };
-        let out = render(&p, &resp, "c").unwrap();
+        let out = render(&p, resp.clone(), "c").unwrap();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["jobs"].as_array().unwrap().len(), 3);
         let pending = v["jobs"]
@@ -1842,7 +2239,7 @@ pub(crate) mod tests {
         let Parsed::Run(p) = parse(&["--yaml"]).unwrap() else {
             panic!()
         };
-        let out = render(&p, &resp, "c").unwrap();
+        let out = render(&p, resp.clone(), "c").unwrap();
         assert!(out.starts_with("---\nmeta:\n"), "{out}");
         assert_eq!(out.matches("\n    job_id: ").count(), 2, "{out}");
     }

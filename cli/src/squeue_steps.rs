@@ -270,6 +270,7 @@ pub fn run(
     let r: StepsResponse = client.post(paths::JOBS_STEPS_QUERY, &q).map_err(fail)?;
     let jq = JobQuery {
         brief: true,
+        fields: Vec::new(),
         filter: JobFilter {
             ids: jobs.to_vec(),
             user_ids: users.to_vec(),

@@ -666,6 +666,7 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
                 gsched_proto::api::paths::JOBS_QUERY,
                 &gsched_proto::api::JobQuery {
                     brief: true,
+                    fields: Vec::new(),
                     filter: gsched_proto::api::JobFilter {
                         ids: vec![job_id],
                         ..Default::default()

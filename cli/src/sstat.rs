@@ -566,6 +566,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
             &JobQuery {
                 filter,
                 brief: true,
+                fields: Vec::new(),
             },
         )
         .map_err(api_err)?;

@@ -559,11 +559,11 @@ mod tests {
             suspended_since: None,
             suspended_secs: 0,
             invalid: None,
-            spec: JobSpec {
+            spec: Box::new(JobSpec {
                 mail_type: MailTypes::parse("ALL").unwrap(),
                 account: Some("ml".into()),
                 ..Default::default()
-            },
+            }),
         }
     }
 

@@ -18,6 +18,7 @@ use gsched_proto::api::{
 };
 use gsched_proto::auth::{Authenticator, Identity};
 use gsched_proto::config::Config;
+use gsched_proto::projection::FieldSet;
 pub use gsched_proto::server::{check_request, request_peer, ApiErr, Body, ConnPeer};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
@@ -212,18 +213,40 @@ async fn query(
     AxState(sh): Sh,
     Extension(who): Who,
     Body(mut q): Body<JobQuery>,
-) -> Json<JobsResponse> {
-    let jobs = if restrict_private_jobs(&sh, &who, &mut q.filter) {
+) -> Result<Response, ApiErr> {
+    let allowed = restrict_private_jobs(&sh, &who, &mut q.filter);
+    if !q.fields.is_empty() {
+        // Projected: written straight from the records under the lock (no copies), the
+        // same JSON as a JobsResponse with the other fields left out.
+        let mut keep = FieldSet::for_jobs(&q.fields)
+            .map_err(|e| ApiError::new(ErrorCode::BadRequest, e.to_string()))?;
+        if q.brief {
+            keep = keep.without_script();
+        }
+        let mut body = Vec::with_capacity(4096);
+        body.extend_from_slice(format!("{{\"now\":{},\"jobs\":[", now()).as_bytes());
+        if allowed {
+            sh.lock().query_projected(&q.filter, &keep, &mut body);
+        }
+        body.extend_from_slice(b"]}");
+        return Ok((
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response());
+    }
+    let jobs = if allowed {
         sh.lock().query(&q.filter, q.brief)
     } else {
         Vec::new()
     };
-    Json(JobsResponse {
+    Ok(Json(JobsResponse {
         now: now(),
         jobs,
         energy: Vec::new(),
         gpu_usage: Vec::new(),
     })
+    .into_response())
 }
 
 async fn openapi() -> Response {

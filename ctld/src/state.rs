@@ -15,6 +15,7 @@ use gsched_proto::depend::DependencySpec;
 use gsched_proto::hostlist;
 use gsched_proto::job::{JobId, JobInfo, JobSpec, JobState, MemRequest, Reason};
 use gsched_proto::node::{NodeBaseState, NodeInfo, PartitionInfo, PartitionStateInfo};
+use gsched_proto::projection::{FieldSet, Projected};
 use gsched_proto::users;
 use gsched_sched::{
     ClusterView, NodeAlloc, NodeFilter, NodeView, PartitionView, QueuedJob, ResourceRequest,
@@ -901,7 +902,7 @@ impl State {
             restarts: 0,
             array: None,
             priority_factors: None,
-            spec,
+            spec: Box::new(spec),
             het: None,
             usage: None,
             suspended_since: None,
@@ -914,19 +915,7 @@ impl State {
     /// Jobs matching a filter, in id order.
     /// Jobs matching a filter, in id order; `brief`: without their scripts and environments.
     pub fn query(&mut self, filter: &JobFilter, brief: bool) -> Vec<JobInfo> {
-        let named = filter.ids.len() + filter.array_tasks.len();
-        let ids: Vec<JobId> = if named > 0 && named < 64 {
-            self.resolve_ids(&filter.ids, &filter.array_tasks)
-                .into_iter()
-                .filter(|id| self.jobs.get(id).is_some_and(|j| filter.matches(&j.info)))
-                .collect()
-        } else {
-            self.jobs
-                .values()
-                .filter(|j| filter.matches(&j.info))
-                .map(|j| j.info.job_id)
-                .collect()
-        };
+        let ids = self.query_ids(filter);
         let mut out = Vec::with_capacity(ids.len());
         for id in &ids {
             let Some(j) = self.jobs.get_mut(id) else {
@@ -944,6 +933,46 @@ impl State {
             j.info.spec.environment = env;
         }
         out
+    }
+
+    /// The jobs a query's filter selects, in id order.
+    fn query_ids(&self, filter: &JobFilter) -> Vec<JobId> {
+        let named = filter.ids.len() + filter.array_tasks.len();
+        if named > 0 && named < 64 {
+            self.resolve_ids(&filter.ids, &filter.array_tasks)
+                .into_iter()
+                .filter(|id| self.jobs.get(id).is_some_and(|j| filter.matches(&j.info)))
+                .collect()
+        } else {
+            self.jobs
+                .values()
+                .filter(|j| filter.matches(&j.info))
+                .map(|j| j.info.job_id)
+                .collect()
+        }
+    }
+
+    /// [`State::query`] with only the fields `keep` names, written as JSON (comma-separated
+    /// records) to `out` straight from the records.
+    pub fn query_projected(&self, filter: &JobFilter, keep: &FieldSet, out: &mut Vec<u8>) {
+        let mut first = true;
+        for id in self.query_ids(filter) {
+            let Some(j) = self.jobs.get(&id) else {
+                continue;
+            };
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            serde_json::to_writer(
+                &mut *out,
+                &Projected {
+                    value: &j.info,
+                    keep,
+                },
+            )
+            .expect("a job record serializes to memory");
+        }
     }
 
     fn check_owner(&self, job: &JobInfo, who: &Identity) -> Result<(), ApiError> {

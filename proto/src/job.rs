@@ -22,10 +22,12 @@ pub type JobId = u32;
     Deserialize,
     PartialOrd,
     Ord,
+    Default,
     schemars::JsonSchema,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum JobState {
+    #[default]
     Pending,
     Running,
     Completing,
@@ -109,8 +111,11 @@ impl fmt::Display for JobState {
 }
 
 /// Why a job is pending, or why it ended (Slurm's reason strings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum Reason {
+    #[default]
     None,
     Priority,
     Resources,
@@ -228,7 +233,11 @@ pub enum OpenMode {
 /// What the user submitted, after the command merged command line, `SBATCH_*` variables and
 /// `#SBATCH` lines. Fields that Slurm distinguishes as "given or not" are `Option`s, because
 /// the job's environment differs (e.g. `SLURM_NTASKS` only when `-n` was given).
+///
+/// Every field has a default when read (a projected record, `JobQuery::fields`, leaves
+/// fields out).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
 pub struct JobSpec {
     pub name: String,
     /// The whole batch script, starting with `#!`.
@@ -443,8 +452,10 @@ impl JobSpec {
     }
 }
 
-/// The job record the API returns (`gsqueue`, `gscontrol show job`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// The job record the API returns (`gsqueue`, `gscontrol show job`). Every field has a
+/// default when read: a projected record (`JobQuery::fields`) leaves fields out.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
 pub struct JobInfo {
     pub job_id: JobId,
     pub name: String,
@@ -512,7 +523,7 @@ pub struct JobInfo {
     /// last computed priority (`PriorityFactors=` in `gscontrol show job`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_factors: Option<PriorityFactors>,
-    pub spec: JobSpec,
+    pub spec: Box<JobSpec>,
     /// For a component of a heterogeneous job: its het job and offset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub het: Option<crate::het::HetComponent>,

@@ -27,6 +27,7 @@ pub mod notify_config;
 pub mod openapi;
 pub mod patterns;
 pub mod price_conf;
+pub mod projection;
 pub mod resv;
 #[cfg(feature = "server")]
 pub mod server;

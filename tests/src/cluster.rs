@@ -792,6 +792,7 @@ impl TestCluster {
                 ..Default::default()
             },
             brief: false,
+            fields: Vec::new(),
         };
         let r: JobsResponse = self.client().post(paths::JOBS_QUERY, &q)?;
         Ok(r.jobs.into_iter().find(|j| j.job_id == id))

@@ -2,6 +2,8 @@
 //! environment, exit codes and signals, hold and release, and the default layouts of gsqueue
 //! and gsinfo.
 
+use gsched_proto::api::{paths, ErrorCode, JobFilter, JobQuery};
+use gsched_proto::client::ClientError;
 use gsched_tests::{secs, stdout, ClusterOpts, JobState, Reason, TestCluster};
 use std::collections::HashMap;
 use std::path::Path;
@@ -324,6 +326,38 @@ fn gsqueue_and_gsinfo_default_layout() {
     assert_eq!(q, format!("{header}\n{row}\n"), "gsqueue printed:\n{q}");
     let q = c.cmd_ok("gsqueue", ["-h"]);
     assert_eq!(q, format!("{row}\n"), "gsqueue -h printed:\n{q}");
+
+    // What gsqueue asks for: only the named fields come back (JobQuery::fields), and a
+    // name that is no field of a job is refused with what to do.
+    let query = |fields: &[&str]| {
+        c.client().post::<_, serde_json::Value>(
+            paths::JOBS_QUERY,
+            &JobQuery {
+                filter: JobFilter::default(),
+                brief: true,
+                fields: fields.iter().map(|f| f.to_string()).collect(),
+            },
+        )
+    };
+    let v = query(&["job_id", "state", "spec.account"]).unwrap();
+    assert_eq!(
+        v["jobs"],
+        serde_json::json!([{"job_id": id, "state": "PENDING", "spec": {"account": c.user()}}]),
+        "{v}"
+    );
+    let v = query(&["spec"]).unwrap();
+    assert!(v["jobs"][0]["spec"]["work_dir"].is_string(), "{v}");
+    assert!(v["jobs"][0]["spec"].get("script").is_none(), "brief: {v}");
+    match query(&["job_id", "jobid"]) {
+        Err(ClientError::Api(e)) => {
+            assert_eq!(e.code, ErrorCode::BadRequest, "{e:?}");
+            assert!(
+                e.message.contains("\"jobid\"") && e.message.contains("openapi"),
+                "{e:?}"
+            );
+        }
+        other => panic!("an unknown field gave {other:?}"),
+    }
 
     c.cmd_ok("gscancel", [id.to_string()]);
     let j = c.wait_terminal(id, secs(10));

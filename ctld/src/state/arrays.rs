@@ -53,7 +53,7 @@ impl State {
         let last = base
             .checked_add(n)
             .ok_or_else(|| ApiError::new(ErrorCode::Internal, "job ids exhausted"))?;
-        let shared = Arc::new(first.spec.clone());
+        let shared = Arc::new((*first.spec).clone());
         let mut stripped = first.spec.clone();
         stripped.script = String::new();
         stripped.environment = Vec::new();
@@ -161,7 +161,7 @@ impl State {
                 ArrayRt {
                     indices: parsed.indices,
                     throttle: parsed.throttle,
-                    spec: Arc::new(spec),
+                    spec: Arc::new(*spec),
                 },
             );
         }
@@ -207,7 +207,7 @@ impl State {
         }
         let rt = self.arrays.get(&a.job_id)?;
         let mut full = info.clone();
-        full.spec = (*rt.spec).clone();
+        full.spec = Box::new((*rt.spec).clone());
         full.array = Some(a);
         Some(full)
     }

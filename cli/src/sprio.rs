@@ -462,7 +462,7 @@ mod tests {
             suspended_since: None,
             suspended_secs: 0,
             invalid: None,
-            spec: Box::new(JobSpec::default()),
+            spec: Default::default(),
         }
     }
 

@@ -1650,7 +1650,7 @@ pub(crate) mod tests {
             suspended_since: None,
             suspended_secs: 0,
             invalid: None,
-            spec: Box::new(JobSpec {
+            spec: gsched_proto::job::SharedSpec::new(JobSpec {
                 name: "job.sh".into(),
                 work_dir: "/home/alice".into(),
                 command: "/home/alice/job.sh".into(),

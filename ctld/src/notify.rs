@@ -559,7 +559,7 @@ mod tests {
             suspended_since: None,
             suspended_secs: 0,
             invalid: None,
-            spec: Box::new(JobSpec {
+            spec: gsched_proto::job::SharedSpec::new(JobSpec {
                 mail_type: MailTypes::parse("ALL").unwrap(),
                 account: Some("ml".into()),
                 ..Default::default()

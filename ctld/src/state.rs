@@ -902,7 +902,7 @@ impl State {
             restarts: 0,
             array: None,
             priority_factors: None,
-            spec: Box::new(spec),
+            spec: spec.into(),
             het: None,
             usage: None,
             suspended_since: None,
@@ -925,12 +925,16 @@ impl State {
                 out.push(j.info.clone());
                 continue;
             }
-            // Not copied at all: moved out for the clone and back.
+            // Not copied at all: moved out for the copy of the spec and back (the record's
+            // own spec is not shared, so this writes in place).
             let script = std::mem::take(&mut j.info.spec.script);
             let env = std::mem::take(&mut j.info.spec.environment);
-            out.push(j.info.clone());
+            let spec = (*j.info.spec).clone();
             j.info.spec.script = script;
             j.info.spec.environment = env;
+            let mut info = j.info.clone();
+            info.spec = spec.into();
+            out.push(info);
         }
         out
     }
@@ -955,11 +959,19 @@ impl State {
     /// [`State::query`] with only the fields `keep` names, written as JSON (comma-separated
     /// records) to `out` straight from the records.
     pub fn query_projected(&self, filter: &JobFilter, keep: &FieldSet, out: &mut Vec<u8>) {
+        let named = filter.ids.len() + filter.array_tasks.len();
+        let ids = if named > 0 && named < 64 {
+            self.query_ids(filter)
+        } else {
+            Vec::new()
+        };
+        let jobs: Box<dyn Iterator<Item = &Job>> = if named > 0 && named < 64 {
+            Box::new(ids.iter().filter_map(|id| self.jobs.get(id)))
+        } else {
+            Box::new(self.jobs.values().filter(|j| filter.matches(&j.info)))
+        };
         let mut first = true;
-        for id in self.query_ids(filter) {
-            let Some(j) = self.jobs.get(&id) else {
-                continue;
-            };
+        for j in jobs {
             if !first {
                 out.push(b',');
             }

@@ -452,6 +452,69 @@ impl JobSpec {
     }
 }
 
+/// A job's spec, shared until written (copy on write): a record read without its spec
+/// (a projected listing) shares one empty spec instead of allocating its own, an array
+/// task shares its array's, and a copy of a record shares the original's until one of them
+/// changes it. Reads and writes go through `Deref`/`DerefMut` as to a [`JobSpec`]; JSON and
+/// schema are the spec's own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SharedSpec(std::sync::Arc<JobSpec>);
+
+impl SharedSpec {
+    pub fn new(spec: JobSpec) -> SharedSpec {
+        SharedSpec(std::sync::Arc::new(spec))
+    }
+
+    /// Shares `spec` (an array's).
+    pub fn shared(spec: &std::sync::Arc<JobSpec>) -> SharedSpec {
+        SharedSpec(spec.clone())
+    }
+
+    /// The spec, copied only when it is shared.
+    pub fn into_inner(self) -> JobSpec {
+        std::sync::Arc::unwrap_or_clone(self.0)
+    }
+}
+
+impl Default for SharedSpec {
+    fn default() -> SharedSpec {
+        static EMPTY: std::sync::OnceLock<std::sync::Arc<JobSpec>> = std::sync::OnceLock::new();
+        SharedSpec(EMPTY.get_or_init(Default::default).clone())
+    }
+}
+
+impl From<JobSpec> for SharedSpec {
+    fn from(spec: JobSpec) -> SharedSpec {
+        SharedSpec::new(spec)
+    }
+}
+
+impl std::ops::Deref for SharedSpec {
+    type Target = JobSpec;
+    fn deref(&self) -> &JobSpec {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for SharedSpec {
+    fn deref_mut(&mut self) -> &mut JobSpec {
+        std::sync::Arc::make_mut(&mut self.0)
+    }
+}
+
+impl schemars::JsonSchema for SharedSpec {
+    fn schema_name() -> String {
+        JobSpec::schema_name()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        JobSpec::schema_id()
+    }
+    fn json_schema(g: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        JobSpec::json_schema(g)
+    }
+}
+
 /// The job record the API returns (`gsqueue`, `gscontrol show job`). Every field has a
 /// default when read: a projected record (`JobQuery::fields`) leaves fields out.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -523,7 +586,7 @@ pub struct JobInfo {
     /// last computed priority (`PriorityFactors=` in `gscontrol show job`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_factors: Option<PriorityFactors>,
-    pub spec: Box<JobSpec>,
+    pub spec: SharedSpec,
     /// For a component of a heterogeneous job: its het job and offset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub het: Option<crate::het::HetComponent>,

@@ -21,6 +21,9 @@ pub struct FieldSet {
     /// Few entries: a list, looked up by length and first byte before the bytes (a
     /// projected listing looks up every field of every job).
     fields: Vec<(String, FieldSet)>,
+    /// Bit `n` set when a name of `n` bytes (mod 64) is in `fields`: most fields of a
+    /// record are refused by this alone.
+    lengths: u64,
 }
 
 /// A field name that is not a field of the job record.
@@ -34,6 +37,7 @@ impl FieldSet {
         FieldSet {
             all: true,
             fields: Vec::new(),
+            lengths: 0,
         }
     }
 
@@ -67,6 +71,7 @@ impl FieldSet {
             Some(i) => i,
             None => {
                 self.fields.push((head.to_string(), FieldSet::default()));
+                self.lengths |= length_bit(head);
                 self.fields.len() - 1
             }
         };
@@ -75,6 +80,7 @@ impl FieldSet {
             None => {
                 sub.all = true;
                 sub.fields.clear();
+                sub.lengths = 0;
             }
             Some(r) if !sub.all => sub.add(r),
             Some(_) => {}
@@ -91,6 +97,7 @@ impl FieldSet {
                 .iter()
                 .map(|f| (f.clone(), FieldSet::everything()))
                 .collect();
+            self.lengths = top.iter().fold(0, |m, f| m | length_bit(f));
         }
         if let Some((_, s)) = self.fields.iter_mut().find(|(k, _)| k == "spec") {
             if s.all {
@@ -99,6 +106,7 @@ impl FieldSet {
                     .iter()
                     .map(|f| (f.clone(), FieldSet::everything()))
                     .collect();
+                s.lengths = spec.iter().fold(0, |m, f| m | length_bit(f));
             }
             s.fields
                 .retain(|(k, _)| k != "script" && k != "environment");
@@ -111,12 +119,19 @@ impl FieldSet {
         if self.all {
             return Some(self);
         }
+        if self.lengths & length_bit(name) == 0 {
+            return None;
+        }
         let (len, first) = (name.len(), name.as_bytes().first());
         self.fields
             .iter()
             .find(|(k, _)| k.len() == len && k.as_bytes().first() == first && k == name)
             .map(|(_, s)| s)
     }
+}
+
+fn length_bit(name: &str) -> u64 {
+    1 << (name.len() % 64)
 }
 
 /// The JSON field names of a job record and of its spec, from the API schema.
@@ -409,6 +424,19 @@ mod tests {
         let b = FieldSet::for_jobs(&["spec", "spec.account"]).unwrap();
         assert_eq!(a, b);
         assert_eq!(a, FieldSet::for_jobs(&["spec"]).unwrap());
+    }
+
+    /// Records read without their spec share one empty spec; writing to one copies it.
+    #[test]
+    fn records_without_a_spec_share_one_until_written() {
+        let keep = FieldSet::for_jobs(&["job_id"]).unwrap();
+        let (_, a) = round_trip(&job(), &keep);
+        let (_, mut b) = round_trip(&job(), &keep);
+        assert!(std::ptr::eq(&*a.spec, &*b.spec));
+        b.spec.account = Some("x".into());
+        assert!(!std::ptr::eq(&*a.spec, &*b.spec));
+        assert_eq!(a.spec.account, None);
+        assert_eq!(b.clone().spec.into_inner().account.as_deref(), Some("x"));
     }
 
     #[test]

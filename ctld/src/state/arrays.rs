@@ -161,7 +161,7 @@ impl State {
                 ArrayRt {
                     indices: parsed.indices,
                     throttle: parsed.throttle,
-                    spec: Arc::new(*spec),
+                    spec: Arc::new(spec.into_inner()),
                 },
             );
         }
@@ -207,7 +207,7 @@ impl State {
         }
         let rt = self.arrays.get(&a.job_id)?;
         let mut full = info.clone();
-        full.spec = Box::new((*rt.spec).clone());
+        full.spec = gsched_proto::job::SharedSpec::shared(&rt.spec);
         full.array = Some(a);
         Some(full)
     }

@@ -100,7 +100,7 @@ impl State {
         account: Option<&str>,
         qos: Option<&str>,
     ) -> Result<(Option<String>, String, Option<u32>), ApiError> {
-        let mut spec = j.spec.clone();
+        let mut spec = (*j.spec).clone();
         if let Some(a) = account {
             spec.account = Some(a.to_string()).filter(|a| !a.is_empty());
         }

@@ -420,7 +420,7 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gsched_proto::job::{JobSpec, Reason};
+    use gsched_proto::job::Reason;
 
     fn job(id: u32, prio: u32, f: PriorityFactors) -> JobInfo {
         JobInfo {

@@ -1376,7 +1376,7 @@ pub fn build(
         stderr: full(&opts.error),
         stdin: full(&opts.input),
         open_mode: opts.open_mode,
-        environment,
+        environment: environment.into(),
         export: opts.export.clone(),
         partitions: opts.partitions.clone().unwrap_or_default(),
         time_limit,
@@ -1437,7 +1437,7 @@ pub fn build(
             name: o.job_name.clone().unwrap_or_else(|| spec.name.clone()),
             script: String::new(),
             argv: Vec::new(),
-            environment: Vec::new(),
+            environment: Default::default(),
             partitions: o.partitions.clone().unwrap_or_default(),
             time_limit,
             time_unlimited,
@@ -2584,21 +2584,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(b.spec.export.as_deref(), Some("NONE"));
-        let keys: Vec<&str> = b.spec.environment.iter().map(|(k, _)| k.as_str()).collect();
+        let keys: Vec<&str> = b.spec.environment.iter().map(|(k, _)| k).collect();
         assert!(!keys.contains(&"HOME"));
         assert!(keys.contains(&"SLURM_SUBMIT_DIR"));
+        assert!(b.spec.environment.has("SLURM_UMASK", "0022"));
+        assert!(b.spec.environment.has("SLURM_EXPORT_ENV", "NONE"));
         assert!(b
             .spec
             .environment
-            .contains(&("SLURM_UMASK".into(), "0022".into())));
-        assert!(b
-            .spec
-            .environment
-            .contains(&("SLURM_EXPORT_ENV".into(), "NONE".into())));
-        assert!(b
-            .spec
-            .environment
-            .contains(&("SLURM_SUBMIT_HOST".into(), "login1.example.org".into())));
+            .has("SLURM_SUBMIT_HOST", "login1.example.org"));
     }
 
     #[test]
@@ -2619,8 +2613,8 @@ mod tests {
         };
         // Root: the login environment under the submission's (HOME stays /h).
         let env = env_of(0);
-        assert!(env.contains(&("LOGIN_USER".into(), "root/10/false".into())));
-        assert!(env.contains(&("HOME".into(), "/h".into())));
+        assert!(env.has("LOGIN_USER", "root/10/false"));
+        assert!(env.has("HOME", "/h"));
         // Anyone else: no effect, as in Slurm.
         let env = env_of(1000);
         assert!(!env.iter().any(|(k, _)| k == "LOGIN_USER"));

@@ -39,7 +39,7 @@ fn set(env: &mut Vec<(String, String)>, key: &str, value: impl Into<String>) {
 /// The launch request for a job's batch host.
 pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> LaunchRequest {
     let spec = &job.spec;
-    let mut env: Vec<(String, String)> = spec.environment.clone();
+    let mut env: Vec<(String, String)> = spec.environment.to_vec();
     let nodelist = hostlist::compress(&job.nodes);
     let id = job.job_id.to_string();
     set(&mut env, "SLURM_JOB_ID", &id);

@@ -259,8 +259,11 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_mode: Option<OpenMode>,
     /// The environment the job starts with (already filtered per `--export`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub environment: Vec<(String, String)>,
+    #[serde(
+        default,
+        skip_serializing_if = "crate::environment::Environment::is_empty"
+    )]
+    pub environment: crate::environment::Environment,
     /// The `--export` value as given (`SLURM_EXPORT_ENV`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<String>,

@@ -12,6 +12,7 @@ pub mod client;
 pub mod config;
 pub mod constraint;
 pub mod depend;
+pub mod environment;
 pub mod gpu;
 pub mod gpu_sample;
 pub mod gpu_tres;

@@ -358,7 +358,7 @@ mod tests {
         j.nodes = vec!["n1".into(), "n2".into()];
         j.spec.account = Some("physics".into());
         j.spec.script = "#!/bin/sh\ntrue\n".into();
-        j.spec.environment = vec![("A".into(), "1".into())];
+        j.spec.environment = [("A", "1")].into_iter().collect();
         j.spec.work_dir = "/home/ana".into();
         j
     }
@@ -409,7 +409,7 @@ mod tests {
         let (_, back) = round_trip(&j, &brief);
         let mut want = j.clone();
         want.spec.script.clear();
-        want.spec.environment.clear();
+        want.spec.environment = Default::default();
         assert_eq!(back, want);
         let spec_brief = FieldSet::for_jobs(&["spec"]).unwrap().without_script();
         let (v, _) = round_trip(&j, &spec_brief);

@@ -139,7 +139,7 @@ mod tests {
         let a = st
             .submit(
                 JobSpec {
-                    environment: vec![("SECRETISH".into(), "x".repeat(4000))],
+                    environment: vec![("SECRETISH".to_string(), "x".repeat(4000))].into(),
                     ..spec(1)
                 },
                 ROOT,

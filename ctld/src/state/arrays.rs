@@ -56,7 +56,7 @@ impl State {
         let shared = Arc::new((*first.spec).clone());
         let mut stripped = first.spec.clone();
         stripped.script = String::new();
-        stripped.environment = Vec::new();
+        stripped.environment = Default::default();
         stripped.argv = Vec::new();
         let template = JobInfo {
             spec: stripped,
@@ -252,7 +252,7 @@ mod tests {
     fn array_spec(a: &str) -> JobSpec {
         JobSpec {
             array: Some(a.into()),
-            environment: vec![("X".into(), "1".into())],
+            environment: vec![("X".to_string(), "1".to_string())].into(),
             ..spec(1)
         }
     }

@@ -10,9 +10,17 @@
 //! | `terminate.json` | gsnoded | when the controller asked to end the job |
 //! | `status.json` | gsstepd (or gsnoded if gsstepd vanished) | once, when the job is over |
 //!
-//! Every JSON file is written atomically (temporary file, fsync, rename), so a reader sees
-//! the old file or the new one, never half of one. gsnoded deletes the folder only after the
+//! Every JSON file is written atomically (temporary file, rename), so a reader sees the old
+//! file or the new one, never half of one. gsnoded deletes the folder only after the
 //! controller acknowledged the job's completion report.
+//!
+//! Only `status.json` is also flushed to disk before the rename ([`Durability::PowerLoss`]).
+//! The others only have to outlive a gsnoded or gsstepd crash, and the page cache does that:
+//! after a crash of the whole node its jobs are gone with it, the controller fails them
+//! (NODE_FAIL, requeued when allowed) and a folder left half-written is set aside on the next
+//! start. A job's result is the one thing worth a flush: it may be the only record of a job
+//! that ended just before the node went down. (Flushing all five files of a job cost the
+//! node a journal commit each, on every launch.)
 
 use gsched_proto::api::{LaunchRequest, TerminateReason};
 use gsched_proto::job::{JobId, OpenMode};
@@ -135,8 +143,23 @@ pub struct TerminateFile {
     pub requested_at: i64,
 }
 
-/// Writes `bytes` to `path` atomically: temporary file in the same folder, fsync, rename.
-pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), JobDirError> {
+/// What a file written by [`write_atomic`] must survive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// A crash of the daemons (the page cache keeps the file): no flush.
+    DaemonCrash,
+    /// A crash of the node: flushed (fsync) before the rename.
+    PowerLoss,
+}
+
+/// Writes `bytes` to `path` atomically: temporary file in the same folder, fsync when
+/// `durability` asks for it, rename.
+pub fn write_atomic(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    durability: Durability,
+) -> Result<(), JobDirError> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = path.with_file_name(format!(".{name}.tmp"));
     let result = (|| {
@@ -149,7 +172,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), JobDirEr
             .map_err(|e| JobDirError::io("create", &tmp, e))?;
         f.write_all(bytes)
             .map_err(|e| JobDirError::io("write", &tmp, e))?;
-        f.sync_all().map_err(|e| JobDirError::io("sync", &tmp, e))?;
+        if durability == Durability::PowerLoss {
+            f.sync_all().map_err(|e| JobDirError::io("sync", &tmp, e))?;
+        }
         std::fs::rename(&tmp, path).map_err(|e| JobDirError::io("rename", path, e))
     })();
     if result.is_err() {
@@ -160,12 +185,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), JobDirEr
 
 /// Writes a value as JSON, atomically, readable by the owner only (files may hold the job's
 /// environment).
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), JobDirError> {
+pub fn write_json<T: Serialize>(
+    path: &Path,
+    value: &T,
+    durability: Durability,
+) -> Result<(), JobDirError> {
     let bytes = serde_json::to_vec_pretty(value).map_err(|e| JobDirError::Json {
         path: path.to_path_buf(),
         source: e,
     })?;
-    write_atomic(path, &bytes, 0o600)
+    write_atomic(path, &bytes, 0o600, durability)
 }
 
 /// Reads a JSON file; `Ok(None)` when it does not exist.
@@ -207,7 +236,7 @@ impl JobDir {
     }
 
     pub fn write_launch(&self, l: &LaunchFile) -> Result<(), JobDirError> {
-        write_json(&self.file(LAUNCH_FILE), l)
+        write_json(&self.file(LAUNCH_FILE), l, Durability::DaemonCrash)
     }
 
     pub fn read_pids(&self) -> Result<Option<PidsFile>, JobDirError> {
@@ -215,7 +244,7 @@ impl JobDir {
     }
 
     pub fn write_pids(&self, p: &PidsFile) -> Result<(), JobDirError> {
-        write_json(&self.file(PIDS_FILE), p)
+        write_json(&self.file(PIDS_FILE), p, Durability::DaemonCrash)
     }
 
     pub fn read_status(&self) -> Result<Option<StatusFile>, JobDirError> {
@@ -223,7 +252,7 @@ impl JobDir {
     }
 
     pub fn write_status(&self, s: &StatusFile) -> Result<(), JobDirError> {
-        write_json(&self.file(STATUS_FILE), s)
+        write_json(&self.file(STATUS_FILE), s, Durability::PowerLoss)
     }
 
     pub fn read_terminate(&self) -> Result<Option<TerminateFile>, JobDirError> {
@@ -231,7 +260,7 @@ impl JobDir {
     }
 
     pub fn write_terminate(&self, t: &TerminateFile) -> Result<(), JobDirError> {
-        write_json(&self.file(TERMINATE_FILE), t)
+        write_json(&self.file(TERMINATE_FILE), t, Durability::DaemonCrash)
     }
 
     /// The last non-empty line of `stepd.log` (for error messages), if any.

@@ -18,7 +18,7 @@
 //! writes `status.json`. Why a gsstepd per step and not per task: the tasks of one node start
 //! together and end together as far as srun is concerned, and one process waits for them.
 
-use crate::jobdir::{read_json, write_json, JobDirError, PidsFile};
+use crate::jobdir::{read_json, write_json, Durability, JobDirError, PidsFile};
 use crate::procfs;
 use crate::sys::{self, ChildSetup, JobIdentity};
 use gsched_proto::step::{StepLaunchRequest, TaskEnd};
@@ -173,6 +173,7 @@ pub fn run(dir: &Path) -> Result<StepStatus, JobDirError> {
             shell_pid: None,
             shell_start_ticks: None,
         },
+        Durability::DaemonCrash,
     )?;
     let start = now();
     let status = match read_step(dir) {
@@ -184,7 +185,7 @@ pub fn run(dir: &Path) -> Result<StepStatus, JobDirError> {
         ),
         Err(e) => failed(start, e.to_string(), &[]),
     };
-    write_json(&dir.join(STEP_STATUS_FILE), &status)?;
+    write_json(&dir.join(STEP_STATUS_FILE), &status, Durability::PowerLoss)?;
     log(&format!("step ended: {:?}", status.ends));
     Ok(status)
 }

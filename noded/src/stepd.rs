@@ -388,8 +388,8 @@ fn write_script(path: &Path, text: &str, owner: Option<(u32, u32)>) -> std::io::
         .create_new(true)
         .mode(0o600)
         .open(path)?;
+    // Not flushed: the shell reads it at once, and a node crash ends the job anyway.
     f.write_all(text.as_bytes())?;
-    f.sync_all()?;
     if let Some((uid, gid)) = owner {
         std::os::unix::fs::fchown(&f, Some(uid), Some(gid))?;
     }

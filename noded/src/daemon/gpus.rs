@@ -105,7 +105,12 @@ impl Node {
                         let why = f.why.clone();
                         let path = dir.file(GPU_FAILURE_FILE);
                         let written = tokio::task::spawn_blocking(move || {
-                            crate::jobdir::write_atomic(&path, why.as_bytes(), 0o644)
+                            crate::jobdir::write_atomic(
+                                &path,
+                                why.as_bytes(),
+                                0o644,
+                                crate::jobdir::Durability::PowerLoss,
+                            )
                         })
                         .await;
                         if !matches!(written, Ok(Ok(()))) {

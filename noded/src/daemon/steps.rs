@@ -154,8 +154,12 @@ impl Node {
                 .mode(0o711)
                 .create(&folder)
                 .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
-            crate::jobdir::write_json(&folder.join(step::STEP_FILE), &file)
-                .map_err(|e| e.to_string())?;
+            crate::jobdir::write_json(
+                &folder.join(step::STEP_FILE),
+                &file,
+                crate::jobdir::Durability::DaemonCrash,
+            )
+            .map_err(|e| e.to_string())?;
             std::fs::OpenOptions::new()
                 .append(true)
                 .create(true)

@@ -127,6 +127,11 @@ struct Args {
     /// the first price of the file).
     #[arg(long, value_name = "DATE", requires = "prices")]
     price_start: Option<String>,
+    /// Keep the trace's own local clock: its first submission goes to the same weekday and
+    /// time of day (from the SWF header's UnixStartTime and TimeZoneString) in the first
+    /// week from --price-start, so the site's working hours meet the prices' working hours.
+    #[arg(long, requires = "prices")]
+    price_local_time: bool,
     /// Power of one CPU for the cost estimates, watts.
     #[arg(long, value_name = "W", default_value_t = 10.0, requires = "prices")]
     watts_per_cpu: f64,
@@ -398,10 +403,21 @@ fn run(args: &Args) -> Result<()> {
                 None => DeferRules::default(),
             };
             let first = trace.jobs.first().map_or(0, |j| j.submit);
+            let local_start = if args.price_local_time {
+                let Some(clock) = &trace.clock else {
+                    anyhow::bail!(
+                        "--price-local-time needs the trace's UnixStartTime and TimeZoneString (SWF header lines); this trace has none: leave the option out"
+                    );
+                };
+                Some(gsched_sim::prices::trace_local_start(clock, first)?)
+            } else {
+                None
+            };
             let o = gsched_sim::prices::PriceOpts {
                 tz: &args.price_tz,
                 unit: args.price_unit.as_deref(),
                 start: args.price_start.as_deref(),
+                local_start,
                 rules,
                 aware: args.price_aware,
                 watts_per_cpu: args.watts_per_cpu,

@@ -38,6 +38,10 @@ pub struct PriceOpts<'a> {
     pub unit: Option<&'a str>,
     /// `YYYY-MM-DD`: the day the trace starts on; `None`: the file's first price.
     pub start: Option<&'a str>,
+    /// The trace's first submission on its own local clock (`--price-local-time`): it is put
+    /// at the same weekday and time of day in the first week from `start`, instead of at
+    /// `start`'s midnight.
+    pub local_start: Option<jiff::civil::DateTime>,
     pub rules: DeferRules,
     pub aware: bool,
     pub watts_per_cpu: f64,
@@ -49,6 +53,7 @@ pub fn load(file: &Path, o: PriceOpts<'_>, first_submit: i64) -> Result<SimPrice
         tz: tz_name,
         unit,
         start,
+        local_start,
         rules,
         aware,
         watts_per_cpu,
@@ -75,15 +80,21 @@ pub fn load(file: &Path, o: PriceOpts<'_>, first_submit: i64) -> Result<SimPrice
     let Some((&first, _)) = pf.hours.iter().next() else {
         bail!("{}: no prices", file.display());
     };
-    let origin = match start {
-        Some(d) => {
-            let date: Date = d
-                .parse()
-                .with_context(|| format!("--price-start {d}: not a date (YYYY-MM-DD)"))?;
-            tz.to_timestamp(date.to_datetime(jiff::civil::Time::midnight()))?
-                .as_second()
+    let start_date: Date = match start {
+        Some(d) => d
+            .parse()
+            .with_context(|| format!("--price-start {d}: not a date (YYYY-MM-DD)"))?,
+        None => tz.to_datetime(jiff::Timestamp::from_second(first)?).date(),
+    };
+    let origin = match (local_start, start) {
+        (Some(local), _) => {
+            let day = local_day(start_date, local.date());
+            tz.to_timestamp(day.to_datetime(local.time()))?.as_second()
         }
-        None => first,
+        (None, Some(_)) => tz
+            .to_timestamp(start_date.to_datetime(jiff::civil::Time::midnight()))?
+            .as_second(),
+        (None, None) => first,
     };
     if !pf.hours.contains_key(&origin) && pf.hours.range(origin..).next().is_none() {
         bail!(
@@ -93,9 +104,15 @@ pub fn load(file: &Path, o: PriceOpts<'_>, first_submit: i64) -> Result<SimPrice
     }
     // Simulated time t is price time t + shift.
     let shift = origin - first_submit;
+    // From the hour the first submission falls in.
+    let from = pf
+        .hours
+        .range(..=origin)
+        .next_back()
+        .map_or(origin, |(&t, _)| t);
     let intervals = pf
         .hours
-        .range(origin..)
+        .range(from..)
         .map(|(&t, &p)| PriceInterval {
             start: t - shift,
             end: t - shift + 3600,
@@ -114,6 +131,32 @@ pub fn load(file: &Path, o: PriceOpts<'_>, first_submit: i64) -> Result<SimPrice
         aware,
         watts_per_cpu,
     })
+}
+
+/// The first day from `start` on the weekday of `trace_day`.
+fn local_day(start: Date, trace_day: Date) -> Date {
+    let want = trace_day.weekday().to_monday_zero_offset();
+    let have = start.weekday().to_monday_zero_offset();
+    let ahead = (want - have).rem_euclid(7);
+    start
+        .checked_add(jiff::Span::new().days(i64::from(ahead)))
+        .unwrap_or(start)
+}
+
+/// The first submission of a trace on the trace's own local clock: `first_submit` seconds
+/// after the clock's start, in its zone.
+pub fn trace_local_start(
+    clock: &crate::trace::TraceClock,
+    first_submit: i64,
+) -> Result<jiff::civil::DateTime> {
+    let zone = TimeZone::get(&clock.zone).with_context(|| {
+        format!(
+            "the trace's TimeZoneString \"{}\" is no time zone this machine knows",
+            clock.zone
+        )
+    })?;
+    let at = jiff::Timestamp::from_second(clock.unix_start + first_submit)?;
+    Ok(zone.to_datetime(at))
 }
 
 fn read_text(file: &Path) -> Result<String> {
@@ -197,6 +240,7 @@ mod tests {
             tz: "UTC",
             unit: None,
             start: None,
+            local_start: None,
             rules: DeferRules::default(),
             aware: true,
             watts_per_cpu: 10.0,
@@ -224,5 +268,66 @@ mod tests {
             ..o
         };
         assert!(load(&f, bad, 0).is_err());
+    }
+
+    /// `--price-local-time`: a trace that starts on a Friday at 18:11 Pacific time starts on
+    /// the first Friday from --price-start at 18:11 of the prices' zone.
+    #[test]
+    fn the_trace_keeps_its_weekday_and_time_of_day() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("p.csv");
+        let mut text = "date,hour_of_day,price_eur_per_mwh\n".to_string();
+        for day in 7..=13 {
+            for h in 1..=24 {
+                text.push_str(&format!("2019-01-{day:02},{h},{h}\n"));
+            }
+        }
+        std::fs::write(&f, text).unwrap();
+        // SDSC-SP2's header: UnixStartTime 893466664 is Fri Apr 24 18:11:04 PDT 1998.
+        let clock = crate::trace::TraceClock {
+            unix_start: 893_466_664,
+            zone: "US/Pacific".into(),
+        };
+        let local = trace_local_start(&clock, 0).unwrap();
+        assert_eq!(local.to_string(), "1998-04-24T18:11:04");
+        let o = PriceOpts {
+            tz: "Europe/Berlin",
+            unit: None,
+            start: Some("2019-01-07"),
+            local_start: Some(local),
+            rules: DeferRules::default(),
+            aware: false,
+            watts_per_cpu: 10.0,
+        };
+        let p = load(&f, o, 0).unwrap();
+        // Friday 2019-01-11 18:11:04 in Berlin: the first hour laid over the trace is the
+        // one it falls in, 18:00 to 19:00 (hour_of_day 19).
+        let berlin = TimeZone::get("Europe/Berlin").unwrap();
+        let at = |h, m, s| {
+            berlin
+                .to_timestamp(jiff::civil::date(2019, 1, 11).at(h, m, s, 0))
+                .unwrap()
+                .as_second()
+        };
+        let iv = &p.input.schedule.intervals;
+        assert_eq!(iv[0].start, at(18, 0, 0) - at(18, 11, 4));
+        assert!((iv[0].price - 0.019).abs() < 1e-12, "{:?}", iv[0]);
+        assert!((iv[1].price - 0.020).abs() < 1e-12, "{:?}", iv[1]);
+        assert_eq!(
+            local_day(
+                jiff::civil::date(2019, 1, 7),
+                jiff::civil::date(1996, 9, 23)
+            )
+            .to_string(),
+            "2019-01-07"
+        );
+        assert_eq!(
+            local_day(
+                jiff::civil::date(2019, 1, 7),
+                jiff::civil::date(2002, 7, 28)
+            )
+            .to_string(),
+            "2019-01-13"
+        );
     }
 }

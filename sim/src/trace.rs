@@ -104,6 +104,18 @@ pub struct Trace {
     pub dropped: BTreeMap<String, u64>,
     /// What the scheduled resource is ("CPU", or "milli-GPU" for the Alibaba trace).
     pub resource: &'static str,
+    /// The SWF header's `UnixStartTime` (submit times count from it) and `TimeZoneString`
+    /// (the site's zone), when it has both: the trace's own local clock.
+    pub clock: Option<TraceClock>,
+}
+
+/// Where a trace's times are on the calendar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceClock {
+    /// Unix time of submit time 0.
+    pub unix_start: i64,
+    /// The site's time zone (IANA name).
+    pub zone: String,
 }
 
 impl Trace {
@@ -221,6 +233,7 @@ pub fn parse_swf(text: &str, path: &str) -> Result<Trace, TraceError> {
         resource: "CPU",
         ..Trace::default()
     };
+    let (mut unix_start, mut zone) = (None, None);
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() {
@@ -231,6 +244,8 @@ pub fn parse_swf(text: &str, path: &str) -> Result<Trace, TraceError> {
                 match k.trim() {
                     "MaxNodes" => t.machine.nodes = leading_number(v),
                     "MaxProcs" => t.machine.procs = leading_number(v),
+                    "UnixStartTime" => unix_start = v.trim().parse::<i64>().ok(),
+                    "TimeZoneString" => zone = Some(v.trim().to_string()),
                     _ => {}
                 }
             }
@@ -287,6 +302,9 @@ pub fn parse_swf(text: &str, path: &str) -> Result<Trace, TraceError> {
             user: user.max(0) as u32,
             name: (exe >= 0).then_some(exe as u64),
         });
+    }
+    if let (Some(unix_start), Some(zone)) = (unix_start, zone) {
+        t.clock = Some(TraceClock { unix_start, zone });
     }
     Ok(t.finish())
 }

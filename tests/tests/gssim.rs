@@ -402,6 +402,80 @@ fn price_aware_replay_defers_the_long_job_to_cheap_hours() {
     assert!(err.contains("prices.csv:2: \"x\" is not a price"), "{err}");
 }
 
+/// `--price-local-time`: the trace keeps its own clock. Its header says it starts on a
+/// Monday at 04:00 UTC, so with the same prices (cheap 05:00-10:00) the long job waits one
+/// hour for them instead of five; a trace without the header lines is refused.
+#[test]
+fn price_local_time_keeps_the_traces_time_of_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("tou.swf");
+    // 1998-04-27 (a Monday) 04:00:00 UTC.
+    std::fs::write(
+        &trace,
+        "; MaxNodes: 1\n; MaxProcs: 4\n; UnixStartTime: 893649600\n; TimeZoneString: UTC\n\
+         1 0 -1 10800 1 -1 -1 1 10800 -1 1 1 1 1 1 -1 -1 -1\n\
+         2 0 -1 600 1 -1 -1 1 1200 -1 1 1 1 1 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let prices = dir.path().join("prices.csv");
+    let mut text = String::from("timestamp,price\n");
+    for h in 0..72 {
+        let p = if (5..10).contains(&(h % 24)) {
+            0.1
+        } else {
+            1.0
+        };
+        text.push_str(&format!(
+            "2019-01-{:02}T{:02}:00:00Z,{p}\n",
+            7 + h / 24,
+            h % 24
+        ));
+    }
+    std::fs::write(&prices, text).unwrap();
+    let args = |local: bool| {
+        let mut a = vec![
+            "--trace".to_string(),
+            trace.to_str().unwrap().into(),
+            "--policy".into(),
+            "easy".into(),
+            "--prices".into(),
+            prices.to_str().unwrap().into(),
+            "--price-start".into(),
+            "2019-01-07".into(),
+            "--price-aware".into(),
+            "--json".into(),
+        ];
+        if local {
+            a.push("--price-local-time".into());
+        }
+        a
+    };
+    let run = |local: bool| -> serde_json::Value {
+        let a = args(local);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        serde_json::from_str(&gssim_ok(&a)).unwrap()
+    };
+    assert_eq!(f(&run(false), "long_avg_wait_s"), 18000.0);
+    let local = run(true);
+    assert_eq!(f(&local, "long_avg_wait_s"), 3600.0, "{local}");
+    assert_eq!(f(&local, "short_avg_wait_s"), 0.0, "{local}");
+    // Without UnixStartTime and TimeZoneString the option cannot work: said, not ignored.
+    std::fs::write(
+        &trace,
+        "; MaxNodes: 1\n; MaxProcs: 4\n1 0 -1 600 1 -1 -1 1 1200 -1 1 1 1 1 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let a = args(true);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let out = gssim(&a);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--price-local-time needs") && err.contains("leave the option out"),
+        "{err}"
+    );
+}
+
 #[test]
 fn alibaba_gpu_packing_against_whole_gpus() {
     let trace = data("alibaba-gpu-v2023-first1200.csv");

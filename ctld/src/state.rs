@@ -1573,10 +1573,7 @@ impl State {
     fn node_alloc(&self) -> (Vec<u32>, Vec<u64>) {
         let mut cpus = vec![0u32; self.nodes.len()];
         let mut mem = vec![0u64; self.nodes.len()];
-        for j in self.active.jobs(&self.jobs) {
-            if !matches!(j.info.state, JobState::Running | JobState::Completing) {
-                continue;
-            }
+        for j in self.active.started_jobs(&self.jobs) {
             for (k, n) in j.info.nodes.iter().enumerate() {
                 if let Some(&i) = self.node_index.get(n) {
                     cpus[i] += j.info.cpus_per_node.get(k).copied().unwrap_or(0);
@@ -1675,7 +1672,7 @@ impl State {
         // Hung and idle-GPU jobs: flag them, take the ladder's steps that are due.
         effects.extend(self.run_ladder(now));
         // Time limits and terminate retries.
-        for id in self.active.ids(&self.jobs) {
+        for id in self.active.started_ids(&self.jobs) {
             let Some(job) = self.jobs.get_mut(&id) else {
                 continue;
             };
@@ -1871,6 +1868,7 @@ impl State {
             };
             job.info.state = JobState::Running;
             job.info.reason = Reason::None;
+            self.active.note(start.job_id, JobState::Running);
             if let Some(m) = start.time_limit {
                 // --time-min: backfill lowered the limit; it is the kill time from now on.
                 job.info.time_limit = Some(m);

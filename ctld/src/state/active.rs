@@ -14,6 +14,11 @@
 //! does not pass through those two doors, the set is rebuilt from every job at most once a
 //! second (together with the forgetting of jobs older than `MinJobAge`), so a missed job
 //! waits a second at worst.
+//!
+//! A second set, kept the same way, holds the jobs that started (running, suspended or
+//! completing): the walks that concern only those (time limits and terminate retries, the
+//! nodes' allocations, time notices, GPU holds) do not visit the pending ones, which under a
+//! deep queue are nearly all of them (10,000 held jobs: a pass took 29 ms).
 
 use super::Job;
 use gsched_proto::job::{JobId, JobState};
@@ -22,6 +27,8 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Default)]
 pub(super) struct ActiveJobs {
     ids: BTreeSet<JobId>,
+    /// The started ones (a superset, as `ids`).
+    started: BTreeSet<JobId>,
     /// When the set was last rebuilt from every job (epoch seconds).
     rebuilt_at: Option<i64>,
 }
@@ -31,6 +38,9 @@ impl ActiveJobs {
     pub(super) fn note(&mut self, id: JobId, state: JobState) {
         if !state.is_terminal() {
             self.ids.insert(id);
+        }
+        if started(state) {
+            self.started.insert(id);
         }
     }
 
@@ -46,6 +56,11 @@ impl ActiveJobs {
             .filter(|j| !j.info.state.is_terminal())
             .map(|j| j.info.job_id)
             .collect();
+        self.started = jobs
+            .values()
+            .filter(|j| started(j.info.state))
+            .map(|j| j.info.job_id)
+            .collect();
         self.rebuilt_at = Some(now);
     }
 
@@ -54,6 +69,24 @@ impl ActiveJobs {
         self.ids
             .retain(|id| jobs.get(id).is_some_and(|j| !j.info.state.is_terminal()));
         self.ids.iter().copied().collect()
+    }
+
+    /// The started jobs (running, suspended, completing), in id order; forgets the others.
+    pub(super) fn started_ids(&mut self, jobs: &BTreeMap<JobId, Job>) -> Vec<JobId> {
+        self.started
+            .retain(|id| jobs.get(id).is_some_and(|j| started(j.info.state)));
+        self.started.iter().copied().collect()
+    }
+
+    /// The started jobs, in id order (no pruning: for `&self` walks).
+    pub(super) fn started_jobs<'a>(
+        &'a self,
+        jobs: &'a BTreeMap<JobId, Job>,
+    ) -> impl Iterator<Item = &'a Job> + 'a {
+        self.started
+            .iter()
+            .filter_map(|id| jobs.get(id))
+            .filter(|j| started(j.info.state))
     }
 
     /// The jobs of the set that are unfinished now, in id order (no pruning: for `&self`
@@ -69,6 +102,11 @@ impl ActiveJobs {
     }
 }
 
+/// Running (suspended included) or completing.
+fn started(state: JobState) -> bool {
+    matches!(state, JobState::Running | JobState::Completing)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::{ended, register_all, spec, state, ROOT};
@@ -81,6 +119,35 @@ mod tests {
         let start = st.jobs[&id].info.start_time.unwrap();
         st.complete(&ended(id, node, start, t), t).unwrap();
         assert!(st.jobs[&id].info.state.is_terminal());
+    }
+
+    /// Started jobs enter the second set when they start, without waiting for a rebuild,
+    /// and leave it when they end; pending ones never enter it. A job's time limit is
+    /// enforced from it.
+    #[test]
+    fn started_jobs_are_walked_without_the_pending_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        let mut limited = spec(1);
+        limited.time_limit = Some(1);
+        let a = st.submit(limited, ROOT, 1000).unwrap();
+        let mut held = spec(1);
+        held.hold = true;
+        let h = st.submit(held, ROOT, 1000).unwrap();
+        assert!(st.active.started_ids(&st.jobs).is_empty());
+        st.schedule(1001);
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        assert_eq!(st.active.started_ids(&st.jobs), vec![a]);
+        assert_eq!(st.active.ids(&st.jobs), vec![a, h]);
+        // Within the same second (no rebuild): the limit is found through the started set.
+        st.active.rebuilt_at = Some(1000 + 61);
+        st.schedule(1000 + 61);
+        assert_eq!(st.jobs[&a].info.state, JobState::Completing);
+        assert_eq!(st.active.started_ids(&st.jobs), vec![a]);
+        run_to_end(&mut st, a, 1062);
+        assert!(st.active.started_ids(&st.jobs).is_empty());
+        assert_eq!(st.active.started_jobs(&st.jobs).count(), 0);
     }
 
     #[test]

@@ -111,10 +111,7 @@ impl State {
                     .collect()
             })
             .collect();
-        for j in self.active.jobs(&self.jobs) {
-            if !matches!(j.info.state, JobState::Running | JobState::Completing) {
-                continue;
-            }
+        for j in self.active.started_jobs(&self.jobs) {
             for (k, allocs) in j.info.gpus.iter().enumerate() {
                 let Some(&i) = j.info.nodes.get(k).and_then(|n| self.node_index.get(n)) else {
                     continue;

@@ -140,7 +140,7 @@ impl State {
             .iter()
             .any(|h| h.events.0 & TIME_BITS != 0);
         let mut todo: Vec<(JobId, MailEvent)> = Vec::new();
-        for job in self.active.jobs(&self.jobs) {
+        for job in self.active.started_jobs(&self.jobs) {
             let id = &job.info.job_id;
             if job.info.state != JobState::Running
                 || (job.info.spec.mail_type.0 & TIME_BITS == 0 && !hooks)

@@ -208,8 +208,8 @@ pub struct PartRt {
     pub max_time: Option<u32>,
     pub default_time: Option<u32>,
     pub state: PartitionStateInfo,
-    /// `GpuSharing=multiuser`.
-    pub gpu_multiuser: bool,
+    /// `GpuSharing=`, `GpuOverSubscribe=`.
+    pub gpu: gsched_sched::GpuRules,
 }
 
 /// The whole controller state.
@@ -345,7 +345,10 @@ impl State {
                 default: p.default,
                 max_time: p.max_time,
                 default_time: p.default_time,
-                gpu_multiuser: p.gpu_multiuser,
+                gpu: gsched_sched::GpuRules {
+                    multiuser: p.gpu_multiuser,
+                    compute_pct: p.gpu_compute_pct,
+                },
                 state: match p.state {
                     PartitionState::Up => PartitionStateInfo::Up,
                     PartitionState::Down => PartitionStateInfo::Down,
@@ -1615,7 +1618,7 @@ impl State {
                 .parts
                 .iter()
                 .map(|p| PartitionView {
-                    gpu_multiuser: p.gpu_multiuser,
+                    gpu: p.gpu,
                     name: p.name.clone(),
                     nodes: p.nodes.clone(),
                     up: p.state == PartitionStateInfo::Up,

@@ -393,6 +393,8 @@ pub const PARTITION_KEYS: &[&str] = &[
     "IdleGpuMinutes",
     // gsched's own: `user` (default) or `multiuser` MPS sharing of GPUs.
     "GpuSharing",
+    // gsched's own: what the compute shares of one GPU may add up to (1 to 4 GPUs' worth).
+    "GpuOverSubscribe",
 ];
 
 /// A config problem. The message always says where and what is accepted.
@@ -857,6 +859,10 @@ pub struct PartitionConfig {
     /// gsched's `GpuSharing=multiuser`: several users' jobs may share one GPU through MPS
     /// (default `user`: an MPS-shared GPU runs one user's jobs, as MPS serializes users).
     pub gpu_multiuser: bool,
+    /// gsched's `GpuOverSubscribe=F`: the compute shares (MPS active-thread percentages) of
+    /// one GPU may add up to `F` times the GPU, in percent (default 100: shares are
+    /// reservations). GPU memory and shards are never oversubscribed.
+    pub gpu_compute_pct: u32,
 }
 
 /// Who may use a partition: `AllowAccounts=`/`DenyAccounts=` and `AllowQos=`/`DenyQos=`
@@ -1589,6 +1595,7 @@ struct PartAttrs {
     deny_qos: Option<Option<Vec<String>>>,
     ladder: crate::ladder_conf::PartitionLadder,
     gpu_multiuser: Option<bool>,
+    gpu_compute_pct: Option<u32>,
 }
 
 impl PartAttrs {
@@ -1609,8 +1616,25 @@ impl PartAttrs {
                 idle_gpu_secs: self.ladder.idle_gpu_secs.or(d.ladder.idle_gpu_secs),
             },
             gpu_multiuser: self.gpu_multiuser.or(d.gpu_multiuser),
+            gpu_compute_pct: self.gpu_compute_pct.or(d.gpu_compute_pct),
         }
     }
+}
+
+/// `GpuOverSubscribe=`: a factor from 1 to 4 with at most two decimals, as a percentage.
+fn parse_oversubscribe(v: &str) -> Option<u32> {
+    let (int, frac) = v.split_once('.').unwrap_or((v, "0"));
+    if int.is_empty()
+        || frac.is_empty()
+        || frac.len() > 2
+        || !(int.chars().chain(frac.chars())).all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let int: u32 = int.parse().ok()?;
+    let frac: u32 = format!("{frac:0<2}").parse().ok()?;
+    let pct = int.checked_mul(100)?.checked_add(frac)?;
+    (100..=400).contains(&pct).then_some(pct)
 }
 
 /// Global settings as read, each with where it was set.
@@ -2168,6 +2192,13 @@ impl Parser {
                         }
                     })
                 }
+                "GpuOverSubscribe" => {
+                    attrs.gpu_compute_pct = Some(parse_oversubscribe(value).ok_or_else(|| {
+                        err(format!(
+                            "invalid value \"{value}\" (expected how many GPUs' worth of compute the shares of one GPU may add up to, from 1 to 4, e.g. 2 or 1.5)"
+                        ))
+                    })?)
+                }
                 _ => return Err(err(format!("invalid key \"{key}\""))),
             }
         }
@@ -2286,6 +2317,7 @@ impl Parser {
                 },
                 ladder: attrs.ladder,
                 gpu_multiuser: attrs.gpu_multiuser.unwrap_or(false),
+                gpu_compute_pct: attrs.gpu_compute_pct.unwrap_or(100),
             });
         }
         if let Some(((last, last_loc), earlier)) = default_locs.split_last() {
@@ -2535,6 +2567,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 access: PartitionAccess::default(),
                 ladder: Default::default(),
                 gpu_multiuser: false,
+                gpu_compute_pct: 100,
             })
         );
         assert_eq!(
@@ -2617,10 +2650,32 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
         assert_eq!(c.node("g1").unwrap().gpu_memory_mb, 80 * 1024);
         assert!(c.partition("gpu").unwrap().gpu_multiuser);
         assert!(!c.partition("one").unwrap().gpu_multiuser);
+        assert_eq!(c.partition("one").unwrap().gpu_compute_pct, 100);
         let e = parse_err(&format!(
             "{MIN}NodeName=g1 CPUs=8\nPartitionName=p Nodes=g1 GpuSharing=all\n"
         ));
         assert!(e.contains("expected user or multiuser"), "{e}");
+        let over = |v: &str| {
+            parse(&format!(
+                "{MIN}NodeName=g1 CPUs=8\nPartitionName=DEFAULT GpuOverSubscribe={v}\nPartitionName=p Nodes=g1\n"
+            ))
+            .partition("p")
+            .unwrap()
+            .gpu_compute_pct
+        };
+        assert_eq!(
+            (over("2"), over("1.5"), over("1.25"), over("4")),
+            (200, 150, 125, 400)
+        );
+        for bad in ["0.5", "5", "2.125", "two", "", "1.", "-2"] {
+            let e = parse_err(&format!(
+                "{MIN}NodeName=g1 CPUs=8\nPartitionName=p Nodes=g1 GpuOverSubscribe={bad}\n"
+            ));
+            assert!(
+                e.contains("GpuOverSubscribe") && e.contains("from 1 to 4"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -71,7 +71,7 @@ impl Cluster {
                 .map(|i| node(format!("n{i:05}"), cpus, mem_mb))
                 .collect(),
             partitions: vec![PartitionView {
-                gpu_multiuser: false,
+                gpu: gsched_sched::GpuRules::default(),
                 name: "sim".into(),
                 nodes: (0..nodes as usize).collect(),
                 up: true,
@@ -101,7 +101,7 @@ impl Cluster {
                 .map(|n| node(n.name.clone(), n.cpus, n.mem_mb))
                 .collect(),
             partitions: vec![PartitionView {
-                gpu_multiuser: false,
+                gpu: gsched_sched::GpuRules::default(),
                 name: "sim".into(),
                 nodes: (0..trace.nodes.len()).collect(),
                 up: true,
@@ -164,7 +164,7 @@ impl Cluster {
             .partitions
             .iter()
             .map(|p| PartitionView {
-                gpu_multiuser: false,
+                gpu: gsched_sched::GpuRules::default(),
                 name: p.name.clone(),
                 nodes: p
                     .nodes

@@ -143,7 +143,7 @@ pub fn cluster(trace: &Trace, uniform: Option<(u32, u32, u64, u32)>) -> Result<C
             nodes: (0..nodes.len()).collect(),
             up: true,
             max_time: None,
-            gpu_multiuser: false,
+            gpu: gsched_sched::GpuRules::default(),
         }],
         nodes,
         running: Vec::new(),

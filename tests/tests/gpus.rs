@@ -183,6 +183,57 @@ fn whole_gpus_exclusive_shares_packed_whole_waits_for_a_free_gpu() {
     c.wait_state(next, JobState::Completed, T);
 }
 
+/// `GpuOverSubscribe=2` on a partition: compute shares on one GPU may add up to two GPUs'
+/// worth there, each job keeping its own share as its MPS limit; the default partition over
+/// the same GPUs still treats shares as reservations.
+#[test]
+fn oversubscribed_partition_packs_compute_shares_past_one_gpu() {
+    let c = TestCluster::start(with_fake_gpus(
+        ClusterOpts::named("gpus-over")
+            .nodes(1)
+            .cpus(8)
+            .real_memory_mb(8000)
+            .node_attrs("n1", "Gres=gpu:a100:2 GpuMemory=80G")
+            .config_line("PartitionName=over Nodes=n1 GpuOverSubscribe=2"),
+        "gpus-over",
+        2,
+    ));
+    let submit = |args: &[&str]| {
+        let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        a.extend([
+            "-o".into(),
+            "%j.out".into(),
+            "--wrap".into(),
+            format!(
+                "echo pct=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE; {}",
+                gated("g")
+            ),
+        ]);
+        c.submit(a)
+    };
+    let a = submit(&["-p", "over", "--gpu-share=60"]);
+    let b = submit(&["-p", "over", "--gpu-share=60"]);
+    c.wait_state(a, JobState::Running, T);
+    c.wait_state(b, JobState::Running, T);
+    let (ga, gb) = (gpus_of(&c, a), gpus_of(&c, b));
+    assert_eq!(ga[0].index, gb[0].index, "120% of compute on one GPU");
+    for id in [a, b] {
+        c.wait_file_contains(&format!("{id}.out"), "pct=60", T);
+    }
+    // 60 + 60 + 90 is past two GPUs' worth: the other GPU.
+    let big = submit(&["-p", "over", "--gpu-share=90"]);
+    c.wait_state(big, JobState::Running, T);
+    assert_ne!(gpus_of(&c, big)[0].index, ga[0].index);
+    // The default partition shares the same GPUs without oversubscription: 60% fits on
+    // neither (120% and 90% in use), so it waits.
+    let plain = submit(&["--gpu-share=60"]);
+    wait_reason(&c, plain, Reason::Resources);
+    open(&c, "g");
+    for id in [a, b, big, plain] {
+        c.wait_state(id, JobState::Completed, T);
+    }
+}
+
 #[test]
 fn impossible_gpu_requests_are_refused_at_submit() {
     let c = cluster("gpus-submit");

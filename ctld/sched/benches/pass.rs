@@ -70,14 +70,14 @@ fn cluster(rng: &mut Rng) -> ClusterView {
         });
     }
     v.partitions.push(PartitionView {
-        gpu_multiuser: false,
+        gpu: gsched_sched::GpuRules::default(),
         name: "batch".into(),
         nodes: (0..10_000).collect(),
         up: true,
         max_time: Some(2 * 24 * 60),
     });
     v.partitions.push(PartitionView {
-        gpu_multiuser: false,
+        gpu: gsched_sched::GpuRules::default(),
         name: "short".into(),
         nodes: (0..2_000).collect(),
         up: true,

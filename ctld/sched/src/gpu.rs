@@ -86,6 +86,27 @@ impl GpuNeed {
     }
 }
 
+/// How a partition lets jobs share its GPUs (`GpuSharing=`, `GpuOverSubscribe=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuRules {
+    /// `GpuSharing=multiuser`: jobs of several users may share one GPU through MPS (by
+    /// default an MPS-shared GPU takes one user's jobs only, MPS serializing users).
+    pub multiuser: bool,
+    /// `GpuOverSubscribe=`: what the compute shares of one GPU may add up to, in percent of
+    /// the GPU (100: shares are reservations; 200: twice the GPU, as NVIDIA's MPS guide
+    /// suggests provisioning). GPU memory and shards are never oversubscribed.
+    pub compute_pct: u32,
+}
+
+impl Default for GpuRules {
+    fn default() -> Self {
+        GpuRules {
+            multiuser: false,
+            compute_pct: 100,
+        }
+    }
+}
+
 /// What is in use on one GPU (over a time window, for the planner).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct GpuUse {
@@ -160,7 +181,12 @@ fn div_ceil(a: u64, b: u64) -> u64 {
 /// `--gpu-share` or `--gres=mps:N` alone takes the same fraction of the memory (on a GPU of
 /// unknown memory: no memory limit); `--gres=mps:N` is `N` of the GPU's MPS count (100 when
 /// not configured); shards count against the GPU's shard count, which must be configured.
-pub fn share_on(d: &GpuDevice, r: &GpuShareRequest) -> Option<GpuShare> {
+/// Where the partition oversubscribes compute (`rules.compute_pct` above 100), the GPU counts
+/// as that much compute over the same memory, so the fractions are of that: with
+/// `GpuOverSubscribe=2`, `--gpu-share=60` alone takes 30% of the memory and `--gpu-mem=40G`
+/// of 80G alone a compute limit of 100%.
+pub fn share_on(d: &GpuDevice, r: &GpuShareRequest, rules: GpuRules) -> Option<GpuShare> {
+    let scale = u64::from(rules.compute_pct.max(100));
     if d.mig {
         return None;
     }
@@ -193,11 +219,11 @@ pub fn share_on(d: &GpuDevice, r: &GpuShareRequest) -> Option<GpuShare> {
             }
             m
         }
-        None => d.memory_mb * u64::from(percent.unwrap_or(100).min(100)) / 100,
+        None => (d.memory_mb * u64::from(percent.unwrap_or(100).min(100)) / scale).min(d.memory_mb),
     };
     let percent = match percent {
         Some(p) => p,
-        None if d.memory_mb > 0 => div_ceil(mem_mb * 100, d.memory_mb).clamp(1, 100) as u32,
+        None if d.memory_mb > 0 => div_ceil(mem_mb * scale, d.memory_mb).clamp(1, 100) as u32,
         None => 100,
     };
     if percent == 0 || percent > 100 {
@@ -212,25 +238,27 @@ pub fn share_on(d: &GpuDevice, r: &GpuShareRequest) -> Option<GpuShare> {
 }
 
 /// Whether `share` fits on GPU `d` with `u` in use, for `user`.
-fn share_fits(d: &GpuDevice, u: &GpuUse, share: &GpuShare, user: u32, multiuser: bool) -> bool {
+fn share_fits(d: &GpuDevice, u: &GpuUse, share: &GpuShare, user: u32, rules: GpuRules) -> bool {
     if u.whole {
         return false;
     }
     if share.mps {
         !u.shard
-            && u.percent.saturating_add(share.percent) <= 100
+            && u.percent.saturating_add(share.percent) <= rules.compute_pct.max(100)
             && (d.memory_mb == 0 || u.mem_mb.saturating_add(share.mem_mb) <= d.memory_mb)
-            && (multiuser || u.users.iter().all(|&x| x == user))
+            && (rules.multiuser || u.users.iter().all(|&x| x == user))
     } else {
         !u.mps && u.shards.saturating_add(share.shards) <= d.shard_count
     }
 }
 
-/// How tightly `share` fills GPU `d` (lower is tighter): compute, memory and shards left
-/// after it, in per-mille of the GPU.
-fn leftover(d: &GpuDevice, u: &GpuUse, share: &GpuShare) -> u64 {
+/// How tightly `share` fills GPU `d` (lower is tighter): compute (of what the partition
+/// lets the shares add up to), memory and shards left after it, in per-mille of the GPU.
+fn leftover(d: &GpuDevice, u: &GpuUse, share: &GpuShare, rules: GpuRules) -> u64 {
     if share.mps {
-        let pct = 100u64.saturating_sub(u64::from(u.percent + share.percent)) * 10;
+        let pct = u64::from(rules.compute_pct.max(100))
+            .saturating_sub(u64::from(u.percent + share.percent))
+            * 10;
         let mem = (d.memory_mb.saturating_sub(u.mem_mb + share.mem_mb) * 1000)
             .checked_div(d.memory_mb)
             .unwrap_or(0);
@@ -247,19 +275,19 @@ fn pick_share(
     uses: &[GpuUse],
     need: &GpuNeed,
     r: &GpuShareRequest,
-    multiuser: bool,
+    rules: GpuRules,
 ) -> Option<(usize, GpuShare)> {
     gpus.iter()
         .zip(uses)
         .enumerate()
         .filter(|(_, (g, _))| need.type_ok(&g.device))
         .filter_map(|(k, (g, u))| {
-            let s = share_on(&g.device, r)?;
-            share_fits(&g.device, u, &s, need.user, multiuser).then(|| {
+            let s = share_on(&g.device, r, rules)?;
+            share_fits(&g.device, u, &s, need.user, rules).then(|| {
                 let key = (
                     u.free(),
                     u.extends_by(),
-                    leftover(&g.device, u, &s),
+                    leftover(&g.device, u, &s, rules),
                     g.device.index,
                 );
                 (key, k, s)
@@ -276,14 +304,18 @@ pub(crate) fn pack_key(
     gpus: &[GpuView],
     uses: &[GpuUse],
     need: &GpuNeed,
-    multiuser: bool,
+    rules: GpuRules,
 ) -> Option<(bool, i64, u64)> {
     let GpuAmount::Share(r) = &need.amount else {
         return None;
     };
-    let (k, s) = pick_share(gpus, uses, need, r, multiuser)?;
+    let (k, s) = pick_share(gpus, uses, need, r, rules)?;
     let u = &uses[k];
-    Some((u.free(), u.extends_by(), leftover(&gpus[k].device, u, &s)))
+    Some((
+        u.free(),
+        u.extends_by(),
+        leftover(&gpus[k].device, u, &s, rules),
+    ))
 }
 
 /// Free GPUs of the right type, by position.
@@ -322,7 +354,7 @@ fn pick_whole(gpus: &[GpuView], free: &[usize], k: usize) -> Option<Vec<usize>> 
 
 /// How many tasks of a job needing `need` the GPUs of a node can take, with `uses` in use:
 /// `u32::MAX` when the GPUs do not bound it, 0 when the node cannot take the job.
-pub(crate) fn task_cap(gpus: &[GpuView], uses: &[GpuUse], need: &GpuNeed, multiuser: bool) -> u32 {
+pub(crate) fn task_cap(gpus: &[GpuView], uses: &[GpuUse], need: &GpuNeed, rules: GpuRules) -> u32 {
     match &need.amount {
         GpuAmount::Whole { per_node, per_task } => {
             let free = free_whole(gpus, uses, need).len() as u32;
@@ -335,7 +367,7 @@ pub(crate) fn task_cap(gpus: &[GpuView], uses: &[GpuUse], need: &GpuNeed, multiu
             }
         }
         GpuAmount::Share(r) => {
-            if pick_share(gpus, uses, need, r, multiuser).is_some() {
+            if pick_share(gpus, uses, need, r, rules).is_some() {
                 u32::MAX
             } else {
                 0
@@ -351,7 +383,7 @@ pub(crate) fn assign(
     uses: &[GpuUse],
     need: &GpuNeed,
     tasks: u32,
-    multiuser: bool,
+    rules: GpuRules,
 ) -> Option<Vec<GpuAlloc>> {
     match &need.amount {
         GpuAmount::Whole { .. } => {
@@ -369,7 +401,7 @@ pub(crate) fn assign(
             Some(v)
         }
         GpuAmount::Share(r) => {
-            let (k, s) = pick_share(gpus, uses, need, r, multiuser)?;
+            let (k, s) = pick_share(gpus, uses, need, r, rules)?;
             Some(vec![GpuAlloc {
                 index: gpus[k].device.index,
                 share: Some(s),
@@ -381,6 +413,15 @@ pub(crate) fn assign(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const ONE: GpuRules = GpuRules {
+        multiuser: false,
+        compute_pct: 100,
+    };
+    const MULTI: GpuRules = GpuRules {
+        multiuser: true,
+        compute_pct: 100,
+    };
 
     pub(crate) fn dev(index: u32, ty: &str, mem_gb: u64, cores: &[u32]) -> GpuDevice {
         GpuDevice {
@@ -428,6 +469,7 @@ mod tests {
                 mem_mb: Some(40 * 1024),
                 ..Default::default()
             },
+            ONE,
         )
         .unwrap();
         assert_eq!((s.mem_mb, s.percent, s.mps), (40 * 1024, 50, true));
@@ -437,6 +479,7 @@ mod tests {
                 percent: Some(25),
                 ..Default::default()
             },
+            ONE,
         )
         .unwrap();
         assert_eq!((s.mem_mb, s.percent), (20 * 1024, 25));
@@ -446,6 +489,7 @@ mod tests {
                 mps: Some(200),
                 ..Default::default()
             },
+            ONE,
         );
         assert_eq!(s, None, "200 MPS units of a GPU of 100");
         let mut d2 = d.clone();
@@ -456,6 +500,7 @@ mod tests {
                 mps: Some(200),
                 ..Default::default()
             },
+            ONE,
         )
         .unwrap();
         assert_eq!(s.percent, 20);
@@ -465,7 +510,8 @@ mod tests {
                 &GpuShareRequest {
                     mem_mb: Some(81 * 1024),
                     ..Default::default()
-                }
+                },
+                ONE
             ),
             None
         );
@@ -475,7 +521,8 @@ mod tests {
                 &GpuShareRequest {
                     shards: Some(1),
                     ..Default::default()
-                }
+                },
+                ONE
             ),
             None,
             "no shards configured"
@@ -511,15 +558,15 @@ mod tests {
         });
         let u = uses_now(&g);
         // 20G fits on GPU 2 exactly: tighter than GPU 1, and GPU 0 stays free.
-        let a = assign(&g, &u, &share_need(Some(20), None, 7), 1, false).unwrap();
+        let a = assign(&g, &u, &share_need(Some(20), None, 7), 1, ONE).unwrap();
         assert_eq!(a[0].index, 2);
         // 30G only fits on GPU 1.
-        let a = assign(&g, &u, &share_need(Some(30), None, 7), 1, false).unwrap();
+        let a = assign(&g, &u, &share_need(Some(30), None, 7), 1, ONE).unwrap();
         assert_eq!(a[0].index, 1);
         // Another user: not on user 7's MPS GPUs unless multi-user.
-        let a = assign(&g, &u, &share_need(Some(20), None, 8), 1, false).unwrap();
+        let a = assign(&g, &u, &share_need(Some(20), None, 8), 1, ONE).unwrap();
         assert_eq!(a[0].index, 0);
-        let a = assign(&g, &u, &share_need(Some(20), None, 8), 1, true).unwrap();
+        let a = assign(&g, &u, &share_need(Some(20), None, 8), 1, MULTI).unwrap();
         assert_eq!(a[0].index, 2);
         // Whole GPUs: only the free one.
         let whole = GpuNeed {
@@ -530,8 +577,8 @@ mod tests {
             },
             user: 7,
         };
-        assert_eq!(task_cap(&g, &u, &whole, false), u32::MAX);
-        let a = assign(&g, &u, &whole, 1, false).unwrap();
+        assert_eq!(task_cap(&g, &u, &whole, ONE), u32::MAX);
+        let a = assign(&g, &u, &whole, 1, ONE).unwrap();
         assert_eq!(
             a,
             vec![GpuAlloc {
@@ -546,7 +593,60 @@ mod tests {
             },
             ..whole
         };
-        assert_eq!(task_cap(&g, &u, &two, false), 0);
+        assert_eq!(task_cap(&g, &u, &two, ONE), 0);
+    }
+
+    #[test]
+    fn oversubscribed_compute_packs_more_shares_but_never_more_memory() {
+        let mut g = view(vec![dev(0, "a100", 80, &[]), dev(1, "a100", 80, &[])]);
+        let hold = |job_id, pct, mem_gb: u64| GpuHold {
+            job_id,
+            user: 7,
+            share: Some(GpuShare {
+                mem_mb: mem_gb * 1024,
+                percent: pct,
+                shards: 0,
+                mps: true,
+            }),
+        };
+        g[1].holds = vec![hold(1, 60, 10), hold(2, 40, 10)];
+        let u = uses_now(&g);
+        let twice = GpuRules {
+            multiuser: false,
+            compute_pct: 200,
+        };
+        // GPU 1's compute is all reserved: a 50% share opens GPU 0, unless the partition
+        // lets the shares add up to twice the GPU.
+        let half = share_need(None, Some(50), 7);
+        assert_eq!(assign(&g, &u, &half, 1, ONE).unwrap()[0].index, 0);
+        let a = assign(&g, &u, &half, 1, twice).unwrap();
+        assert_eq!(a[0].index, 1);
+        // The job's own limit stays its share; its memory is half its share's worth, the
+        // GPU counting as two GPUs' worth of compute over the same memory.
+        let sh = a[0].share.clone().unwrap();
+        assert_eq!((sh.percent, sh.mem_mb), (50, 20 * 1024));
+        let mem_only = share_on(
+            &g[0].device,
+            &GpuShareRequest {
+                mem_mb: Some(40 * 1024),
+                ..Default::default()
+            },
+            twice,
+        )
+        .unwrap();
+        assert_eq!(mem_only.percent, 100);
+        // Past twice the GPU: the free GPU again.
+        g[1].holds.push(hold(3, 90, 10));
+        let u = uses_now(&g);
+        assert_eq!(assign(&g, &u, &half, 1, twice).unwrap()[0].index, 0);
+        // Memory is never oversubscribed: 30 GB left on GPU 1, whatever the compute.
+        g[1].holds.truncate(2);
+        g[1].holds[0] = hold(1, 10, 40);
+        let u = uses_now(&g);
+        let mem = share_need(Some(40), Some(10), 7);
+        assert_eq!(assign(&g, &u, &mem, 1, twice).unwrap()[0].index, 0);
+        let mem = share_need(Some(30), Some(10), 7);
+        assert_eq!(assign(&g, &u, &mem, 1, twice).unwrap()[0].index, 1);
     }
 
     #[test]
@@ -568,20 +668,20 @@ mod tests {
             user: 0,
         };
         let idx = |v: Vec<GpuAlloc>| v.iter().map(|a| a.index).collect::<Vec<_>>();
-        assert_eq!(idx(assign(&g, &u, &need(2), 1, false).unwrap()), vec![1, 2]);
+        assert_eq!(idx(assign(&g, &u, &need(2), 1, ONE).unwrap()), vec![1, 2]);
         assert_eq!(
-            idx(assign(&g, &u, &need(3), 1, false).unwrap()),
+            idx(assign(&g, &u, &need(3), 1, ONE).unwrap()),
             vec![0, 3, 4]
         );
         assert_eq!(
-            idx(assign(&g, &u, &need(4), 1, false).unwrap()),
+            idx(assign(&g, &u, &need(4), 1, ONE).unwrap()),
             vec![0, 1, 2, 3]
         );
         let typed = GpuNeed {
             type_name: Some("V100".into()),
             ..need(1)
         };
-        assert_eq!(task_cap(&g, &u, &typed, false), 0);
+        assert_eq!(task_cap(&g, &u, &typed, ONE), 0);
     }
 
     #[test]
@@ -600,7 +700,7 @@ mod tests {
             }),
         });
         let u = uses_now(&g);
-        assert_eq!(task_cap(&g, &u, &share_need(Some(10), None, 1), false), 0);
+        assert_eq!(task_cap(&g, &u, &share_need(Some(10), None, 1), ONE), 0);
         let shard = |n| GpuNeed {
             type_name: None,
             amount: GpuAmount::Share(GpuShareRequest {
@@ -609,7 +709,7 @@ mod tests {
             }),
             user: 2,
         };
-        assert_eq!(task_cap(&g, &u, &shard(1), false), u32::MAX);
-        assert_eq!(task_cap(&g, &u, &shard(2), false), 0);
+        assert_eq!(task_cap(&g, &u, &shard(1), ONE), u32::MAX);
+        assert_eq!(task_cap(&g, &u, &shard(2), ONE), 0);
     }
 }

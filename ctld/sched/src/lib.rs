@@ -51,7 +51,7 @@ pub mod score;
 mod timeline;
 pub mod topology;
 
-pub use gpu::{GpuAmount, GpuHold, GpuNeed, GpuView};
+pub use gpu::{GpuAmount, GpuHold, GpuNeed, GpuRules, GpuView};
 pub use het::HetMember;
 pub use place::{place, place_in, NodeAlloc, Placement};
 pub use priority::{
@@ -116,9 +116,8 @@ pub struct PartitionView {
     pub up: bool,
     /// Minutes; `None` = UNLIMITED.
     pub max_time: Option<u32>,
-    /// `GpuSharing=multiuser`: jobs of several users may share one GPU through MPS (by
-    /// default an MPS-shared GPU takes one user's jobs only, MPS serializing users).
-    pub gpu_multiuser: bool,
+    /// How jobs may share the partition's GPUs (`GpuSharing=`, `GpuOverSubscribe=`).
+    pub gpu: gpu::GpuRules,
 }
 
 /// A running job's resources and when they are expected back.
@@ -664,7 +663,7 @@ fn decide_fifo(
                         .copied()
                         .filter(|&i| !view.blacked_out(i, now, now.saturating_add(len)))
                         .collect();
-                    place::place_gpus(&nodes, &cands, &job.req, view.partitions[p].gpu_multiuser)
+                    place::place_gpus(&nodes, &cands, &job.req, view.partitions[p].gpu)
                 }
             };
             if let Some(placement) = placement {

@@ -27,12 +27,12 @@ pub struct Placement {
 }
 
 /// How many tasks of `req` fit on `n` as it is now.
-fn capacity(n: &NodeView, req: &ResourceRequest, multiuser: bool) -> u32 {
+fn capacity(n: &NodeView, req: &ResourceRequest, rules: gpu::GpuRules) -> u32 {
     if !n.available {
         return 0;
     }
     let gpu_cap = match &req.gpu {
-        Some(need) => gpu::task_cap(&n.gpus, &gpu::uses_now(&n.gpus), need, multiuser),
+        Some(need) => gpu::task_cap(&n.gpus, &gpu::uses_now(&n.gpus), need, rules),
         None => u32::MAX,
     };
     capacity_cap(n.cpus, n.mem_mb, n.alloc_cpus, n.alloc_mem_mb, req, gpu_cap)
@@ -110,7 +110,7 @@ fn mem_for(node_mem_mb: u64, req: &ResourceRequest, cpus: u32) -> u64 {
 ///
 /// GPUs are placed as in a partition without `GpuSharing=multiuser` (see [`place_in`]).
 pub fn place(nodes: &[NodeView], candidates: &[usize], req: &ResourceRequest) -> Option<Placement> {
-    place_gpus(nodes, candidates, req, false)
+    place_gpus(nodes, candidates, req, gpu::GpuRules::default())
 }
 
 /// [`place`] on the nodes of partition `part`, GPUs shared as the partition allows.
@@ -119,35 +119,30 @@ pub fn place_in(
     part: &PartitionView,
     req: &ResourceRequest,
 ) -> Option<Placement> {
-    place_gpus(nodes, &part.nodes, req, part.gpu_multiuser)
+    place_gpus(nodes, &part.nodes, req, part.gpu)
 }
 
 pub(crate) fn place_gpus(
     nodes: &[NodeView],
     candidates: &[usize],
     req: &ResourceRequest,
-    multiuser: bool,
+    rules: gpu::GpuRules,
 ) -> Option<Placement> {
     let mut cands: Vec<(usize, u32)> = candidates
         .iter()
         .copied()
         .filter(|&i| i < nodes.len() && req.allows(i))
-        .map(|i| (i, capacity(&nodes[i], req, multiuser)))
+        .map(|i| (i, capacity(&nodes[i], req, rules)))
         .filter(|&(_, c)| c > 0)
         .collect();
     cands.sort_by_key(|&(i, _)| crate::score::preference(&nodes[i], i));
     cands.dedup_by_key(|c| c.0);
     let cands = packed_first(cands, req, |i| {
         let need = req.gpu.as_deref()?;
-        gpu::pack_key(
-            &nodes[i].gpus,
-            &gpu::uses_now(&nodes[i].gpus),
-            need,
-            multiuser,
-        )
+        gpu::pack_key(&nodes[i].gpus, &gpu::uses_now(&nodes[i].gpus), need, rules)
     });
     let mut p = place_caps(&cands, req, |i| (nodes[i].cpus, nodes[i].mem_mb))?;
-    assign_gpus(&mut p, req, multiuser, |i| {
+    assign_gpus(&mut p, req, rules, |i| {
         (&nodes[i].gpus[..], gpu::uses_now(&nodes[i].gpus))
     })?;
     Some(p)
@@ -193,7 +188,7 @@ pub(crate) fn packed_first(
 pub(crate) fn assign_gpus<'a>(
     p: &mut Placement,
     req: &ResourceRequest,
-    multiuser: bool,
+    rules: gpu::GpuRules,
     gpus: impl Fn(usize) -> (&'a [GpuView], Vec<GpuUse>),
 ) -> Option<()> {
     let Some(need) = &req.gpu else {
@@ -201,7 +196,7 @@ pub(crate) fn assign_gpus<'a>(
     };
     for a in &mut p.nodes {
         let (g, u) = gpus(a.node);
-        a.gpus = gpu::assign(g, &u, need, a.tasks, multiuser)?;
+        a.gpus = gpu::assign(g, &u, need, a.tasks, rules)?;
     }
     Some(())
 }

@@ -919,7 +919,7 @@ impl<'a> Planner<'a> {
         t: i64,
     ) -> Option<Placement> {
         let view = self.view;
-        let multiuser = view.partitions[part].gpu_multiuser;
+        let rules = view.partitions[part].gpu;
         let end = t.saturating_add(len);
         let cands: Vec<(usize, u32)> = self.order[part]
             .iter()
@@ -929,9 +929,7 @@ impl<'a> Planner<'a> {
                 let n = &view.nodes[i];
                 let (c, m) = self.tl.lines[i].peak(t, end);
                 let gpu_cap = match &req.gpu {
-                    Some(need) => {
-                        gpu::task_cap(&n.gpus, &self.gpu_uses(i, t, end), need, multiuser)
-                    }
+                    Some(need) => gpu::task_cap(&n.gpus, &self.gpu_uses(i, t, end), need, rules),
                     None => u32::MAX,
                 };
                 let cap = capacity_cap(n.cpus, n.mem_mb, c, m, req, gpu_cap);
@@ -940,15 +938,10 @@ impl<'a> Planner<'a> {
             .collect();
         let cands = packed_first(cands, req, |i| {
             let need = req.gpu.as_deref()?;
-            gpu::pack_key(
-                &view.nodes[i].gpus,
-                &self.gpu_uses(i, t, end),
-                need,
-                multiuser,
-            )
+            gpu::pack_key(&view.nodes[i].gpus, &self.gpu_uses(i, t, end), need, rules)
         });
         let mut p = place_caps(&cands, req, |i| (view.nodes[i].cpus, view.nodes[i].mem_mb))?;
-        assign_gpus(&mut p, req, multiuser, |i| {
+        assign_gpus(&mut p, req, rules, |i| {
             (&view.nodes[i].gpus[..], self.gpu_uses(i, t, end))
         })?;
         Some(p)

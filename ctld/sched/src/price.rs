@@ -359,7 +359,7 @@ mod tests {
                 nodes: vec![0],
                 up: true,
                 max_time: None,
-                gpu_multiuser: false,
+                gpu: crate::GpuRules::default(),
             }],
             running: Vec::new(),
             limits: Vec::new(),

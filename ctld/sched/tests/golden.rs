@@ -136,7 +136,10 @@ fn parse(text: &str) -> Scenario {
                     .map(|n| node_index(&s.view, n))
                     .collect();
                 s.view.partitions.push(PartitionView {
-                    gpu_multiuser: flag("multiuser"),
+                    gpu: gsched_sched::GpuRules {
+                        multiuser: flag("multiuser"),
+                        compute_pct: 100,
+                    },
                     name: rest[0].into(),
                     nodes,
                     up: !flag("down"),
@@ -293,7 +296,7 @@ fn parse(text: &str) -> Scenario {
             // Until partitions are declared, one partition "all" holds every node.
             let all = (0..s.view.nodes.len()).collect();
             s.view.partitions = vec![PartitionView {
-                gpu_multiuser: false,
+                gpu: gsched_sched::GpuRules::default(),
                 name: "all".into(),
                 nodes: all,
                 up: true,

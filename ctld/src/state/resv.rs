@@ -229,7 +229,7 @@ impl State {
                 nodes: nodes.clone(),
                 up: true,
                 max_time: None,
-                gpu_multiuser: false,
+                gpu: gsched_sched::GpuRules::default(),
             }];
             rv.blackouts = self
                 .resvs

@@ -24,7 +24,7 @@ fn cluster(n: usize, cpus: u32, mem: u64) -> ClusterView {
             .map(|i| node(&format!("n{}", i + 1), cpus, mem))
             .collect(),
         partitions: vec![PartitionView {
-            gpu_multiuser: false,
+            gpu: crate::gpu::GpuRules::default(),
             name: "debug".into(),
             nodes: (0..n).collect(),
             up: true,
@@ -342,7 +342,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
         }
         for (i, (nodes, down, max)) in parts.iter().enumerate() {
             v.partitions.push(PartitionView {
-                gpu_multiuser: false,
+                gpu: crate::gpu::GpuRules::default(),
                 name: format!("p{i}"),
                 nodes: nodes.iter().map(|&n| n % (v.nodes.len() + 1)).collect(),
                 up: !(*down && i > 0),
@@ -1076,10 +1076,15 @@ fn arb_gpu_case() -> impl Strategy<Value = GpuCase> {
         prop::collection::vec(hold, 0..8),
         prop::collection::vec(jobk, 1..14),
         any::<bool>(),
+        prop::sample::select(vec![100u32, 150, 200]),
     )
-        .prop_map(|(nodes, holds, jobs, multiuser)| {
+        .prop_map(|(nodes, holds, jobs, multiuser, compute_pct)| {
             let mut v = cluster(nodes.len(), 16, 64_000);
-            v.partitions[0].gpu_multiuser = multiuser;
+            let rules = crate::gpu::GpuRules {
+                multiuser,
+                compute_pct,
+            };
+            v.partitions[0].gpu = rules;
             for (n, gpus) in v.nodes.iter_mut().zip(&nodes) {
                 n.gpus = gpus
                     .iter()
@@ -1133,7 +1138,7 @@ fn arb_gpu_case() -> impl Strategy<Value = GpuCase> {
                         let mut t = u[g].clone();
                         t.add(user, Some(s));
                         u[g] = t;
-                        gpu_ok(&gpus[g].device, &u[g], multiuser)
+                        gpu_ok(&gpus[g].device, &u[g], rules)
                     }
                 };
                 if fits {
@@ -1200,15 +1205,20 @@ fn arb_gpu_case() -> impl Strategy<Value = GpuCase> {
         })
 }
 
-/// Whether what `u` holds on GPU `d` is allowed: whole alone; MPS shares within 100% and the
-/// memory, of one user unless `multiuser`; shards within the count; never MPS and shards.
-fn gpu_ok(d: &gsched_proto::gpu::GpuDevice, u: &crate::gpu::GpuUse, multiuser: bool) -> bool {
+/// Whether what `u` holds on GPU `d` is allowed: whole alone; MPS shares within the
+/// partition's compute percentage (100 unless oversubscribed) and the memory, of one user
+/// unless multi-user; shards within the count; never MPS and shards.
+fn gpu_ok(
+    d: &gsched_proto::gpu::GpuDevice,
+    u: &crate::gpu::GpuUse,
+    rules: crate::gpu::GpuRules,
+) -> bool {
     let mixed = u.whole && u.holds > 1 || u.mps && u.shard;
     !mixed
-        && u.percent <= 100
+        && u.percent <= rules.compute_pct
         && (d.memory_mb == 0 || u.mem_mb <= d.memory_mb)
         && u.shards <= d.shard_count
-        && (multiuser || u.users.len() <= 1)
+        && (rules.multiuser || u.users.len() <= 1)
 }
 
 proptest! {
@@ -1220,7 +1230,7 @@ proptest! {
     #[test]
     fn gpus_never_over_allocated_or_mixed(case in arb_gpu_case()) {
         let (v, q) = (&case.view, &case.queue);
-        let multiuser = v.partitions[0].gpu_multiuser;
+        let rules = v.partitions[0].gpu;
         for policy in policies() {
             let d = decide(v, q, NOW, &config(policy));
             let mut uses: Vec<Vec<crate::gpu::GpuUse>> =
@@ -1251,7 +1261,7 @@ proptest! {
             }
             for (i, n) in v.nodes.iter().enumerate() {
                 for (k, g) in n.gpus.iter().enumerate() {
-                    prop_assert!(gpu_ok(&g.device, &uses[i][k], multiuser),
+                    prop_assert!(gpu_ok(&g.device, &uses[i][k], rules),
                         "{:?}: node {} gpu {}: {:?}", policy, i, k, uses[i][k]);
                 }
             }

@@ -1622,7 +1622,7 @@ impl PartAttrs {
 }
 
 /// `GpuOverSubscribe=`: a factor from 1 to 4 with at most two decimals, as a percentage.
-fn parse_oversubscribe(v: &str) -> Option<u32> {
+pub fn parse_oversubscribe(v: &str) -> Option<u32> {
     let (int, frac) = v.split_once('.').unwrap_or((v, "0"));
     if int.is_empty()
         || frac.is_empty()

@@ -43,6 +43,11 @@ pub struct Settings {
     /// Schedule the jobs' GPUs on the nodes' GPUs (`--gpu-sharing`, [`crate::gpu`]); `None`:
     /// as the trace's resource says (milli-GPUs as CPUs for the Alibaba trace).
     pub gpu: Option<crate::gpu::GpuSharing>,
+    /// With `pack:F` (F above 1): how fast pods run on a GPU whose shares add up to more
+    /// than the GPU. Their trace runtime is the work they do at full speed; a pod whose GPU's
+    /// co-tenants change is re-timed then (its limit, the trace runtime, is not enforced on
+    /// the time it loses).
+    pub shared_speed: crate::gpu::SharedSpeed,
 }
 
 /// With a predictor, where running jobs are planned to end. Measured on SDSC-SP2, CTC-SP2 and
@@ -125,6 +130,57 @@ struct Run {
     end: i64,
     plan_end: i64,
     corrections: u32,
+    /// Seconds of work left at full speed as of `since`, and the speed since then (below 1
+    /// on an oversubscribed GPU).
+    work_left: f64,
+    since: i64,
+    speed: f64,
+}
+
+/// Re-times the jobs on GPU `gpu` of node `node` at `now`, after its holders changed: each
+/// runs at the speed its GPU's shares give it from now on.
+#[allow(clippy::too_many_arguments)]
+fn respeed(
+    view: &mut gsched_sched::ClusterView,
+    runs: &mut [Option<Run>],
+    pos_in_running: &[usize],
+    ends: &mut BinaryHeap<Reverse<(i64, u32)>>,
+    model: crate::gpu::SharedSpeed,
+    node: usize,
+    gpu: u32,
+    now: i64,
+) {
+    let Some(g) = view.nodes[node].gpus.iter().find(|g| g.device.index == gpu) else {
+        return;
+    };
+    let sum: u32 = g
+        .holds
+        .iter()
+        .filter_map(|h| h.share.as_ref().map(|s| s.percent))
+        .sum();
+    let speed = model.speed(sum);
+    let ids: Vec<u32> = g.holds.iter().map(|h| h.job_id).collect();
+    for id in ids {
+        let i = id as usize - 1;
+        let Some(run) = runs[i].as_mut() else {
+            continue;
+        };
+        if run.speed == speed {
+            continue;
+        }
+        run.work_left = (run.work_left - (now - run.since) as f64 * run.speed).max(0.0);
+        run.since = now;
+        run.speed = speed;
+        // Work done by now (to the rounding of a second) ends now, whatever the speed.
+        let end = now + ((run.work_left / speed - 1e-6).ceil() as i64).max(0);
+        if end != run.end {
+            run.end = end;
+            ends.push(Reverse((end, id)));
+            if let Some(r) = view.running.get_mut(pos_in_running[i]) {
+                r.end = end.max(run.plan_end);
+            }
+        }
+    }
 }
 
 fn minutes(secs: i64) -> u32 {
@@ -170,6 +226,11 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
     sched.fifo_estimates = false;
     let mut view = cluster.view.clone();
     let part = cluster.partition;
+    if let Some(g) = s.gpu {
+        view.partitions[part].gpu.compute_pct = g.compute_pct();
+    }
+    // Pods slow down only where shares may add up to more than a GPU.
+    let retime = s.gpu.is_some_and(|g| g.compute_pct() > 100);
     let part_nodes = view.partitions[part].nodes.clone();
     let part_max = view.partitions[part].max_time.map(|m| m as i64 * 60);
     let mut predictor = Predictor::new(s.predictor.unwrap_or(PredictorKind::UserLimit));
@@ -223,6 +284,10 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
             }
             ends.pop();
             let i = id as usize - 1;
+            // An end moved by a change of speed leaves its old entry behind.
+            if runs[i].is_none_or(|r| r.end != t) {
+                continue;
+            }
             let Some(run) = runs[i].take() else { continue };
             let pos = pos_in_running[i];
             let alloc = view.running.swap_remove(pos);
@@ -238,6 +303,22 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                 if !a.gpus.is_empty() {
                     for g in &mut n.gpus {
                         g.holds.retain(|h| h.job_id != id);
+                    }
+                }
+            }
+            if retime {
+                for a in &alloc.nodes {
+                    for g in a.gpus.iter().filter(|g| g.share.is_some()) {
+                        respeed(
+                            &mut view,
+                            &mut runs,
+                            &pos_in_running,
+                            &mut ends,
+                            s.shared_speed,
+                            a.node,
+                            g.index,
+                            now,
+                        );
                     }
                 }
             }
@@ -406,8 +487,27 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                 end,
                 plan_end,
                 corrections: 0,
+                work_left: (end - now) as f64,
+                since: now,
+                speed: 1.0,
             });
             ends.push(Reverse((end, st.job_id)));
+            if retime {
+                for a in &st.placement.nodes {
+                    for g in a.gpus.iter().filter(|g| g.share.is_some()) {
+                        respeed(
+                            &mut view,
+                            &mut runs,
+                            &pos_in_running,
+                            &mut ends,
+                            s.shared_speed,
+                            a.node,
+                            g.index,
+                            now,
+                        );
+                    }
+                }
+            }
             if predicting && s.running_plan != RunningPlan::Limit && plan_end < end {
                 expiries.push(Reverse((plan_end, st.job_id)));
             }
@@ -452,6 +552,7 @@ mod tests {
             kill_at_limit: true,
             prices: None,
             gpu: None,
+            shared_speed: crate::gpu::SharedSpeed::MEASURED_PAIRS,
         }
     }
 

@@ -136,11 +136,22 @@ struct Args {
     #[arg(long, value_name = "W", default_value_t = 10.0, requires = "prices")]
     watts_per_cpu: f64,
     /// Schedule the GPU trace's GPUs on real GPUs of the nodes, once per mode of the list:
-    /// whole (every pod gets whole GPUs, as Slurm's gres/gpu) and pack (pods asking for part
-    /// of a GPU share GPUs, best-fit packed, as gsched's --gpu-share); prints GPUs busy, waits
-    /// and jobs per GPU-hour instead of the CPU table.
+    /// whole (every pod gets whole GPUs, as Slurm's gres/gpu), pack (pods asking for part
+    /// of a GPU share GPUs, best-fit packed, as gsched's --gpu-share) and pack:F (the same in
+    /// a partition with GpuOverSubscribe=F: the shares of one GPU may add up to F GPUs);
+    /// prints GPUs busy, waits and jobs per GPU-hour instead of the CPU table.
     #[arg(long, value_name = "LIST", conflicts_with_all = ["config", "csv", "plot"])]
     gpu_sharing: Option<String>,
+    /// With pack:F, how fast pods run on a GPU whose shares add up to more than the GPU: a
+    /// fraction of their speed alone (default 0.94, what Lucid measured for pairs of training
+    /// jobs on one GPU) or `proportional` (100 / the shares' sum: every pod busy all the time).
+    #[arg(
+        long,
+        value_name = "SPEED",
+        default_value = "0.94",
+        requires = "gpu_sharing"
+    )]
+    oversubscribed_speed: String,
     /// GPUs of each node (with --nodes and --gpu-sharing).
     #[arg(long, value_name = "N", default_value_t = 8, requires = "gpu_sharing")]
     gpus_per_node: u32,
@@ -226,6 +237,7 @@ fn settings(
     };
     Settings {
         gpu: None,
+        shared_speed: gsched_sim::gpu::SharedSpeed::MEASURED_PAIRS,
         sched,
         predictor: (name == "easy-predict").then_some(predictor),
         running_plan: RunningPlan::from_name(&args.running_plan).unwrap_or_default(),
@@ -259,6 +271,12 @@ fn run_gpu(args: &Args, list: &str, trace: &Trace, read: usize) -> Result<()> {
         (Some(n), Some(c)) => Some((n, c, args.mem_per_node, args.gpus_per_node)),
         _ => None,
     };
+    let Some(speed) = gsched_sim::gpu::SharedSpeed::from_name(&args.oversubscribed_speed) else {
+        bail!(
+            "invalid --oversubscribed-speed \"{}\": give a fraction above 0 and at most 1, or proportional",
+            args.oversubscribed_speed
+        );
+    };
     let cluster = gsched_sim::gpu::cluster(trace, uniform)?;
     let total_gpus: u64 = cluster.view.nodes.iter().map(|n| n.gpus.len() as u64).sum();
     let base = SchedConfig {
@@ -272,6 +290,7 @@ fn run_gpu(args: &Args, list: &str, trace: &Trace, read: usize) -> Result<()> {
         for &mode in &modes {
             let mut s = settings(&name, &base, args, predictor, None);
             s.gpu = Some(mode);
+            s.shared_speed = speed;
             let o = engine::simulate(&cluster, &trace.jobs, &s);
             rows.push(gsched_sim::gpu::compute(&name, mode, &o, total_gpus));
             if rejected.is_empty() {

@@ -495,7 +495,7 @@ fn alibaba_gpu_packing_against_whole_gpus() {
         "--gpus-per-node",
         "8",
         "--gpu-sharing",
-        "whole,pack",
+        "whole,pack,pack:2",
         "--policy",
         "easy",
         "--json",
@@ -523,6 +523,16 @@ fn alibaba_gpu_packing_against_whole_gpus() {
         f(pack, "jobs_per_gpu_hour") > f(whole, "jobs_per_gpu_hour"),
         "{out}"
     );
+    // GpuOverSubscribe=2: more pods per GPU-hour still, though they run a little longer
+    // (co-tenants at 0.94 of their speed alone, the default model).
+    let over = row("pack:2");
+    assert!(
+        f(over, "share_jobs_per_gpu_hour") > f(pack, "share_jobs_per_gpu_hour"),
+        "{out}"
+    );
+    assert_eq!(f(pack, "share_stretch"), 1.0, "{out}");
+    let stretch = f(over, "share_stretch");
+    assert!(stretch > 1.0 && stretch < 1.0 / 0.94 + 0.01, "{out}");
 
     // Clear refusals.
     let sdsc = data("sdsc-sp2-first1000.swf");
@@ -542,5 +552,5 @@ fn alibaba_gpu_packing_against_whole_gpus() {
         "half",
     ]);
     assert!(String::from_utf8_lossy(&e.stderr)
-        .contains("unknown GPU sharing \"half\"; valid: whole, pack"));
+        .contains("unknown GPU sharing \"half\"; valid: whole, pack, pack:F"));
 }

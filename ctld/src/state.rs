@@ -216,7 +216,9 @@ pub struct PartRt {
 pub struct State {
     pub cfg: Arc<Config>,
     store: Store,
-    pub jobs: BTreeMap<JobId, Job>,
+    /// Boxed: a `Job` is several hundred bytes, and a B-tree filled in id order leaves its
+    /// nodes about half empty, which would cost that much again for every job kept.
+    pub jobs: BTreeMap<JobId, Box<Job>>,
     pub nodes: Vec<NodeRt>,
     node_index: HashMap<String, usize>,
     pub parts: Vec<PartRt>,
@@ -382,7 +384,7 @@ impl State {
                 && rec.info.het.is_none_or(|h| h.offset == 0);
             jobs.insert(
                 row.id,
-                Job {
+                Box::new(Job {
                     info: rec.info,
                     extra: rec.extra,
                     // We cannot know whether a launch sent before the restart arrived; the
@@ -390,7 +392,7 @@ impl State {
                     launch: active.then_some(LaunchState::Acked(now)),
                     terminate_sent_at: None,
                     terminate_acked: false,
-                },
+                }),
             );
         }
         // As slurmctld: the stored sequence, raised to `FirstJobId` when that is larger.
@@ -646,13 +648,13 @@ impl State {
         self.active.note(id, JobState::Pending);
         self.jobs.insert(
             id,
-            Job {
+            Box::new(Job {
                 info,
                 extra: JobExtra::default(),
                 launch: None,
                 terminate_sent_at: None,
                 terminate_acked: false,
-            },
+            }),
         );
         Ok((id, None))
     }
@@ -969,9 +971,14 @@ impl State {
             Vec::new()
         };
         let jobs: Box<dyn Iterator<Item = &Job>> = if named > 0 && named < 64 {
-            Box::new(ids.iter().filter_map(|id| self.jobs.get(id)))
+            Box::new(ids.iter().filter_map(|id| self.jobs.get(id).map(|b| &**b)))
         } else {
-            Box::new(self.jobs.values().filter(|j| filter.matches(&j.info)))
+            Box::new(
+                self.jobs
+                    .values()
+                    .map(|b| &**b)
+                    .filter(|j| filter.matches(&j.info)),
+            )
         };
         let mut first = true;
         for j in jobs {
@@ -2469,7 +2476,7 @@ fn requeue_run(job: &mut Job, now: i64) {
 /// What a dependency on `id` sees: the job itself, or, when `id` is an array's job id, the
 /// whole array as Slurm does (`afterok:N` waits for every task; the array counts as started
 /// once every task started, as ended once every task ended, and as failed if any task did).
-fn array_or_job_state(jobs: &BTreeMap<JobId, Job>, id: JobId) -> Option<TargetState> {
+fn array_or_job_state(jobs: &BTreeMap<JobId, Box<Job>>, id: JobId) -> Option<TargetState> {
     let first = jobs.get(&id)?;
     let one = |t: &Job| TargetState {
         state: t.info.state,
@@ -2486,7 +2493,7 @@ fn array_or_job_state(jobs: &BTreeMap<JobId, Job>, id: JobId) -> Option<TargetSt
     };
     let tasks: Vec<TargetState> = (0..a.count)
         .filter_map(|k| id.checked_add(k))
-        .filter_map(|tid| jobs.get(&tid))
+        .filter_map(|tid| jobs.get(&tid).map(|b| &**b))
         .filter(|t| t.info.array.as_ref().is_some_and(|ta| ta.job_id == id))
         .map(one)
         .collect();
@@ -2513,7 +2520,7 @@ fn array_or_job_state(jobs: &BTreeMap<JobId, Job>, id: JobId) -> Option<TargetSt
 /// `None` when `job` is not an array task or that array has no such task (then the target
 /// is judged as a whole, as Slurm does).
 fn corresponding_task_state(
-    jobs: &BTreeMap<JobId, Job>,
+    jobs: &BTreeMap<JobId, Box<Job>>,
     arrays: &HashMap<JobId, ArrayRt>,
     id: JobId,
     job: &JobInfo,

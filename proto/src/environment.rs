@@ -103,6 +103,7 @@ impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for Environment {
         for (k, v) in pairs {
             e.push(k.as_ref(), v.as_ref());
         }
+        e.text.shrink_to_fit();
         e
     }
 }
@@ -150,6 +151,9 @@ impl<'de> Deserialize<'de> for Environment {
                     }
                     e.push(&k, &v);
                 }
+                // A queued job keeps its environment for as long as it waits: not the
+                // spare room the string grew by.
+                e.text.shrink_to_fit();
                 Ok(e)
             }
         }

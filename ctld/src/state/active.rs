@@ -50,7 +50,7 @@ impl ActiveJobs {
     }
 
     /// Rebuilds the set from every job.
-    pub(super) fn rebuild(&mut self, jobs: &BTreeMap<JobId, Job>, now: i64) {
+    pub(super) fn rebuild(&mut self, jobs: &BTreeMap<JobId, Box<Job>>, now: i64) {
         self.ids = jobs
             .values()
             .filter(|j| !j.info.state.is_terminal())
@@ -65,14 +65,14 @@ impl ActiveJobs {
     }
 
     /// The unfinished jobs, in id order; forgets those found finished or gone.
-    pub(super) fn ids(&mut self, jobs: &BTreeMap<JobId, Job>) -> Vec<JobId> {
+    pub(super) fn ids(&mut self, jobs: &BTreeMap<JobId, Box<Job>>) -> Vec<JobId> {
         self.ids
             .retain(|id| jobs.get(id).is_some_and(|j| !j.info.state.is_terminal()));
         self.ids.iter().copied().collect()
     }
 
     /// The started jobs (running, suspended, completing), in id order; forgets the others.
-    pub(super) fn started_ids(&mut self, jobs: &BTreeMap<JobId, Job>) -> Vec<JobId> {
+    pub(super) fn started_ids(&mut self, jobs: &BTreeMap<JobId, Box<Job>>) -> Vec<JobId> {
         self.started
             .retain(|id| jobs.get(id).is_some_and(|j| started(j.info.state)));
         self.started.iter().copied().collect()
@@ -81,11 +81,11 @@ impl ActiveJobs {
     /// The started jobs, in id order (no pruning: for `&self` walks).
     pub(super) fn started_jobs<'a>(
         &'a self,
-        jobs: &'a BTreeMap<JobId, Job>,
+        jobs: &'a BTreeMap<JobId, Box<Job>>,
     ) -> impl Iterator<Item = &'a Job> + 'a {
         self.started
             .iter()
-            .filter_map(|id| jobs.get(id))
+            .filter_map(|id| jobs.get(id).map(|b| &**b))
             .filter(|j| started(j.info.state))
     }
 
@@ -93,11 +93,11 @@ impl ActiveJobs {
     /// walks between passes).
     pub(super) fn jobs<'a>(
         &'a self,
-        jobs: &'a BTreeMap<JobId, Job>,
+        jobs: &'a BTreeMap<JobId, Box<Job>>,
     ) -> impl Iterator<Item = &'a Job> + 'a {
         self.ids
             .iter()
-            .filter_map(|id| jobs.get(id))
+            .filter_map(|id| jobs.get(id).map(|b| &**b))
             .filter(|j| !j.info.state.is_terminal())
     }
 }

@@ -103,13 +103,13 @@ impl State {
             self.active.note(info.job_id, JobState::Pending);
             self.jobs.insert(
                 info.job_id,
-                Job {
+                Box::new(Job {
                     info,
                     extra: JobExtra::default(),
                     launch: None,
                     terminate_sent_at: None,
                     terminate_acked: false,
-                },
+                }),
             );
         }
         self.arrays.insert(

@@ -124,7 +124,7 @@ impl State {
             .map(|a| a.indices.len() as u32)
             .unwrap_or(1);
         (array_job_id..array_job_id.saturating_add(n))
-            .filter_map(|i| self.jobs.get(&i))
+            .filter_map(|i| self.jobs.get(&i).map(|b| &**b))
             .filter(|j| j.info.array.is_some_and(|a| a.job_id == array_job_id))
             .collect()
     }

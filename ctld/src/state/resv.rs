@@ -206,7 +206,7 @@ impl State {
         for r in &self.resvs {
             let mine: Vec<&super::Job> = jobs
                 .iter()
-                .filter_map(|id| self.jobs.get(id))
+                .filter_map(|id| self.jobs.get(id).map(|b| &**b))
                 .filter(|j| j.info.spec.reservation.as_ref() == Some(&r.name))
                 .collect();
             if mine.is_empty() {

@@ -137,10 +137,36 @@ struct Run {
     speed: f64,
 }
 
-/// Re-times the jobs on GPU `gpu` of node `node` at `now`, after its holders changed: each
-/// runs at the speed its GPU's shares give it from now on.
-#[allow(clippy::too_many_arguments)]
+/// Re-times, at `now`, the jobs on the shared GPUs of an allocation that just started or
+/// ended (`nodes`): each runs at the speed its GPU's shares give it from now on.
 fn respeed(
+    view: &mut gsched_sched::ClusterView,
+    runs: &mut [Option<Run>],
+    pos_in_running: &[usize],
+    ends: &mut BinaryHeap<Reverse<(i64, u32)>>,
+    model: crate::gpu::SharedSpeed,
+    nodes: &[gsched_sched::NodeAlloc],
+    now: i64,
+) {
+    for a in nodes {
+        for g in a.gpus.iter().filter(|g| g.share.is_some()) {
+            respeed_gpu(
+                view,
+                runs,
+                pos_in_running,
+                ends,
+                model,
+                a.node,
+                g.index,
+                now,
+            );
+        }
+    }
+}
+
+/// [`respeed`] for GPU `gpu` of node `node`.
+#[allow(clippy::too_many_arguments)]
+fn respeed_gpu(
     view: &mut gsched_sched::ClusterView,
     runs: &mut [Option<Run>],
     pos_in_running: &[usize],
@@ -307,20 +333,15 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
                 }
             }
             if retime {
-                for a in &alloc.nodes {
-                    for g in a.gpus.iter().filter(|g| g.share.is_some()) {
-                        respeed(
-                            &mut view,
-                            &mut runs,
-                            &pos_in_running,
-                            &mut ends,
-                            s.shared_speed,
-                            a.node,
-                            g.index,
-                            now,
-                        );
-                    }
-                }
+                respeed(
+                    &mut view,
+                    &mut runs,
+                    &pos_in_running,
+                    &mut ends,
+                    s.shared_speed,
+                    &alloc.nodes,
+                    now,
+                );
             }
             let j = &jobs[i];
             if predicting {
@@ -493,20 +514,15 @@ pub fn simulate(cluster: &Cluster, jobs: &[TraceJob], s: &Settings) -> Outcome {
             });
             ends.push(Reverse((end, st.job_id)));
             if retime {
-                for a in &st.placement.nodes {
-                    for g in a.gpus.iter().filter(|g| g.share.is_some()) {
-                        respeed(
-                            &mut view,
-                            &mut runs,
-                            &pos_in_running,
-                            &mut ends,
-                            s.shared_speed,
-                            a.node,
-                            g.index,
-                            now,
-                        );
-                    }
-                }
+                respeed(
+                    &mut view,
+                    &mut runs,
+                    &pos_in_running,
+                    &mut ends,
+                    s.shared_speed,
+                    &st.placement.nodes,
+                    now,
+                );
             }
             if predicting && s.running_plan != RunningPlan::Limit && plan_end < end {
                 expiries.push(Reverse((plan_end, st.job_id)));

@@ -145,13 +145,8 @@ struct Args {
     /// With pack:F, how fast pods run on a GPU whose shares add up to more than the GPU: a
     /// fraction of their speed alone (default 0.94, what Lucid measured for pairs of training
     /// jobs on one GPU) or `proportional` (100 / the shares' sum: every pod busy all the time).
-    #[arg(
-        long,
-        value_name = "SPEED",
-        default_value = "0.94",
-        requires = "gpu_sharing"
-    )]
-    oversubscribed_speed: String,
+    #[arg(long, value_name = "SPEED", requires = "gpu_sharing")]
+    oversubscribed_speed: Option<String>,
     /// GPUs of each node (with --nodes and --gpu-sharing).
     #[arg(long, value_name = "N", default_value_t = 8, requires = "gpu_sharing")]
     gpus_per_node: u32,
@@ -271,11 +266,13 @@ fn run_gpu(args: &Args, list: &str, trace: &Trace, read: usize) -> Result<()> {
         (Some(n), Some(c)) => Some((n, c, args.mem_per_node, args.gpus_per_node)),
         _ => None,
     };
-    let Some(speed) = gsched_sim::gpu::SharedSpeed::from_name(&args.oversubscribed_speed) else {
-        bail!(
-            "invalid --oversubscribed-speed \"{}\": give a fraction above 0 and at most 1, or proportional",
-            args.oversubscribed_speed
-        );
+    let speed = match &args.oversubscribed_speed {
+        None => gsched_sim::gpu::SharedSpeed::MEASURED_PAIRS,
+        Some(v) => gsched_sim::gpu::SharedSpeed::from_name(v).ok_or_else(|| {
+            anyhow::anyhow!(
+                "invalid --oversubscribed-speed \"{v}\": give a fraction above 0 and at most 1, or proportional"
+            )
+        })?,
     };
     let cluster = gsched_sim::gpu::cluster(trace, uniform)?;
     let total_gpus: u64 = cluster.view.nodes.iter().map(|n| n.gpus.len() as u64).sum();

@@ -553,4 +553,17 @@ fn alibaba_gpu_packing_against_whole_gpus() {
     ]);
     assert!(String::from_utf8_lossy(&e.stderr)
         .contains("unknown GPU sharing \"half\"; valid: whole, pack, pack:F"));
+    let e = gssim(&[
+        "--trace",
+        trace.to_str().unwrap(),
+        "--format",
+        "alibaba",
+        "--gpu-sharing",
+        "pack:2",
+        "--oversubscribed-speed",
+        "1.5",
+    ]);
+    assert!(!e.status.success());
+    assert!(String::from_utf8_lossy(&e.stderr)
+        .contains("invalid --oversubscribed-speed \"1.5\": give a fraction above 0 and at most 1"));
 }

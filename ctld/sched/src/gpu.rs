@@ -93,9 +93,17 @@ pub struct GpuRules {
     /// default an MPS-shared GPU takes one user's jobs only, MPS serializing users).
     pub multiuser: bool,
     /// `GpuOverSubscribe=`: what the compute shares of one GPU may add up to, in percent of
-    /// the GPU (100: shares are reservations; 200: twice the GPU, as NVIDIA's MPS guide
-    /// suggests provisioning). GPU memory and shards are never oversubscribed.
+    /// the GPU (100: shares are reservations; 200: twice the GPU, MPS's percentage being a
+    /// cap that reserves nothing). GPU memory and shards are never oversubscribed. Values
+    /// below 100 count as 100 ([`GpuRules::compute_limit`]).
     pub compute_pct: u32,
+}
+
+impl GpuRules {
+    /// What the compute shares of one GPU may add up to, percent (at least the GPU).
+    fn compute_limit(self) -> u32 {
+        self.compute_pct.max(100)
+    }
 }
 
 impl Default for GpuRules {
@@ -186,7 +194,7 @@ fn div_ceil(a: u64, b: u64) -> u64 {
 /// `GpuOverSubscribe=2`, `--gpu-share=60` alone takes 30% of the memory and `--gpu-mem=40G`
 /// of 80G alone a compute limit of 100%.
 pub fn share_on(d: &GpuDevice, r: &GpuShareRequest, rules: GpuRules) -> Option<GpuShare> {
-    let scale = u64::from(rules.compute_pct.max(100));
+    let scale = u64::from(rules.compute_limit());
     if d.mig {
         return None;
     }
@@ -244,7 +252,7 @@ fn share_fits(d: &GpuDevice, u: &GpuUse, share: &GpuShare, user: u32, rules: Gpu
     }
     if share.mps {
         !u.shard
-            && u.percent.saturating_add(share.percent) <= rules.compute_pct.max(100)
+            && u.percent.saturating_add(share.percent) <= rules.compute_limit()
             && (d.memory_mb == 0 || u.mem_mb.saturating_add(share.mem_mb) <= d.memory_mb)
             && (rules.multiuser || u.users.iter().all(|&x| x == user))
     } else {
@@ -256,7 +264,7 @@ fn share_fits(d: &GpuDevice, u: &GpuUse, share: &GpuShare, user: u32, rules: Gpu
 /// lets the shares add up to), memory and shards left after it, in per-mille of the GPU.
 fn leftover(d: &GpuDevice, u: &GpuUse, share: &GpuShare, rules: GpuRules) -> u64 {
     if share.mps {
-        let pct = u64::from(rules.compute_pct.max(100))
+        let pct = u64::from(rules.compute_limit())
             .saturating_sub(u64::from(u.percent + share.percent))
             * 10;
         let mem = (d.memory_mb.saturating_sub(u.mem_mb + share.mem_mb) * 1000)

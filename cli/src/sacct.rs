@@ -1340,6 +1340,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
     // The GPU samples are read only for the fields that show them.
     let query = HistoryQuery {
         gpu_usage: p.columns.iter().any(|c| c.name.starts_with("TRESUsageIn")),
+        payloads: p.batch_script,
         ..p.query.clone()
     };
     let mut resp: JobsResponse = client

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use gsched_proto::api::{HistoryQuery, JobGpuUsage};
-use gsched_proto::job::{JobInfo, JobState};
+use gsched_proto::job::{JobId, JobInfo, JobState};
 
 use crate::state::StoredRecord;
 use crate::store::{GpuUsageReader, Store, StoreError};
@@ -29,7 +29,27 @@ pub fn query(db: &Path, q: &HistoryQuery) -> Result<Vec<JobInfo>, StoreError> {
             out.push(rec.info);
         }
     }
+    if q.payloads {
+        fill_payloads(db, &mut out)?;
+    }
     Ok(out)
+}
+
+/// Puts each job's payload (`state/payload.rs`) back into its spec; records stored before
+/// schema 8 hold theirs already.
+fn fill_payloads(db: &Path, jobs: &mut [JobInfo]) -> Result<(), StoreError> {
+    let owners: Vec<JobId> = jobs.iter().map(crate::state::payload_owner).collect();
+    let texts = Store::read_payloads(db, &owners)?;
+    for (j, owner) in jobs.iter_mut().zip(owners) {
+        let Some(text) = texts.get(&owner) else {
+            continue;
+        };
+        match crate::state::Payload::from_json(owner, text) {
+            Ok(p) => p.restore(&mut j.spec),
+            Err(e) => tracing::error!("{e}"),
+        }
+    }
+    Ok(())
 }
 
 /// How the started GPU jobs of `jobs` used their GPUs over their current runs, from the

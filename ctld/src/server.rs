@@ -226,7 +226,8 @@ async fn query(
         let mut body = Vec::with_capacity(4096);
         body.extend_from_slice(format!("{{\"now\":{},\"jobs\":[", now()).as_bytes());
         if allowed {
-            sh.lock().query_projected(&q.filter, &keep, &mut body);
+            sh.lock()
+                .query_projected(&q.filter, &keep, !q.brief, &mut body);
         }
         body.extend_from_slice(b"]}");
         return Ok((

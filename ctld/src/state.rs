@@ -42,12 +42,15 @@ mod limits;
 mod live_usage;
 pub mod monitor;
 mod notices;
+mod payload;
+pub(crate) use payload::{payload_owner, Payload};
 mod predict;
 mod price;
 pub use price::{account as price_account, calendar as price_calendar};
 mod priority;
 pub use priority::{assoc_of, Assoc, Usage};
 pub mod resv;
+mod spec_pool;
 pub mod steps;
 mod suspend;
 
@@ -256,6 +259,8 @@ pub struct State {
     batch_index: BatchIndex,
     /// The jobs not finished, for the passes (`state/active.rs`).
     active: active::ActiveJobs,
+    /// Equal specs of jobs in memory, shared (`state/spec_pool.rs`).
+    specs: spec_pool::SpecPool,
 }
 
 /// Running and completing jobs by their batch node, rebuilt at most once a second: a
@@ -372,8 +377,9 @@ impl State {
             }
         }
         let mut jobs = BTreeMap::new();
+        let mut specs = spec_pool::SpecPool::default();
         for row in store.load_jobs(now - cfg.min_job_age as i64)? {
-            let rec: StoredRecord =
+            let mut rec: StoredRecord =
                 serde_json::from_str(&row.record).map_err(|e| StoreError::Corrupt {
                     path: store.path().to_path_buf(),
                     what: format!("job {}", row.id),
@@ -382,6 +388,7 @@ impl State {
             // Later components of a het job hold resources without a process on a node.
             let active = matches!(rec.info.state, JobState::Running | JobState::Completing)
                 && rec.info.het.is_none_or(|h| h.offset == 0);
+            specs.share(&mut rec.info.spec);
             jobs.insert(
                 row.id,
                 Box::new(Job {
@@ -432,6 +439,7 @@ impl State {
             live: Default::default(),
             batch_index: BatchIndex::default(),
             active: Default::default(),
+            specs,
         };
         st.active.rebuild(&st.jobs, now);
         st.committed_state = st
@@ -623,7 +631,7 @@ impl State {
         test_only: bool,
     ) -> Result<(JobId, Option<TestOnlyAnswer>), ApiError> {
         let id = self.next_id;
-        let (info, array) = self.prepare(spec, &who, now, id, true)?;
+        let (mut info, array) = self.prepare(spec, &who, now, id, true)?;
         self.check_job_count(
             array.as_ref().map_or(1, |a| a.indices.len()),
             array.is_some(),
@@ -632,8 +640,12 @@ impl State {
             let answer = self.test_only_answer(&info, now);
             return Ok((id, Some(answer)));
         }
+        let payload = payload::Payload::take(&mut info.spec).to_json()?;
+        self.specs.share(&mut info.spec);
         if let Some(array) = array {
-            return self.insert_array(info, array).map(|id| (id, None));
+            return self
+                .insert_array(info, &payload, array)
+                .map(|id| (id, None));
         }
         let rec = StoredRecord {
             info: info.clone(),
@@ -642,7 +654,7 @@ impl State {
         let text = serde_json::to_string(&rec)
             .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
         self.store
-            .insert_job(id, JobState::Pending, info.user_id, &text)
+            .insert_job(id, JobState::Pending, info.user_id, &text, Some(&payload))
             .map_err(internal)?;
         self.next_id = id + 1;
         self.active.note(id, JobState::Pending);
@@ -917,31 +929,14 @@ impl State {
         Ok((info, array))
     }
 
-    /// Jobs matching a filter, in id order.
-    /// Jobs matching a filter, in id order; `brief`: without their scripts and environments.
-    pub fn query(&mut self, filter: &JobFilter, brief: bool) -> Vec<JobInfo> {
-        let ids = self.query_ids(filter);
-        let mut out = Vec::with_capacity(ids.len());
-        for id in &ids {
-            let Some(j) = self.jobs.get_mut(id) else {
-                continue;
-            };
-            if !brief {
-                out.push(j.info.clone());
-                continue;
-            }
-            // Not copied at all: moved out for the copy of the spec and back (the record's
-            // own spec is not shared, so this writes in place).
-            let script = std::mem::take(&mut j.info.spec.script);
-            let env = std::mem::take(&mut j.info.spec.environment);
-            let spec = (*j.info.spec).clone();
-            j.info.spec.script = script;
-            j.info.spec.environment = env;
-            let mut info = j.info.clone();
-            info.spec = spec.into();
-            out.push(info);
-        }
-        out
+    /// Jobs matching a filter, in id order; `brief`: without their scripts, environments and
+    /// arguments, which are otherwise read from the store (`state/payload.rs`).
+    pub fn query(&self, filter: &JobFilter, brief: bool) -> Vec<JobInfo> {
+        self.query_ids(filter)
+            .iter()
+            .filter_map(|id| self.jobs.get(id))
+            .map(|j| self.queried(&j.info, !brief))
+            .collect()
     }
 
     /// The jobs a query's filter selects, in id order.
@@ -963,7 +958,14 @@ impl State {
 
     /// [`State::query`] with only the fields `keep` names, written as JSON (comma-separated
     /// records) to `out` straight from the records.
-    pub fn query_projected(&self, filter: &JobFilter, keep: &FieldSet, out: &mut Vec<u8>) {
+    /// `full`: with each job's payload read from the store (`state/payload.rs`).
+    pub fn query_projected(
+        &self,
+        filter: &JobFilter,
+        keep: &FieldSet,
+        full: bool,
+        out: &mut Vec<u8>,
+    ) {
         let named = filter.ids.len() + filter.array_tasks.len();
         let ids = if named > 0 && named < 64 {
             self.query_ids(filter)
@@ -986,10 +988,11 @@ impl State {
                 out.push(b',');
             }
             first = false;
+            let with_payload = full.then(|| self.queried(&j.info, true));
             serde_json::to_writer(
                 &mut *out,
                 &Projected {
-                    value: &j.info,
+                    value: with_payload.as_ref().unwrap_or(&j.info),
                     keep,
                 },
             )
@@ -1865,6 +1868,8 @@ impl State {
             }
         }
         let mut het_leaders = Vec::new();
+        // Started jobs whose payload could not be read: they fail once the starts are stored.
+        let mut unreadable: Vec<(JobId, String)> = Vec::new();
         for start in decisions.starts {
             let part = self.parts[start.partition].name.clone();
             let names: Vec<String> = start
@@ -1920,7 +1925,13 @@ impl State {
             }
             let a = &start.placement.nodes[0];
             let info = job.info.clone();
-            let full = self.launch_info(&info);
+            let full = match self.with_payload(&info) {
+                Ok(full) => full,
+                Err(e) => {
+                    unreadable.push((start.job_id, e));
+                    continue;
+                }
+            };
             let req = crate::env::launch_request(
                 &self.cfg,
                 full.as_ref().unwrap_or(&info),
@@ -1939,7 +1950,14 @@ impl State {
             let Some(job) = self.jobs.get(&id) else {
                 continue;
             };
-            let info = &job.info;
+            let full = match self.with_payload(&job.info) {
+                Ok(full) => full,
+                Err(e) => {
+                    unreadable.push((id, e));
+                    continue;
+                }
+            };
+            let info = full.as_ref().unwrap_or(&job.info);
             let mut req = crate::env::launch_request(
                 &self.cfg,
                 info,
@@ -1973,6 +1991,12 @@ impl State {
                 }
             }
             return Vec::new();
+        }
+        for (id, why) in unreadable {
+            let start = self.jobs.get(&id).and_then(|j| j.info.start_time);
+            if let Some(start) = start {
+                self.launch_result(id, start, Err(LaunchFailure::Refused(why)), now);
+            }
         }
         effects
     }

@@ -59,6 +59,11 @@ const MIGRATIONS: &[&str] = &[
         mem_used_mb REAL, mem_used_max_mb INTEGER, mem_total_mb INTEGER,
         net_rx_bytes INTEGER, net_tx_bytes INTEGER, PRIMARY KEY (node, hour));
      CREATE INDEX node_hours_hour ON node_hours(hour);",
+    // 8: what a job needs only at launch (its batch script, environment and arguments), out
+    // of the job's record: written once at submission, read at launch and when asked for
+    // (`gsacct -B`, a full query). An array's tasks use their first task's row. Records
+    // stored before this version keep them inline and have no row here.
+    "CREATE TABLE job_payloads (id INTEGER PRIMARY KEY, payload TEXT NOT NULL);",
 ];
 
 mod gpu_samples;
@@ -190,17 +195,24 @@ impl Store {
         state: JobState,
         user_id: u32,
         record: &str,
+        payload: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.insert_jobs(&[(id, state, user_id, record.to_string())], id + 1)
+        let payloads: Vec<(JobId, &str)> = payload.map(|p| (id, p)).into_iter().collect();
+        self.insert_jobs(
+            &[(id, state, user_id, record.to_string())],
+            &payloads,
+            id + 1,
+        )
     }
 
-    /// Inserts several new jobs (an array's tasks) and advances the id counter past them, in
-    /// one transaction (one commit for the whole array). Inside a batch
-    /// ([`Store::begin_batch`]) this is a savepoint: on error the rows are rolled back and the
-    /// rest of the batch stays.
+    /// Inserts several new jobs (an array's tasks) with their payloads (see
+    /// [`Store::load_payload`]) and advances the id counter past them, in one transaction
+    /// (one commit for the whole array). Inside a batch ([`Store::begin_batch`]) this is a
+    /// savepoint: on error the rows are rolled back and the rest of the batch stays.
     pub fn insert_jobs(
         &mut self,
         rows: &[(JobId, JobState, u32, String)],
+        payloads: &[(JobId, &str)],
         next_id: JobId,
     ) -> Result<(), StoreError> {
         let path = self.path.clone();
@@ -218,6 +230,12 @@ impl Store {
             for (id, state, user_id, record) in rows {
                 ins.execute(params![id, state.long(), user_id, record])
                     .map_err(e)?;
+            }
+            let mut ins = tx
+                .prepare_cached("INSERT INTO job_payloads (id, payload) VALUES (?1, ?2)")
+                .map_err(e)?;
+            for (id, payload) in payloads {
+                ins.execute(params![id, payload]).map_err(e)?;
             }
         }
         tx.prepare_cached(
@@ -237,6 +255,16 @@ impl Store {
                 r.get(0)
             })
             .optional()
+            .map_err(self.err())
+    }
+
+    /// The payload stored with job `id` at submission (its batch script, environment and
+    /// arguments, as JSON), or `None` for a job stored without one (before schema 8, or an
+    /// array task other than the first).
+    pub fn load_payload(&self, id: JobId) -> Result<Option<String>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT payload FROM job_payloads WHERE id = ?1")
+            .and_then(|mut s| s.query_row(params![id], |r| r.get(0)).optional())
             .map_err(self.err())
     }
 
@@ -374,6 +402,42 @@ impl Store {
             })
             .map_err(err)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(err)
+    }
+
+    /// The payloads of jobs `ids` (see [`Store::load_payload`]) that have one, read through a
+    /// read-only connection of its own as [`Store::read_history`] does.
+    pub fn read_payloads(
+        db: &Path,
+        ids: &[JobId],
+    ) -> Result<std::collections::HashMap<JobId, String>, StoreError> {
+        let err = |source| StoreError::Sqlite {
+            path: db.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open_with_flags(
+            db,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(err)?;
+        let mut stmt = conn
+            .prepare("SELECT payload FROM job_payloads WHERE id = ?1")
+            .map_err(err)?;
+        let mut out = std::collections::HashMap::new();
+        for &id in ids {
+            if out.contains_key(&id) {
+                continue;
+            }
+            if let Some(p) = stmt
+                .query_row(params![id], |r| r.get::<_, String>(0))
+                .optional()
+                .map_err(err)?
+            {
+                out.insert(id, p);
+            }
+        }
+        Ok(out)
     }
 
     pub fn save_node(&mut self, name: &str, record: &str) -> Result<(), StoreError> {
@@ -644,9 +708,9 @@ mod tests {
         {
             let mut s = Store::open(dir.path(), true).unwrap();
             assert_eq!(s.next_job_id().unwrap(), 1);
-            s.insert_job(1, JobState::Pending, 1000, "{\"a\":1}")
+            s.insert_job(1, JobState::Pending, 1000, "{\"a\":1}", None)
                 .unwrap();
-            s.insert_job(2, JobState::Pending, 1000, "{\"a\":2}")
+            s.insert_job(2, JobState::Pending, 1000, "{\"a\":2}", None)
                 .unwrap();
             s.update_job(1, JobState::Completed, Some(100), "{\"a\":3}")
                 .unwrap();
@@ -660,6 +724,40 @@ mod tests {
         let recent = s.load_jobs(101).unwrap();
         assert_eq!(recent.len(), 1);
         assert_eq!(recent[0].id, 2);
+    }
+
+    #[test]
+    fn payloads_are_stored_with_their_jobs_and_read_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join(DB_FILE);
+        {
+            let mut s = Store::open(dir.path(), false).unwrap();
+            s.insert_job(1, JobState::Pending, 0, "{}", Some("{\"script\":\"a\"}"))
+                .unwrap();
+            s.insert_jobs(
+                &[
+                    (2, JobState::Pending, 0, "{}".into()),
+                    (3, JobState::Pending, 0, "{}".into()),
+                ],
+                &[(2, "{\"script\":\"b\"}")],
+                4,
+            )
+            .unwrap();
+            s.insert_job(4, JobState::Pending, 0, "{}", None).unwrap();
+            assert_eq!(
+                s.load_payload(2).unwrap().as_deref(),
+                Some("{\"script\":\"b\"}")
+            );
+            assert_eq!(s.load_payload(3).unwrap(), None);
+            // A job refused by the store leaves no payload behind.
+            assert!(s
+                .insert_job(4, JobState::Pending, 0, "{}", Some("x"))
+                .is_err());
+            assert_eq!(s.load_payload(4).unwrap(), None);
+        }
+        let got = Store::read_payloads(&db, &[1, 2, 3, 4, 1]).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[&1], "{\"script\":\"a\"}");
     }
 
     #[test]
@@ -710,12 +808,14 @@ mod tests {
             let mut s = Store::open(dir.path(), true).unwrap();
             s.begin_batch().unwrap();
             assert!(s.in_transaction());
-            s.insert_job(1, JobState::Pending, 0, "{\"a\":1}").unwrap();
+            s.insert_job(1, JobState::Pending, 0, "{\"a\":1}", None)
+                .unwrap();
             // The same id again: that insert fails and is undone; the batch goes on.
             assert!(s
-                .insert_jobs(&[(1, JobState::Pending, 0, "{}".into())], 9)
+                .insert_jobs(&[(1, JobState::Pending, 0, "{}".into())], &[], 9)
                 .is_err());
-            s.insert_job(2, JobState::Pending, 0, "{\"a\":2}").unwrap();
+            s.insert_job(2, JobState::Pending, 0, "{\"a\":2}", None)
+                .unwrap();
             // A multi-row change nests too, and fails alone.
             assert!(s
                 .transaction(|s| {
@@ -733,7 +833,8 @@ mod tests {
             s.commit_batch().unwrap();
             assert!(!s.in_transaction());
             // Outside a batch an insert is its own transaction again.
-            s.insert_job(3, JobState::Pending, 0, "{\"a\":3}").unwrap();
+            s.insert_job(3, JobState::Pending, 0, "{\"a\":3}", None)
+                .unwrap();
             assert!(!s.in_transaction());
         }
         let s = Store::open(dir.path(), true).unwrap();
@@ -748,7 +849,7 @@ mod tests {
     fn failed_transaction_rolls_back() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = Store::open(dir.path(), true).unwrap();
-        s.insert_job(1, JobState::Pending, 0, "{}").unwrap();
+        s.insert_job(1, JobState::Pending, 0, "{}", None).unwrap();
         let r = s.transaction(|s| {
             s.update_job(1, JobState::Running, None, "{\"x\":1}")?;
             s.update_job(7, JobState::Running, None, "{}")

@@ -405,6 +405,10 @@ pub struct HistoryQuery {
     /// `TRESUsageIn*`). Off by default: it reads the samples of every job selected.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gpu_usage: bool,
+    /// Also answer each job's batch script, environment and arguments (`gsacct -B`); the
+    /// controller keeps them apart from the records and reads them only when asked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub payloads: bool,
 }
 
 impl HistoryQuery {

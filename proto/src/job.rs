@@ -474,6 +474,11 @@ impl SharedSpec {
         SharedSpec(spec.clone())
     }
 
+    /// The shared spec itself (to share it further, or to tell whether two are one).
+    pub fn as_arc(&self) -> &std::sync::Arc<JobSpec> {
+        &self.0
+    }
+
     /// The spec, copied only when it is shared.
     pub fn into_inner(self) -> JobSpec {
         std::sync::Arc::unwrap_or_clone(self.0)

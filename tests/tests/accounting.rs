@@ -22,8 +22,18 @@ fn finished_jobs_states_steps_and_client_layouts() {
     let bad = c.submit(["-J", "badjob", "--wrap", "exit 3"]);
     let long = c.submit(["-J", "longjob", "--wrap", "sleep 1000"]);
     let held = c.submit(["-H", "-J", "heldjob", "--wrap", "true"]);
+    let arr = c.submit([
+        "--array=0-2",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "echo from-the-array",
+    ]);
     c.wait_terminal(ok, secs(30));
     c.wait_terminal(bad, secs(30));
+    for k in 0..3 {
+        c.wait_terminal(arr + k, secs(30));
+    }
     c.wait_state(long, JobState::Running, secs(30));
     c.cmd_ok("gscancel", [long.to_string()]);
     c.wait_terminal(long, secs(30));
@@ -130,6 +140,17 @@ fn finished_jobs_states_steps_and_client_layouts() {
     );
     assert_eq!(lines(&out), vec!["okjob|COMPLETED".to_string()]);
 
+    // -B: the batch scripts, which the controller keeps apart from the records (also an
+    // array task's, stored once with its first task).
+    let out = c.cmd_ok("gsacct", ["-B", "-j", &ok.to_string()]);
+    assert!(
+        out.starts_with(&format!("Batch Script for {ok}\n")),
+        "{out}"
+    );
+    assert!(out.contains("\ntrue\n"), "{out}");
+    let out = c.cmd_ok("gsacct", ["-B", "-j", &format!("{arr}_2")]);
+    assert!(out.contains("echo from-the-array"), "{out}");
+
     // A state selection looks at the window: completed today, not "now".
     let out = c.cmd_ok(
         "gsacct",
@@ -137,7 +158,11 @@ fn finished_jobs_states_steps_and_client_layouts() {
             "-n", "-X", "-P", "-o", "jobid", "-s", "CD", "-S", "midnight",
         ],
     );
-    assert_eq!(lines(&out), vec![ok.to_string()]);
+    let completed = [ok.to_string()]
+        .into_iter()
+        .chain((0..3).map(|k| format!("{arr}_{k}")))
+        .collect::<Vec<_>>();
+    assert_eq!(lines(&out), completed);
     // A job submitted held was never eligible: as slurmdbd, no window holds it, not even
     // with -s PD (bench/results/format-diff); named with -j it is listed (above).
     let out = c.cmd_ok("gsacct", ["-n", "-X", "-P", "-o", "jobid", "-s", "pd"]);

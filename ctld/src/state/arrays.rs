@@ -8,10 +8,11 @@
 //! ids as they start; clients only rely on `N_K`, `SLURM_ARRAY_JOB_ID`/`TASK_ID` and
 //! distinct raw ids, which this keeps, and the ids of an array stay predictable.
 //!
-//! **Size.** The whole array is committed in one transaction. Only the first task's record
-//! holds the script, the environment and the arguments; the others hold an empty copy and
-//! launch with the array's shared spec ([`ArrayRt::spec`]), so a task costs a few hundred
-//! bytes in memory and in the store.
+//! **Size.** The whole array is committed in one transaction. Its payload (script,
+//! environment, arguments) is stored once, with the first task (`state/payload.rs`), and
+//! every task shares one spec in memory, so a task costs a few hundred bytes in memory and
+//! in the store. Arrays stored before schema 8 hold the payload in the first task's record;
+//! their tasks launch with [`ArrayRt::spec`].
 //!
 //! **Throttle.** `%N` is applied when the queue is built: only as many of an array's pending
 //! tasks as it has free run slots are offered to the scheduler core; the others wait with
@@ -26,7 +27,7 @@ pub struct ArrayRt {
     /// Every index, ascending; the task at position p has id `array job id + p`.
     pub indices: Vec<u32>,
     pub throttle: Option<u32>,
-    /// The full spec (script, environment, arguments) shared by all tasks.
+    /// The spec shared by all tasks (with the payload for an array stored before schema 8).
     pub spec: Arc<JobSpec>,
 }
 
@@ -43,9 +44,11 @@ impl State {
 
     /// Stores the tasks of a new array, built from the first task's record, in one
     /// transaction. Returns the array's job id.
+    /// `first` comes without its payload, which is stored once, with the first task.
     pub(super) fn insert_array(
         &mut self,
         first: JobInfo,
+        payload: &str,
         parsed: array::ArraySpec,
     ) -> Result<JobId, ApiError> {
         let base = first.job_id;
@@ -53,15 +56,8 @@ impl State {
         let last = base
             .checked_add(n)
             .ok_or_else(|| ApiError::new(ErrorCode::Internal, "job ids exhausted"))?;
-        let shared = Arc::new((*first.spec).clone());
-        let mut stripped = first.spec.clone();
-        stripped.script = String::new();
-        stripped.environment = Default::default();
-        stripped.argv = Vec::new();
-        let template = JobInfo {
-            spec: stripped,
-            ..first.clone()
-        };
+        let shared = first.spec.as_arc().clone();
+        let template = first.clone();
         let task_of = |k: u32| ArrayTask {
             job_id: base,
             task_id: k,
@@ -96,7 +92,9 @@ impl State {
             rows.push((id, JobState::Pending, rec.info.user_id, text));
             jobs.push(rec.info);
         }
-        self.store.insert_jobs(&rows, last).map_err(internal)?;
+        self.store
+            .insert_jobs(&rows, &[(base, payload)], last)
+            .map_err(internal)?;
         drop(rows);
         self.next_id = last;
         for info in jobs {
@@ -275,16 +273,16 @@ mod tests {
         );
         let a = st.jobs[&(n + 2)].info.array.unwrap();
         assert_eq!((a.job_id, a.count, a.min, a.max, a.step), (n, 5, 0, 18, 1));
-        // Only the first task keeps the script; the others launch with the shared spec.
-        assert!(st.jobs[&(n + 1)].info.spec.script.is_empty());
-        assert_eq!(
-            st.launch_info(&st.jobs[&(n + 1)].info)
-                .unwrap()
-                .spec
-                .environment
-                .len(),
-            1
-        );
+        // The payload is stored once, with the first task; all tasks share one spec in
+        // memory and launch with that payload.
+        assert!(st.jobs[&n].info.spec.script.is_empty());
+        assert!(Arc::ptr_eq(
+            st.jobs[&n].info.spec.as_arc(),
+            st.jobs[&(n + 4)].info.spec.as_arc()
+        ));
+        let full = st.with_payload(&st.jobs[&(n + 1)].info).unwrap().unwrap();
+        assert_eq!(full.spec.environment.len(), 1);
+        assert!(full.spec.script.starts_with("#!"));
         assert_eq!(st.submit(spec(1), ROOT, 1000).unwrap(), n + 5);
         assert_eq!(st.array_task_id(n, 16), Some(n + 2));
         assert_eq!(st.array_task_id(n, 5), None);

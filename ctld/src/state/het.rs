@@ -73,6 +73,14 @@ impl State {
                 info.priority = prio;
             }
         }
+        let mut payloads = Vec::with_capacity(infos.len());
+        for info in &mut infos {
+            payloads.push((
+                info.job_id,
+                payload::Payload::take(&mut info.spec).to_json()?,
+            ));
+            self.specs.share(&mut info.spec);
+        }
         let mut rows = Vec::with_capacity(infos.len());
         for info in &infos {
             let rec = StoredRecord {
@@ -83,7 +91,11 @@ impl State {
                 .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
             rows.push((info.job_id, JobState::Pending, info.user_id, text));
         }
-        self.store.insert_jobs(&rows, last).map_err(internal)?;
+        let payloads: Vec<(JobId, &str)> =
+            payloads.iter().map(|(id, p)| (*id, p.as_str())).collect();
+        self.store
+            .insert_jobs(&rows, &payloads, last)
+            .map_err(internal)?;
         self.next_id = last;
         for info in infos {
             self.active.note(info.job_id, JobState::Pending);

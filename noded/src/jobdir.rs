@@ -100,6 +100,32 @@ pub struct LaunchFile {
     /// The job's cgroup and cores, when the node uses cgroups (`cgroup.conf`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<crate::cgroup::JobCgroup>,
+    /// The job's user as gsnoded resolved it, so that gsstepd loads no NSS modules (as
+    /// Slurm's controller sends the gids with the credential); `None`: gsstepd resolves
+    /// the user itself (and says why it cannot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<ResolvedUser>,
+}
+
+/// A user's name and groups, from the node's NSS (passwd, `getgrouplist`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvedUser {
+    pub name: String,
+    /// Every group of the user, the primary one included.
+    pub groups: Vec<u32>,
+}
+
+impl ResolvedUser {
+    /// Looks `uid` up, with `gid` as its primary group; `None` when NSS does not know it.
+    pub fn lookup(uid: u32, gid: u32) -> Option<ResolvedUser> {
+        let entry = gsched_proto::users::user_by_uid(uid)?;
+        let cname = std::ffi::CString::new(entry.name.as_bytes()).ok()?;
+        let groups = nix::unistd::getgrouplist(&cname, nix::unistd::Gid::from_raw(gid)).ok()?;
+        Some(ResolvedUser {
+            name: entry.name,
+            groups: groups.into_iter().map(|g| g.as_raw()).collect(),
+        })
+    }
 }
 
 /// `pids.json`: who runs the job, so that a restarted gsnoded can find it again.
@@ -367,6 +393,10 @@ mod tests {
             open_mode: OpenMode::Append,
             kill_wait: 30,
             cgroup: None,
+            user: Some(ResolvedUser {
+                name: "alice".into(),
+                groups: vec![1000, 27],
+            }),
         };
         d.write_launch(&launch).unwrap();
         let back = d.read_launch().unwrap().unwrap();

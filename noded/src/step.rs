@@ -84,6 +84,9 @@ pub struct StepFile {
     /// it, so they are confined, counted and killed with the job).
     #[serde(default)]
     pub cgroup_procs: Vec<PathBuf>,
+    /// The user as gsnoded resolved it (see [`crate::jobdir::LaunchFile::user`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<crate::jobdir::ResolvedUser>,
 }
 
 /// `status.json` of a step on one node.
@@ -259,7 +262,19 @@ fn run_tasks(dir: &Path, step: &StepFile, start: i64) -> StepStatus {
         "step {}.{} for uid {} on {}: tasks {ranks:?}",
         req.job_id, req.step_id, req.uid, step.node
     ));
-    let ident = match identity(req, &step.node) {
+    let resolved = step
+        .user
+        .as_ref()
+        .filter(|_| nix::unistd::geteuid().is_root());
+    let ident = match resolved {
+        Some(u) => Ok(Some(JobIdentity {
+            uid: Uid::from_raw(req.uid),
+            gid: Gid::from_raw(req.gid),
+            groups: u.groups.iter().map(|&g| Gid::from_raw(g)).collect(),
+        })),
+        None => identity(req, &step.node),
+    };
+    let ident = match ident {
         Ok(i) => i,
         Err(m) => return failed(start, m, &ranks),
     };

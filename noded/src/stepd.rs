@@ -290,7 +290,16 @@ fn cstring(what: &str, bytes: &[u8]) -> Result<CString, String> {
 fn prepare(dir: &JobDir, launch: &LaunchFile) -> Result<Prepared, String> {
     let req = &launch.request;
     let is_root = nix::unistd::geteuid().is_root();
-    let (identity, user) = if is_root {
+    let (identity, user) = if let Some(u) = launch.user.as_ref().filter(|_| is_root) {
+        (
+            Some(JobIdentity {
+                uid: Uid::from_raw(req.uid),
+                gid: Gid::from_raw(req.gid),
+                groups: u.groups.iter().map(|&g| Gid::from_raw(g)).collect(),
+            }),
+            u.name.clone(),
+        )
+    } else if is_root {
         let entry = gsched_proto::users::user_by_uid(req.uid).ok_or_else(|| {
             format!(
                 "Invalid user id {}: the user does not exist on node {} (check NSS/LDAP there)",

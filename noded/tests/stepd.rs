@@ -91,6 +91,7 @@ impl Fixture {
             open_mode: req.open_mode.unwrap_or_default(),
             kill_wait: 30,
             cgroup: None,
+            user: None,
             node: "n1".into(),
             request: req,
         };
@@ -239,6 +240,41 @@ fn job_runs_as_the_user() {
         NOBODY
     );
     assert_eq!(std::fs::metadata(dir.file("script")).unwrap().uid(), NOBODY);
+}
+
+/// gsnoded resolves the user and its groups (NSS loaded once) and gsstepd takes them as
+/// given: the job gets exactly those groups, whatever NSS would say.
+#[test]
+fn groups_resolved_by_gsnoded_are_used() {
+    if !is_root() {
+        eprintln!("SKIPPED groups_resolved_by_gsnoded_are_used: needs root to switch users");
+        return;
+    }
+    if gsched_proto::users::user_by_uid(NOBODY).is_none() {
+        eprintln!("SKIPPED groups_resolved_by_gsnoded_are_used: no user with uid 65534 here");
+        return;
+    }
+    let f = Fixture::new();
+    let mut req = f.request(107, "#!/bin/sh\nid -u\nid -G\n");
+    req.uid = NOBODY;
+    req.gid = NOBODY;
+    req.user_name = gsched_proto::users::user_name(NOBODY);
+    let dir = f.folder(req);
+    let mut launch = dir.read_launch().unwrap().unwrap();
+    launch.user = Some(gsched_noded::jobdir::ResolvedUser {
+        name: "nobody".into(),
+        groups: vec![NOBODY, 4242],
+    });
+    dir.write_launch(&launch).unwrap();
+    let st = run_stepd(&dir);
+    let out = output(&f, 107);
+    assert_eq!(
+        (st.exit_code, st.launch_error.as_deref()),
+        (0, None),
+        "{out}"
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines, ["65534", "65534 4242"], "{out}");
 }
 
 #[test]

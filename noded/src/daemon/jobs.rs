@@ -492,7 +492,8 @@ impl Node {
         for (k, v) in crate::gpu::environment(&req.gpus, constrained, &self.settings.spool_dir) {
             env::set_var(&mut environment, &k, v);
         }
-        let launch = LaunchFile {
+        let mut launch = LaunchFile {
+            user: None,
             cgroup: cgroup.clone(),
             environment,
             stdout: stdio.stdout,
@@ -505,6 +506,11 @@ impl Node {
         };
         let folder = dir.clone();
         let log = blocking(move || -> Result<std::fs::File, String> {
+            // Resolved here, where NSS is loaded once, instead of in every gsstepd.
+            if nix::unistd::geteuid().is_root() {
+                let r = &launch.request;
+                launch.user = crate::jobdir::ResolvedUser::lookup(r.uid, r.gid);
+            }
             std::fs::DirBuilder::new()
                 .mode(0o711)
                 .create(folder.path())

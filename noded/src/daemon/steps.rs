@@ -117,6 +117,7 @@ impl Node {
             node,
             tasks,
             cgroup_procs,
+            user: None,
         }
     }
 
@@ -142,10 +143,15 @@ impl Node {
             return Ok(());
         }
         let dir = step::step_dir(&self.settings.spool_dir, req.job_id, req.step_id);
-        let file = self.step_file(req, &dir);
+        let mut file = self.step_file(req, &dir);
         let uid = file.request.uid;
         let folder = dir.clone();
         let log = blocking(move || -> Result<std::fs::File, String> {
+            // Resolved here, where NSS is loaded once, instead of in every gsstepd.
+            if nix::unistd::geteuid().is_root() {
+                let r = &file.request;
+                file.user = crate::jobdir::ResolvedUser::lookup(r.uid, r.gid);
+            }
             if folder.exists() {
                 // A leftover of an earlier run of the same id (requeued job).
                 let _ = std::fs::remove_dir_all(&folder);

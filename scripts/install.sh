@@ -11,7 +11,8 @@
 #   --from DIR       take the binaries from DIR (default: target/release, built first)
 #   --no-build       do not run `cargo build --release --bins`
 #
-# The daemons go to DIR/sbin (gsctld, gsnoded, and gsstepd next to gsnoded, which starts it).
+# The daemons go to DIR/sbin (gsctld, gsnoded, and gsstepd next to gsnoded, which starts it;
+# the static gsstepd of scripts/build-stepd.sh when it was built).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,7 +33,7 @@ while [[ $# -gt 0 ]]; do
     --from) [[ $# -ge 2 ]] || die "--from needs a directory"; FROM="$2"; BUILD=0; shift 2 ;;
     --from=*) FROM="${1#*=}"; BUILD=0; shift ;;
     --no-build) BUILD=0; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
@@ -42,8 +43,14 @@ if [[ -z $FROM ]]; then
   case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
   FROM="$TARGET/release"
 fi
+STATIC_STEPD=""
 if [[ $BUILD == 1 ]]; then
   (cd "$ROOT" && cargo build --release --bins)
+  STATIC_STEPD=$("$ROOT/scripts/build-stepd.sh" --release)
+elif [[ $FROM == "${TARGET:-}/release" ]]; then
+  # The static gsstepd of the same build, when there is one (scripts/build-stepd.sh).
+  s="$TARGET/x86_64-unknown-linux-musl/release/gsstepd"
+  [[ -x $s ]] && STATIC_STEPD=$s
 fi
 
 DAEMONS=(gsctld gsnoded gsstepd)
@@ -59,6 +66,8 @@ done
 
 install -d "$PREFIX/bin" "$PREFIX/sbin" "$PREFIX/share/man/man1" "$PREFIX/share/man/man5" "$PREFIX/share/man/man7" "$PREFIX/share/man/man8"
 for b in "${DAEMONS[@]}"; do install -m 0755 "$FROM/$b" "$PREFIX/sbin/$b"; done
+# gsstepd starts once per job: the static build when there is one (scripts/build-stepd.sh).
+if [[ -n $STATIC_STEPD ]]; then install -m 0755 "$STATIC_STEPD" "$PREFIX/sbin/gsstepd"; fi
 for b in "${COMMANDS[@]}" "${TOOLS[@]}"; do install -m 0755 "$FROM/$b" "$PREFIX/bin/$b"; done
 for s in 1 5 7 8; do install -m 0644 "$ROOT"/man/man$s/*.$s "$PREFIX/share/man/man$s/"; done
 # Shell completions, where each shell looks for them under the prefix.

@@ -216,7 +216,9 @@ pub(crate) struct LocalTm {
 #[allow(unsafe_code)]
 pub(crate) fn local_tm(epoch_secs: i64) -> Option<LocalTm> {
     // `time_t` is 32 bits on some platforms.
-    #[allow(clippy::useless_conversion)]
+    // The libc crate deprecates `time_t` on musl (whose width changed in musl 1.2), where
+    // gsstepd is built; the C library's own type is what `localtime_r` takes.
+    #[allow(clippy::useless_conversion, deprecated)]
     let t: libc::time_t = epoch_secs.try_into().ok()?;
     // SAFETY: `libc::tm` is a plain C struct for which all-zero bytes are a valid value
     // (integers and a nullable pointer). `localtime_r` only reads `t` and writes into

@@ -46,6 +46,27 @@ pub fn bin_dir_from(override_dir: Option<PathBuf>, exe: &Path) -> PathBuf {
     }
 }
 
+/// The target gsstepd is built for as installed and packaged: a static binary, which starts
+/// without the dynamic loader and glibc's start-up (scripts/build-stepd.sh).
+pub const STEPD_TARGET: &str = "x86_64-unknown-linux-musl";
+
+/// The gsstepd the node daemons run: the static build of the same profile
+/// (`target/x86_64-unknown-linux-musl/<profile>/gsstepd`, which `make test` builds), else the
+/// one in the binary directory (a `GSCHED_BIN_DIR` without a static build beside it).
+pub fn stepd() -> PathBuf {
+    let dir = bin_dir();
+    let static_build = match (dir.parent(), dir.file_name()) {
+        (Some(target), Some(profile)) => {
+            Some(target.join(STEPD_TARGET).join(profile).join("gsstepd"))
+        }
+        _ => None,
+    };
+    match static_build.filter(|p| p.is_file()) {
+        Some(p) => p,
+        None => bin("gsstepd"),
+    }
+}
+
 /// The path of binary `name`; panics with what to run when it is missing.
 pub fn bin(name: &str) -> PathBuf {
     let dir = bin_dir();

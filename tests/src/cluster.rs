@@ -956,6 +956,9 @@ impl TestCluster {
         );
         let err = log.try_clone().expect("cannot clone log handle");
         let mut env = self.base_env();
+        if binary == "gsnoded" {
+            env.push(("GSCHED_STEPD".into(), bins::stepd().display().to_string()));
+        }
         for (k, v) in &self.opts.daemon_env {
             let v = match env.iter().find(|(x, _)| x == "PATH") {
                 Some((_, base)) if k == "PATH" => format!("{v}:{base}"),

@@ -365,3 +365,54 @@ fn gsqueue_and_gsinfo_default_layout() {
     let q = c.cmd_ok("gsqueue", ["-h"]);
     assert_eq!(q, "", "a cancelled job leaves the default gsqueue listing");
 }
+
+/// The node daemons run the static gsstepd that installs and the local cluster use
+/// (scripts/build-stepd.sh; `make test` builds it): every job starts one, so it starts
+/// without the dynamic loader and glibc.
+#[test]
+fn node_daemons_run_the_static_gsstepd() {
+    let stepd = gsched_tests::bins::stepd();
+    assert!(
+        stepd
+            .to_string_lossy()
+            .contains(gsched_tests::bins::STEPD_TARGET),
+        "the node daemons would run {}: build the static gsstepd first with scripts/build-stepd.sh (make test does)",
+        stepd.display()
+    );
+    let c = TestCluster::start(ClusterOpts::named("static-stepd").nodes(1));
+    let id = c.submit(["--wrap", "sleep 30", "-o", "/dev/null"]);
+    c.wait_state(id, JobState::Running, secs(30));
+    let dir = c.dir().to_string_lossy().into_owned();
+    let deadline = std::time::Instant::now() + secs(20);
+    let mut found = Vec::new();
+    while found.is_empty() && std::time::Instant::now() < deadline {
+        found = stepd_processes(&dir);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        found,
+        vec![(stepd, false)],
+        "gsstepd processes of the cluster"
+    );
+    c.cmd_ok("gscancel", [id.to_string()]);
+}
+
+/// The gsstepd processes whose command line names `dir`: their executable, and whether
+/// they map the C library or the dynamic loader.
+fn stepd_processes(dir: &str) -> Vec<(std::path::PathBuf, bool)> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let p = e.path();
+        let Ok(exe) = std::fs::read_link(p.join("exe")) else {
+            continue;
+        };
+        let cmdline = std::fs::read(p.join("cmdline")).unwrap_or_default();
+        if exe.file_name().is_some_and(|n| n == "gsstepd")
+            && String::from_utf8_lossy(&cmdline).contains(dir)
+        {
+            let maps = std::fs::read_to_string(p.join("maps")).unwrap_or_default();
+            found.push((exe, maps.contains("libc.so") || maps.contains("ld-linux")));
+        }
+    }
+    found
+}

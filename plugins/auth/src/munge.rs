@@ -190,6 +190,8 @@ impl Ctx {
 
     /// `(encode time, ttl)` of the credential last decoded with this context.
     fn times(&self) -> Option<(i64, i64)> {
+        // libc deprecates `time_t` on musl (gsstepd's static build); MUNGE writes a C `time_t`.
+        #[allow(deprecated)]
         let mut encoded: libc::time_t = 0;
         let mut ttl: c_int = 0;
         // SAFETY: MUNGE_OPT_ENCODE_TIME writes one `time_t` through the pointer, MUNGE_OPT_TTL

@@ -215,6 +215,12 @@ fn debian_packages_build_install_and_purge() {
         ok("/usr/sbin/gsctld", &["--help"]);
         ok("/usr/bin/gssim", &["--help"]);
         ok("/usr/sbin/gsnoded", &["--help"]);
+        // gsstepd is its static build (scripts/build-stepd.sh): no program interpreter.
+        let stepd = std::fs::read("/usr/sbin/gsstepd").expect("/usr/sbin/gsstepd");
+        assert!(
+            !stepd.windows(16).any(|w| w == b"ld-linux-x86-64."),
+            "/usr/sbin/gsstepd is not the static build"
+        );
         // Slurm's names: refused beside a real Slurm client, else installed and working.
         let compat = deb("gsched-slurm-compat").display().to_string();
         if installed("slurm-client") {

@@ -117,7 +117,7 @@ pub const PROGRAMS: &[Program] = &[
         section: 8,
         slurm: Some("slurmd"),
         summary: "the gsched node daemon",
-        description: "gsnoded runs on every compute node: it registers the node with the controller, launches the jobs assigned to it through the per-job helper gsstepd (which forks, drops to the job's user and executes the script), signals and ends them, and reports how they ended. Jobs survive a restart of gsnoded.",
+        description: "gsnoded runs on every compute node: it registers the node with the controller, launches the jobs assigned to it through the per-job helper gsstepd (which forks, drops to the job's user and executes the script), signals and ends them, and reports how they ended. Jobs survive a restart of gsnoded. gsnoded runs the gsstepd named by the environment variable GSCHED_STEPD, else the one installed next to it; the installed gsstepd is a static binary (it starts once per job), and gsnoded resolves the job's user and groups through NSS for it.",
     },
     Program {
         name: "gssim",

@@ -13,7 +13,7 @@
 # the job folder. scripts/install.sh, the local cluster and the integration tests use this
 # build (the .deb still packages the glibc one); gsnoded finds it through GSCHED_STEPD, or
 # as the gsstepd installed next to it.
-# rust-toolchain.toml lists the target, so rustup installs it with the toolchain.
+# rust-toolchain.toml lists the target; this script adds it to an older toolchain.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TARGET_TRIPLE=x86_64-unknown-linux-musl
@@ -26,6 +26,13 @@ case "${1:-}" in
   *) echo "scripts/build-stepd.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
 esac
 cd "$ROOT"
+# rustup installs rust-toolchain.toml's targets with a new toolchain, not into one already
+# installed: add it here when it is missing.
+if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx "$TARGET_TRIPLE"; then
+  echo "build-stepd.sh: installing the Rust target $TARGET_TRIPLE (rustup target add)" >&2
+  rustup target add "$TARGET_TRIPLE" >&2 ||
+    { echo "build-stepd.sh: cannot install $TARGET_TRIPLE; run: rustup target add $TARGET_TRIPLE" >&2; exit 1; }
+fi
 cargo build -q "${ARGS[@]}" --target "$TARGET_TRIPLE" -p gsched-noded --bin gsstepd >&2
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac

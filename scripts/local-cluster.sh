@@ -161,8 +161,6 @@ choose_auth() {
   esac
   if [[ -z $(munged_bin) ]]; then
     why="munged is not installed (Debian/Ubuntu: apt-get install munge)"
-  elif ! ldconfig -p 2>/dev/null | grep -q 'libmunge\.so\.2 '; then
-    why="libmunge.so.2 is not installed (Debian/Ubuntu: apt-get install libmunge2)"
   else
     d=$DIR
     while [[ $d != / ]]; do

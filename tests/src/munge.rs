@@ -2,7 +2,7 @@
 //! the cluster's directory, so tests use real MUNGE credentials without touching (or needing)
 //! the host's munged, and two clusters never accept each other's credentials.
 //!
-//! The test clusters use `AuthType=auth/munge` whenever munged and libmunge are installed
+//! The test clusters use `AuthType=auth/munge` whenever munged (and its `munge` tool) is installed
 //! (`GSCHED_TEST_AUTH=none` forces `auth/none`, `GSCHED_TEST_AUTH=munge` makes a missing
 //! MUNGE a failure instead of a fallback).
 
@@ -27,13 +27,19 @@ pub fn munged_path() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+fn on_path(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        .unwrap_or(false)
+}
+
 /// `None` when the tests can use MUNGE here, else why not.
 pub fn unavailable() -> Option<String> {
     if munged_path().is_none() {
         return Some("munged is not installed (apt-get install munge)".into());
     }
-    if let Err(e) = gsched_auth::munge::MungeAuth::new(&Default::default()) {
-        return Some(e.to_string());
+    if !Path::new("/usr/bin/munge").is_file() && !on_path("munge") {
+        return Some("the munge command is not installed (apt-get install munge)".into());
     }
     None
 }

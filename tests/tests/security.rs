@@ -6,8 +6,8 @@
 //! malformed and oversize request bodies are refused and store nothing.
 //!
 //! The multi-user tests run the commands as the unprivileged user `gstest`, so they need root
-//! and that user (`.ci/run` creates it); the credential tests need MUNGE installed (`munged`
-//! and `libmunge.so.2`; `.ci/run` installs them). Each test says why it skips.
+//! and that user (`.ci/run` creates it); the credential tests need MUNGE installed (`munged`,
+//! and `munge`/`unmunge` as the reference client; `.ci/run` installs them). Each test says why it skips.
 
 use gsched_proto::api::{
     paths, ErrorCode, HeartbeatRequest, JobCompleteRequest, JobQuery, JobsResponse, PingResponse,
@@ -486,6 +486,71 @@ fn auth_none_refuses_other_uids_even_when_they_claim_ours() {
     // The same claim from root's own process is accepted.
     let ok: PingResponse = ctld_with(&c, "none:0:0").get(paths::PING).unwrap();
     assert_eq!(ok.cluster, "gstest");
+}
+
+/// gsched speaks munged's socket protocol itself (plugins/auth/src/munge_wire.rs); libmunge's
+/// own tools (`munge`, `unmunge`) are the reference: each side decodes what the other made.
+#[test]
+fn munge_wire_client_agrees_with_libmunge() {
+    skip_unless!(munge_skip());
+    let dir = tempfile::tempdir().unwrap();
+    let m = PrivateMunged::start(&dir.path().join("m")).unwrap();
+    let client = gsched_auth::munge_wire::MungeClient::new(Some(&m.socket().display().to_string()));
+
+    // Ours, with a payload and a ttl, decoded by libmunge's unmunge.
+    let cred = client.encode(77, b"payload-\x01").unwrap();
+    let out = Command::new("unmunge")
+        .arg("-S")
+        .arg(m.socket())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut ch| {
+            use std::io::Write as _;
+            ch.stdin.take().unwrap().write_all(cred.as_bytes())?;
+            ch.wait_with_output()
+        })
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "unmunge: {text}");
+    assert!(text.contains("STATUS:          Success (0)"), "{text}");
+    assert!(text.contains("TTL:             77"), "{text}");
+    assert!(text.contains("payload-\x01"), "{text}");
+    let me = nix::unistd::getuid().as_raw();
+    assert!(
+        text.contains(&format!(
+            "UID:             {}",
+            gsched_proto::users::user_name(me)
+        )),
+        "{text}"
+    );
+
+    // libmunge's, decoded by ours: the maker's ids, ttl and payload; then a replay.
+    let (uid, gid) = if is_root() {
+        user_ids(TEST_USER).unwrap_or((me, 0))
+    } else {
+        (me, nix::unistd::getgid().as_raw())
+    };
+    let theirs = m.munge_cli(
+        &["-s", "hello", "-t", "42"],
+        is_root().then_some((uid, gid)),
+    );
+    let d = client.decode(&theirs).unwrap();
+    assert_eq!(
+        (d.uid, d.gid, d.ttl, d.payload.as_slice()),
+        (uid, gid, 42, &b"hello"[..])
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!((i64::from(d.encoded_at) - now).abs() < 60, "{d:?}");
+    let e = client.decode(&theirs).unwrap_err();
+    assert_eq!(e.code, gsched_auth::munge_wire::EMUNGE_CRED_REPLAYED, "{e}");
+    assert_eq!(e.message, "Replayed credential");
+    // Garbage is munged's "Invalid credential format", not a hang or a panic.
+    let e = client.decode("MUNGE:garbage:").unwrap_err();
+    assert_eq!(e.code, 8, "{e}");
 }
 
 #[test]

@@ -14,6 +14,7 @@
 //! New plugins are added to [`by_name`], which is the only place names are mapped to code.
 
 pub mod munge;
+pub mod munge_wire;
 mod sock_diag;
 
 use gsched_proto::auth::{AuthError, Authenticator, Identity, Peer};

@@ -5,14 +5,14 @@ CARGO ?= cargo
 
 all: build
 
-# gsstepd, started once per job, is also built static (scripts/build-stepd.sh).
+# gsstepd and gsbatch, started once per job, are also built static (scripts/build-static.sh).
 build:
 	$(CARGO) build --workspace --bins
-	scripts/build-stepd.sh >/dev/null
+	scripts/build-static.sh >/dev/null
 
 release:
 	$(CARGO) build --release --bins
-	scripts/build-stepd.sh --release >/dev/null
+	scripts/build-static.sh --release >/dev/null
 
 # Binaries under $(PREFIX) (default /usr/local); `make install SLURM_NAMES=1` also installs
 # sbatch, squeue, scancel, sinfo, scontrol, sacct, sacctmgr and sprio pointing at the gs* commands.
@@ -22,10 +22,10 @@ install:
 
 # `cargo test` does not build other packages' binaries, and the integration tests run the
 # real daemons and commands: build them first.
-# The node daemons of the tests run the static gsstepd, as installed ones do.
+# The tests run the static gsstepd and gsbatch, as installed ones do.
 test:
 	$(CARGO) build --workspace --bins
-	scripts/build-stepd.sh >/dev/null
+	scripts/build-static.sh >/dev/null
 	$(CARGO) test --workspace
 
 # A local cluster (controller + two node daemons on loopback) running a first job.

@@ -3,7 +3,7 @@
 # N times in a loop until the queue is empty, with the CPU time each party used meanwhile
 # (the loop's commands, gsctld, gsnoded, gsnoded's children — gsstepd and the job shells —
 # and munged), per job. Release build; the local cluster as scripts/local-cluster.sh starts
-# it (with the static gsstepd when built: scripts/build-stepd.sh --release).
+# it (with the static gsstepd when built: scripts/build-static.sh --release).
 #
 #   bench/e2e-cpu.sh            N=1000
 #   N=300 bench/e2e-cpu.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds gsched's Debian packages with cargo-deb (`cargo install cargo-deb`):
 #   gsched-controller  gsctld, its systemd unit, the Grafana dashboard
-#   gsched-node        gsnoded + gsstepd (the static build, scripts/build-stepd.sh), their systemd unit
+#   gsched-node        gsnoded + gsstepd (the static build, scripts/build-static.sh), their systemd unit
 #   gsched-client      the commands and gssim, man pages, gsched.conf(5), shell completions, an example config
 #   gsched-slurm-compat  sbatch, squeue, scancel, sinfo, scontrol, sacct naming the commands
 # Usage: scripts/build-debs.sh [--out DIR] [--profile release|dev] [--no-build]
@@ -33,18 +33,21 @@ cd "$ROOT"
 if [[ $BUILD == 1 ]]; then
   if [[ $PROFILE == dev ]]; then cargo build --workspace --bins; else cargo build --workspace --bins --profile "$PROFILE"; fi
 fi
-# gsstepd is packaged from its static build, staged as gsstepd-static in the profile's
-# directory (noded/Cargo.toml's asset; cargo-deb maps target/release to the profile).
+# gsstepd and gsbatch are packaged from their static builds, staged as <name>-static in the
+# profile's directory (the assets of noded/ and cli/Cargo.toml; cargo-deb maps target/release
+# to the profile).
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
 if [[ $PROFILE == dev ]]; then PROFDIR=debug; STEPD_ARGS=(); else PROFDIR=$PROFILE; STEPD_ARGS=(--release); fi
 if [[ $BUILD == 1 ]]; then
-  STATIC=$(scripts/build-stepd.sh "${STEPD_ARGS[@]}")
+  STATIC=$(scripts/build-static.sh "${STEPD_ARGS[@]}")
 else
-  STATIC="$TARGET/x86_64-unknown-linux-musl/$PROFDIR/gsstepd"
-  [[ -x $STATIC ]] || die "$STATIC is missing: build it with scripts/build-stepd.sh ${STEPD_ARGS[*]} (or drop --no-build)"
+  STATIC="$TARGET/x86_64-unknown-linux-musl/$PROFDIR"
 fi
-install -m 0755 "$STATIC" "$TARGET/$PROFDIR/gsstepd-static"
+for b in gsstepd gsbatch; do
+  [[ -x $STATIC/$b ]] || die "$STATIC/$b is missing: build it with scripts/build-static.sh ${STEPD_ARGS[*]} (or drop --no-build)"
+  install -m 0755 "$STATIC/$b" "$TARGET/$PROFDIR/$b-static"
+done
 mkdir -p "$OUT"
 for args in "-p gsched-ctld" "-p gsched-noded" "-p gsched-cli" "-p gsched-cli --variant slurm-compat"; do
   # shellcheck disable=SC2086 # the words of $args are separate arguments

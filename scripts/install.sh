@@ -11,8 +11,9 @@
 #   --from DIR       take the binaries from DIR (default: target/release, built first)
 #   --no-build       do not run `cargo build --release --bins`
 #
-# The daemons go to DIR/sbin (gsctld, gsnoded, and gsstepd next to gsnoded, which starts it;
-# the static gsstepd of scripts/build-stepd.sh when it was built).
+# The daemons go to DIR/sbin (gsctld, gsnoded, and gsstepd next to gsnoded, which starts it).
+# gsstepd and gsbatch, which start once per job, are the static builds of
+# scripts/build-static.sh when they were built for the same profile as DIR.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,15 +44,24 @@ if [[ -z $FROM ]]; then
   case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
   FROM="$TARGET/release"
 fi
-STATIC_STEPD=""
+STATIC_DIR=""
 if [[ $BUILD == 1 ]]; then
   (cd "$ROOT" && cargo build --release --bins)
-  STATIC_STEPD=$("$ROOT/scripts/build-stepd.sh" --release)
-elif [[ $FROM == "${TARGET:-}/release" ]]; then
-  # The static gsstepd of the same build, when there is one (scripts/build-stepd.sh).
-  s="$TARGET/x86_64-unknown-linux-musl/release/gsstepd"
-  [[ -x $s ]] && STATIC_STEPD=$s
+  STATIC_DIR=$("$ROOT/scripts/build-static.sh" --release)
+else
+  # The static builds of the same profile, when there are (target/<triple>/<profile>).
+  s="$(dirname "$FROM")/x86_64-unknown-linux-musl/$(basename "$FROM")"
+  if [[ -d $s ]]; then STATIC_DIR=$s; fi
 fi
+STATIC=(gsstepd gsbatch)
+# static_or NAME: the static build of NAME when it is one of STATIC and built, else FROM's.
+static_or() {
+  if [[ -n $STATIC_DIR && " ${STATIC[*]} " == *" $1 "* && -x $STATIC_DIR/$1 ]]; then
+    echo "$STATIC_DIR/$1"
+  else
+    echo "$FROM/$1"
+  fi
+}
 
 DAEMONS=(gsctld gsnoded gsstepd)
 COMMANDS=(gsbatch gsqueue gscancel gsinfo gscontrol gsacct gsacctmgr gsprio gseff gsrun gsstat gsshare)
@@ -65,10 +75,9 @@ for b in "${DAEMONS[@]}" "${COMMANDS[@]}" "${TOOLS[@]}"; do
 done
 
 install -d "$PREFIX/bin" "$PREFIX/sbin" "$PREFIX/share/man/man1" "$PREFIX/share/man/man5" "$PREFIX/share/man/man7" "$PREFIX/share/man/man8"
-for b in "${DAEMONS[@]}"; do install -m 0755 "$FROM/$b" "$PREFIX/sbin/$b"; done
-# gsstepd starts once per job: the static build when there is one (scripts/build-stepd.sh).
-if [[ -n $STATIC_STEPD ]]; then install -m 0755 "$STATIC_STEPD" "$PREFIX/sbin/gsstepd"; fi
-for b in "${COMMANDS[@]}" "${TOOLS[@]}"; do install -m 0755 "$FROM/$b" "$PREFIX/bin/$b"; done
+# gsstepd and gsbatch start once per job: their static builds when there are.
+for b in "${DAEMONS[@]}"; do install -m 0755 "$(static_or "$b")" "$PREFIX/sbin/$b"; done
+for b in "${COMMANDS[@]}" "${TOOLS[@]}"; do install -m 0755 "$(static_or "$b")" "$PREFIX/bin/$b"; done
 for s in 1 5 7 8; do install -m 0644 "$ROOT"/man/man$s/*.$s "$PREFIX/share/man/man$s/"; done
 # Shell completions, where each shell looks for them under the prefix.
 BASHC="$PREFIX/share/bash-completion/completions"

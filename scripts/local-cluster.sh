@@ -102,8 +102,8 @@ build() {
     command -v cargo >/dev/null || die "cargo not found: install Rust (https://rustup.rs) and try again"
     say "building (cargo build --release --bins; the first build takes a few minutes)"
     (cd "$ROOT" && cargo build --release --bins)
-    say "building the static gsstepd (scripts/build-stepd.sh --release)"
-    "$ROOT/scripts/build-stepd.sh" --release >/dev/null
+    say "building the static gsstepd and gsbatch (scripts/build-static.sh --release)"
+    "$ROOT/scripts/build-static.sh" --release >/dev/null
   fi
   local b
   for b in gsctld gsnoded gsstepd gsbatch gsqueue gsinfo gscontrol gscancel gsacct gsacctmgr gsprio gseff gsstat gsshare; do
@@ -304,7 +304,7 @@ cmd_up() {
     say "starting gsctld on 127.0.0.1:$CTLD_PORT and gsnoded ${NODES[*]} on :${NODE_PORT[*]}"
     start_daemon gsctld gsctld -D -f "$CONF"
     # The node daemons register with the controller once it answers.
-    # The static gsstepd when it was built (scripts/build-stepd.sh), as installed nodes run.
+    # The static gsstepd when it was built (scripts/build-static.sh), as installed nodes run.
     local stepd="$TARGET/x86_64-unknown-linux-musl/$(basename "$BIN")/gsstepd"
     if [[ -x $stepd && -z ${GSCHED_LOCAL_BIN:-} ]]; then export GSCHED_STEPD="$stepd"; fi
     for n in "${NODES[@]}"; do start_daemon "gsnoded-$n" gsnoded -D -f "$CONF" -N "$n"; done

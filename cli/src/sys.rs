@@ -2,8 +2,6 @@
 //! name, the umask, and group lookups by name (for `--gid`).
 #![allow(unsafe_code)]
 
-use std::ffi::CString;
-
 /// The short host name (up to the first dot), as Slurm records the submit host.
 pub fn short_hostname() -> String {
     let full = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -24,34 +22,10 @@ pub fn umask() -> Option<u32> {
 
 /// A group's gid by name or number (Slurm's `gid_from_string`).
 pub fn resolve_gid(s: &str) -> Option<u32> {
-    if let Some(g) = gid_by_name(s) {
+    if let Some(g) = gsched_proto::users::group_by_name(s) {
         return Some(g);
     }
     s.parse::<u32>().ok()
-}
-
-fn gid_by_name(name: &str) -> Option<u32> {
-    let cname = CString::new(name).ok()?;
-    let mut size: usize = 16384;
-    loop {
-        let mut buf = vec![0 as libc::c_char; size];
-        // SAFETY: an all-zero `group` is a valid out-parameter value.
-        let mut gr: libc::group = unsafe { std::mem::zeroed() };
-        let mut result: *mut libc::group = std::ptr::null_mut();
-        // SAFETY: every pointer is valid for the duration of the call and `buf` holds
-        // `size` bytes; getgrnam_r writes only into `gr` and `buf`.
-        let rc = unsafe {
-            libc::getgrnam_r(cname.as_ptr(), &mut gr, buf.as_mut_ptr(), size, &mut result)
-        };
-        if rc == libc::ERANGE && size < (1 << 22) {
-            size *= 2;
-            continue;
-        }
-        if rc != 0 || result.is_null() {
-            return None;
-        }
-        return Some(gr.gr_gid);
-    }
 }
 
 /// Whether standard input is a terminal.

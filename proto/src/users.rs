@@ -1,6 +1,10 @@
 //! User and group lookups (uid ↔ name, home, groups) through the C library, so that NSS
 //! (LDAP, sssd) answers exactly as it does for Slurm. Every command and daemon that needs a
 //! name uses these functions instead of reading /etc/passwd itself.
+//!
+//! A static musl build (gsbatch, gsstepd) has no NSS modules: musl reads the files and asks
+//! nscd, nothing else. There a name the C library does not know is asked of the system's
+//! `getent` (glibc's, which loads the NSS modules), so an LDAP or sssd user still resolves.
 #![allow(unsafe_code)]
 
 use std::ffi::{CStr, CString};
@@ -75,6 +79,7 @@ fn lookup_passwd(
 pub fn user_by_uid(uid: u32) -> Option<UserEntry> {
     // SAFETY: every pointer lookup_passwd passes is valid and `buf` has `size` bytes.
     lookup_passwd(|pw, buf, size, res| unsafe { libc::getpwuid_r(uid, pw, buf, size, res) })
+        .or_else(|| getent::user(&uid.to_string()))
 }
 
 /// Looks a user up by name.
@@ -84,6 +89,7 @@ pub fn user_by_name(name: &str) -> Option<UserEntry> {
     lookup_passwd(|pw, buf, size, res| unsafe {
         libc::getpwnam_r(cname.as_ptr(), pw, buf, size, res)
     })
+    .or_else(|| getent::user(name).filter(|u| u.name == name))
 }
 
 /// A user given as a name or a numeric uid (`-u alice`, `-u 1000`).
@@ -108,27 +114,117 @@ pub fn user_name(uid: u32) -> String {
         .unwrap_or_else(|| uid.to_string())
 }
 
-/// The name of a gid, or the number.
-pub fn group_name(gid: u32) -> String {
+/// What the group database says about a group: `(name, gid)`.
+fn lookup_group(
+    call: impl Fn(
+        *mut libc::group,
+        *mut libc::c_char,
+        libc::size_t,
+        *mut *mut libc::group,
+    ) -> libc::c_int,
+) -> Option<(String, u32)> {
     let mut size = buf_size();
     loop {
         let mut buf = vec![0 as libc::c_char; size];
         // SAFETY: an all-zero group is a valid out-parameter.
         let mut gr: libc::group = unsafe { std::mem::zeroed() };
         let mut result: *mut libc::group = std::ptr::null_mut();
-        // SAFETY: every pointer is valid for the call and `buf` has `size` bytes.
-        let rc = unsafe { libc::getgrgid_r(gid, &mut gr, buf.as_mut_ptr(), size, &mut result) };
+        let rc = call(&mut gr, buf.as_mut_ptr(), size, &mut result);
         if rc == libc::ERANGE && size < (1 << 22) {
             size *= 2;
             continue;
         }
         if rc != 0 || result.is_null() || gr.gr_name.is_null() {
-            return gid.to_string();
+            return None;
         }
         // SAFETY: gr_name points into `buf`, NUL-terminated.
-        return unsafe { CStr::from_ptr(gr.gr_name) }
+        let name = unsafe { CStr::from_ptr(gr.gr_name) }
             .to_string_lossy()
             .into_owned();
+        return Some((name, gr.gr_gid));
+    }
+}
+
+/// The name of a gid, or the number.
+pub fn group_name(gid: u32) -> String {
+    // SAFETY: every pointer lookup_group passes is valid and `buf` has `size` bytes.
+    lookup_group(|gr, buf, size, res| unsafe { libc::getgrgid_r(gid, gr, buf, size, res) })
+        .or_else(|| getent::group(&gid.to_string()))
+        .map(|(name, _)| name)
+        .unwrap_or_else(|| gid.to_string())
+}
+
+/// The gid of a group given by name.
+pub fn group_by_name(name: &str) -> Option<u32> {
+    let cname = CString::new(name).ok()?;
+    // SAFETY: as above; `cname` outlives the call.
+    lookup_group(|gr, buf, size, res| unsafe {
+        libc::getgrnam_r(cname.as_ptr(), gr, buf, size, res)
+    })
+    .or_else(|| getent::group(name).filter(|(n, _)| n == name))
+    .map(|(_, gid)| gid)
+}
+
+/// The system's `getent`, for the static builds (see the module's notes); the glibc builds
+/// already asked NSS and never call it.
+mod getent {
+    use super::UserEntry;
+
+    #[cfg(target_env = "musl")]
+    fn query(db: &str, key: &str) -> Option<String> {
+        if key.is_empty() || key.starts_with('-') {
+            return None;
+        }
+        let bin = ["/usr/bin/getent", "/bin/getent"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).is_file())?;
+        let out = std::process::Command::new(bin)
+            .args([db, key])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        String::from_utf8(out.stdout).ok()
+    }
+
+    #[cfg(not(target_env = "musl"))]
+    fn query(_db: &str, _key: &str) -> Option<String> {
+        None
+    }
+
+    pub fn user(key: &str) -> Option<UserEntry> {
+        parse_passwd(query("passwd", key)?.lines().next()?)
+    }
+
+    pub fn group(key: &str) -> Option<(String, u32)> {
+        parse_group(query("group", key)?.lines().next()?)
+    }
+
+    /// `name:password:uid:gid:gecos:home:shell`
+    pub(super) fn parse_passwd(line: &str) -> Option<UserEntry> {
+        let f: Vec<&str> = line.split(':').collect();
+        if f.len() < 7 || f[0].is_empty() {
+            return None;
+        }
+        Some(UserEntry {
+            name: f[0].to_string(),
+            uid: f[2].parse().ok()?,
+            gid: f[3].parse().ok()?,
+            home: f[5].to_string(),
+            shell: f[6].to_string(),
+        })
+    }
+
+    /// `name:password:gid:members`
+    pub(super) fn parse_group(line: &str) -> Option<(String, u32)> {
+        let f: Vec<&str> = line.split(':').collect();
+        if f.len() < 3 || f[0].is_empty() {
+            return None;
+        }
+        Some((f[0].to_string(), f[2].parse().ok()?))
     }
 }
 
@@ -149,6 +245,42 @@ mod tests {
         assert_eq!(user_by_name("root").unwrap().uid, 0);
         assert_eq!(resolve_user("0").unwrap().name, "root");
         assert_eq!(group_name(0), "root");
+    }
+
+    #[test]
+    fn getent_lines_parse() {
+        let u = getent::parse_passwd("alice:x:1234:100:Alice A.:/home/alice:/bin/bash").unwrap();
+        assert_eq!(
+            (
+                u.name.as_str(),
+                u.uid,
+                u.gid,
+                u.home.as_str(),
+                u.shell.as_str()
+            ),
+            ("alice", 1234, 100, "/home/alice", "/bin/bash")
+        );
+        assert!(getent::parse_passwd("alice:x:notanumber:100::/h:/s").is_none());
+        assert!(getent::parse_passwd("short:x:1").is_none());
+        assert_eq!(
+            getent::parse_group("lab:*:4242:alice,bob"),
+            Some(("lab".into(), 4242))
+        );
+        assert!(getent::parse_group(":x:1:").is_none());
+        assert_eq!(group_by_name("root"), Some(0));
+        assert_eq!(group_by_name("no-such-group-gsched"), None);
+    }
+
+    /// Static builds only (`cargo test -p gsched-proto --target x86_64-unknown-linux-musl`):
+    /// the fallback runs the system's getent.
+    #[cfg(target_env = "musl")]
+    #[test]
+    fn static_builds_ask_getent() {
+        let u = getent::user("0").expect("getent passwd 0");
+        assert_eq!((u.name.as_str(), u.uid), ("root", 0));
+        assert_eq!(getent::group("root"), Some(("root".into(), 0)));
+        assert!(getent::user("-s").is_none(), "an option is not a key");
+        assert!(getent::user("no-such-user-gsched").is_none());
     }
 
     #[test]

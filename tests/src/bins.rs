@@ -46,25 +46,73 @@ pub fn bin_dir_from(override_dir: Option<PathBuf>, exe: &Path) -> PathBuf {
     }
 }
 
-/// The target gsstepd is built for as installed and packaged: a static binary, which starts
-/// without the dynamic loader and glibc's start-up (scripts/build-stepd.sh).
-pub const STEPD_TARGET: &str = "x86_64-unknown-linux-musl";
+/// The target of the programs that start once per job (gsstepd, gsbatch) as installed and
+/// packaged: static binaries, which start without the dynamic loader and glibc's start-up
+/// (scripts/build-static.sh).
+pub const STATIC_TARGET: &str = "x86_64-unknown-linux-musl";
 
-/// The gsstepd the node daemons run: the static build of the same profile
-/// (`target/x86_64-unknown-linux-musl/<profile>/gsstepd`, which `make test` builds), else the
-/// one in the binary directory (a `GSCHED_BIN_DIR` without a static build beside it).
-pub fn stepd() -> PathBuf {
+/// The static build of `name` for the same profile
+/// (`target/x86_64-unknown-linux-musl/<profile>/<name>`, which `make test` builds), if there
+/// is one. Panics when it is older than the glibc build beside the tests: it would test code
+/// that has changed since (run scripts/build-static.sh, as `make test` does).
+pub fn static_build(name: &str) -> Option<PathBuf> {
     let dir = bin_dir();
-    let static_build = match (dir.parent(), dir.file_name()) {
-        (Some(target), Some(profile)) => {
-            Some(target.join(STEPD_TARGET).join(profile).join("gsstepd"))
-        }
-        _ => None,
-    };
-    match static_build.filter(|p| p.is_file()) {
-        Some(p) => p,
-        None => bin("gsstepd"),
+    let p = dir
+        .parent()?
+        .join(STATIC_TARGET)
+        .join(dir.file_name()?)
+        .join(name);
+    if !p.is_file() {
+        return None;
     }
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(s), Some(g)) = (mtime(&p), mtime(&dir.join(name))) {
+        if s < g {
+            panic!(
+                "gsched-tests: the static {name} ({}) is older than {}: rebuild it with \
+                 scripts/build-static.sh (make test does)",
+                p.display(),
+                dir.join(name).display()
+            );
+        }
+    }
+    Some(p)
+}
+
+/// The directory of links to the static commands (scripts/build-static.sh makes it), which
+/// the clusters' commands find first on `PATH`, if the static gsbatch is built.
+pub fn static_commands_dir() -> Option<PathBuf> {
+    let gsbatch = static_build("gsbatch")?;
+    let d = gsbatch.parent()?.join("commands");
+    d.join("gsbatch").exists().then_some(d)
+}
+
+/// The gsstepd the node daemons run: the static build when there is one, else the one in
+/// the binary directory (a `GSCHED_BIN_DIR` without a static build beside it).
+pub fn stepd() -> PathBuf {
+    static_build("gsstepd").unwrap_or_else(|| bin("gsstepd"))
+}
+
+/// Whether the ELF executable at `path` names a program interpreter (`PT_INTERP`): true for a
+/// dynamically linked program, false for a static one. `None` when it is not a 64-bit
+/// little-endian ELF file.
+pub fn has_program_interpreter(path: &Path) -> Option<bool> {
+    let b = std::fs::read(path).ok()?;
+    if b.len() < 64 || &b[..4] != b"\x7fELF" || b[4] != 2 || b[5] != 1 {
+        return None;
+    }
+    let u16_at = |o: usize| Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?));
+    let u32_at = |o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?));
+    let u64_at = |o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
+    let phoff = usize::try_from(u64_at(0x20)?).ok()?;
+    let phentsize = usize::from(u16_at(0x36)?);
+    let phnum = usize::from(u16_at(0x38)?);
+    const PT_INTERP: u32 = 3;
+    let mut found = false;
+    for i in 0..phnum {
+        found |= u32_at(phoff + i * phentsize)? == PT_INTERP;
+    }
+    Some(found)
 }
 
 /// The path of binary `name`; panics with what to run when it is missing.
@@ -129,6 +177,16 @@ mod tests {
             bin_dir_from(Some("".into()), Path::new("/w/target/debug/deps/x")),
             PathBuf::from("/w/target/debug")
         );
+    }
+
+    #[test]
+    fn program_interpreter_of_dynamic_and_static_programs() {
+        assert_eq!(has_program_interpreter(Path::new("/bin/sh")), Some(true));
+        assert_eq!(has_program_interpreter(Path::new("/etc/passwd")), None);
+        let dir = tempfile::tempdir().unwrap();
+        let short = dir.path().join("short");
+        std::fs::write(&short, b"\x7fELF\x02\x01").unwrap();
+        assert_eq!(has_program_interpreter(&short), None);
     }
 
     #[test]

@@ -602,11 +602,15 @@ impl TestCluster {
     /// of the test's environment leaks in).
     pub fn base_env(&self) -> Vec<(String, String)> {
         let home = std::env::var("HOME").unwrap_or_else(|_| "/".into());
+        // The static gsbatch first, as installed (scripts/build-static.sh).
+        let statics = bins::static_commands_dir()
+            .map(|d| format!("{}:", d.display()))
+            .unwrap_or_default();
         let mut env = vec![
             (
                 "PATH".into(),
                 format!(
-                    "{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                    "{statics}{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                     bins::bin_dir().display()
                 ),
             ),

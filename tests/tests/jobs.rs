@@ -367,7 +367,7 @@ fn gsqueue_and_gsinfo_default_layout() {
 }
 
 /// The node daemons run the static gsstepd that installs and the local cluster use
-/// (scripts/build-stepd.sh; `make test` builds it): every job starts one, so it starts
+/// (scripts/build-static.sh; `make test` builds it): every job starts one, so it starts
 /// without the dynamic loader and glibc.
 #[test]
 fn node_daemons_run_the_static_gsstepd() {
@@ -375,9 +375,13 @@ fn node_daemons_run_the_static_gsstepd() {
     assert!(
         stepd
             .to_string_lossy()
-            .contains(gsched_tests::bins::STEPD_TARGET),
-        "the node daemons would run {}: build the static gsstepd first with scripts/build-stepd.sh (make test does)",
+            .contains(gsched_tests::bins::STATIC_TARGET),
+        "the node daemons would run {}: build the static gsstepd first with scripts/build-static.sh (make test does)",
         stepd.display()
+    );
+    assert_eq!(
+        gsched_tests::bins::has_program_interpreter(&stepd),
+        Some(false)
     );
     let c = TestCluster::start(ClusterOpts::named("static-stepd").nodes(1));
     let id = c.submit(["--wrap", "sleep 30", "-o", "/dev/null"]);
@@ -395,6 +399,38 @@ fn node_daemons_run_the_static_gsstepd() {
         "gsstepd processes of the cluster"
     );
     c.cmd_ok("gscancel", [id.to_string()]);
+}
+
+/// The clusters' commands find the static gsbatch first, as an install does (it starts once
+/// per submitted job): a submission through it works, and it names no program interpreter.
+#[test]
+fn commands_submit_with_the_static_gsbatch() {
+    let c = TestCluster::start(ClusterOpts::named("static-gsbatch").nodes(1));
+    let out = std::process::Command::new("sh")
+        .args(["-c", "command -v gsbatch"])
+        .env_clear()
+        .envs(c.base_env())
+        .output()
+        .unwrap();
+    let found = std::path::PathBuf::from(stdout(&out).trim());
+    assert!(
+        found.starts_with(
+            gsched_tests::bins::static_commands_dir().expect(
+                "no static gsbatch: build it with scripts/build-static.sh (make test does)"
+            )
+        ),
+        "gsbatch on the clusters' PATH is {}",
+        found.display()
+    );
+    let real = std::fs::canonicalize(&found).unwrap();
+    assert_eq!(
+        gsched_tests::bins::has_program_interpreter(&real),
+        Some(false),
+        "{} is not static",
+        real.display()
+    );
+    let id = c.submit(["--wrap", "true", "-o", "/dev/null"]);
+    assert_eq!(c.wait_terminal(id, secs(30)).state, JobState::Completed);
 }
 
 /// The gsstepd processes whose command line names `dir`: their executable, and whether

@@ -215,11 +215,19 @@ fn debian_packages_build_install_and_purge() {
         ok("/usr/sbin/gsctld", &["--help"]);
         ok("/usr/bin/gssim", &["--help"]);
         ok("/usr/sbin/gsnoded", &["--help"]);
-        // gsstepd is its static build (scripts/build-stepd.sh): no program interpreter.
-        let stepd = std::fs::read("/usr/sbin/gsstepd").expect("/usr/sbin/gsstepd");
-        assert!(
-            !stepd.windows(16).any(|w| w == b"ld-linux-x86-64."),
-            "/usr/sbin/gsstepd is not the static build"
+        // gsstepd and gsbatch are their static builds (scripts/build-static.sh): no program
+        // interpreter.
+        for p in ["/usr/sbin/gsstepd", "/usr/bin/gsbatch"] {
+            assert_eq!(
+                gsched_tests::bins::has_program_interpreter(std::path::Path::new(p)),
+                Some(false),
+                "{p} is not the static build"
+            );
+        }
+        assert_eq!(
+            gsched_tests::bins::has_program_interpreter(std::path::Path::new("/usr/bin/gsqueue")),
+            Some(true),
+            "gsqueue stays a glibc build (faster at long listings)"
         );
         // Slurm's names: refused beside a real Slurm client, else installed and working.
         let compat = deb("gsched-slurm-compat").display().to_string();

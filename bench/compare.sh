@@ -97,6 +97,7 @@ gs_prefix="$WORK/gsched-prefix"
 gs_setup() {
   say "gsched: release build and the local cluster with 2 × 32 CPUs"
   (cd "$ROOT" && cargo build --release --bins -q)
+  "$ROOT/scripts/build-static.sh" --release >/dev/null
   "$ROOT/scripts/install.sh" --prefix "$gs_prefix" --slurm-names --no-build --force >/dev/null
   export GSCHED_LOCAL_CPUS=32
   export GSCHED_NO_BUILD=1

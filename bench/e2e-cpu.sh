@@ -3,7 +3,7 @@
 # N times in a loop until the queue is empty, with the CPU time each party used meanwhile
 # (the loop's commands, gsctld, gsnoded, gsnoded's children — gsstepd and the job shells —
 # and munged), per job. Release build; the local cluster as scripts/local-cluster.sh starts
-# it (with the static gsstepd when built: scripts/build-static.sh --release).
+# it (with the static gsstepd and gsbatch when built: scripts/build-static.sh --release).
 #
 #   bench/e2e-cpu.sh            N=1000
 #   N=300 bench/e2e-cpu.sh
@@ -17,6 +17,10 @@ rm -rf .local-cluster/state
 scripts/local-cluster.sh up >/dev/null 2>&1
 export GSCHED_CONF="$ROOT/.local-cluster/gsched.conf"
 B="$ROOT/target/release"
+# gsbatch as installed: the static build when there is one (scripts/build-static.sh --release).
+SUBMIT="$B/gsbatch"
+S="$ROOT/target/x86_64-unknown-linux-musl/release/gsbatch"
+if [[ -x $S ]]; then SUBMIT=$S; fi
 sleep 2
 ticks() { awk '{ print $14 + $15, $16 + $17 }' "/proc/$1/stat"; }
 ctld=$(cat .local-cluster/run/gsctld.pid)
@@ -38,7 +42,7 @@ times >"$TIMES"
 k0=$(kids)
 read -r c0 n0 nc0 m0 < <(snap)
 t0=$EPOCHREALTIME
-for ((i = 0; i < N; i++)); do "$B/gsbatch" --parsable --wrap true -o /dev/null >/dev/null; done
+for ((i = 0; i < N; i++)); do "$SUBMIT" --parsable --wrap true -o /dev/null >/dev/null; done
 t1=$EPOCHREALTIME
 while [[ -n $("$B/gsqueue" -h -o %i | head -1) ]]; do sleep 0.02; done
 t2=$EPOCHREALTIME

@@ -856,7 +856,7 @@ impl State {
                 .or(self.parts[part].default_time)
                 .or(self.parts[part].max_time)
         };
-        let user_name = users::user_name(uid);
+        let user_name = users::cached_user_name(uid);
         let mut time_limit = time_limit;
         let count = array.as_ref().map_or(1, |a| a.indices.len() as u32);
         self.check_job_acct(
@@ -868,7 +868,7 @@ impl State {
             count,
         )?;
         check_time_min(spec.time_min, time_limit)?;
-        let group_name = users::group_name(gid);
+        let group_name = users::cached_group_name(gid);
         spec.partitions = part_idx
             .iter()
             .map(|&p| self.parts[p].name.clone())

@@ -228,6 +228,56 @@ mod getent {
     }
 }
 
+/// How long [`cached_user_name`] and [`cached_group_name`] trust an answer: a renamed user
+/// shows under the new name within a minute, as nscd's and sssd's own caches behave.
+const NAME_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+
+type NameCache = std::sync::Mutex<std::collections::HashMap<u32, (String, std::time::Instant)>>;
+
+fn cached(
+    cache: &NameCache,
+    id: u32,
+    now: std::time::Instant,
+    look_up: impl Fn(u32) -> String,
+) -> String {
+    let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((name, at)) = c.get(&id) {
+        if now.saturating_duration_since(*at) < NAME_TTL {
+            return name.clone();
+        }
+    }
+    let name = look_up(id);
+    if c.len() > 65_536 {
+        c.clear();
+    }
+    c.insert(id, (name.clone(), now));
+    name
+}
+
+/// [`user_name`], remembered for a minute: the controller names the submitter of every
+/// request, and asking NSS (files, LDAP) each time costs more than the rest of a held
+/// submission's bookkeeping.
+pub fn cached_user_name(uid: u32) -> String {
+    static CACHE: std::sync::OnceLock<NameCache> = std::sync::OnceLock::new();
+    cached(
+        CACHE.get_or_init(Default::default),
+        uid,
+        std::time::Instant::now(),
+        user_name,
+    )
+}
+
+/// [`group_name`], remembered for a minute.
+pub fn cached_group_name(gid: u32) -> String {
+    static CACHE: std::sync::OnceLock<NameCache> = std::sync::OnceLock::new();
+    cached(
+        CACHE.get_or_init(Default::default),
+        gid,
+        std::time::Instant::now(),
+        group_name,
+    )
+}
+
 /// The real uid and gid of this process.
 pub fn current_ids() -> (u32, u32) {
     // SAFETY: getuid/getgid always succeed and touch no memory.
@@ -281,6 +331,26 @@ mod tests {
         assert_eq!(getent::group("root"), Some(("root".into(), 0)));
         assert!(getent::user("-s").is_none(), "an option is not a key");
         assert!(getent::user("no-such-user-gsched").is_none());
+    }
+
+    #[test]
+    fn cached_names_are_looked_up_once_within_their_lifetime() {
+        let cache = NameCache::default();
+        let calls = std::cell::Cell::new(0);
+        let look = |id: u32| {
+            calls.set(calls.get() + 1);
+            format!("u{id}")
+        };
+        let t0 = std::time::Instant::now();
+        assert_eq!(cached(&cache, 7, t0, look), "u7");
+        assert_eq!(cached(&cache, 7, t0 + NAME_TTL / 2, look), "u7");
+        assert_eq!(cached(&cache, 8, t0, look), "u8");
+        assert_eq!(calls.get(), 2);
+        // An expired entry is asked again.
+        assert_eq!(cached(&cache, 7, t0 + NAME_TTL, look), "u7");
+        assert_eq!(calls.get(), 3);
+        assert_eq!(cached_user_name(0), "root");
+        assert_eq!(cached_group_name(0), "root");
     }
 
     #[test]

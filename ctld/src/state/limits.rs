@@ -40,7 +40,7 @@ impl State {
 
     /// May `who` change the association table?
     fn acct_admin(&self, who: &Identity) -> bool {
-        self.is_admin(who) || self.acct.is_admin_user(&users::user_name(who.uid))
+        self.is_admin(who) || self.acct.is_admin_user(&users::cached_user_name(who.uid))
     }
 
     /// One `gsacctmgr add|modify|delete`: checked, stored, then in effect.

@@ -132,30 +132,36 @@ impl Authenticator for MungeAuth {
     }
 
     fn verify(&self, credential: &str) -> Result<Identity, AuthError> {
-        if !credential.starts_with("MUNGE:") {
-            return Err(AuthError(
-                "the credential is not a MUNGE credential (is the sender configured with \
-                 AuthType=auth/munge?)"
-                    .into(),
-            ));
-        }
-        let decoded = self.client.decode(credential).map_err(|e| {
-            let what = match e.code {
-                munge_wire::EMUNGE_CRED_INVALID => {
-                    "invalid (forged, tampered with, or made with another key)"
-                }
-                munge_wire::EMUNGE_CRED_EXPIRED => "expired",
-                munge_wire::EMUNGE_CRED_REWOUND => "from the future (check the clocks)",
-                munge_wire::EMUNGE_CRED_REPLAYED => "replayed",
-                munge_wire::EMUNGE_CRED_UNAUTHORIZED => "not meant for this user",
-                munge_wire::EMUNGE_SOCKET => "not checked: munged cannot be reached",
-                _ => "refused",
-            };
-            AuthError(format!(
-                "MUNGE credential {what}: {} (munge error {})",
-                e.message, e.code
-            ))
-        })?;
+        check_format(credential)?;
+        let decoded = self.client.decode(credential).map_err(refusal)?;
+        self.accept(credential, &decoded)
+    }
+
+    #[cfg(feature = "async")]
+    fn verify_async<'a>(
+        &'a self,
+        credential: &'a str,
+        _peer: Option<gsched_proto::auth::Peer>,
+    ) -> Option<gsched_proto::auth::VerifyFuture<'a>> {
+        Some(Box::pin(async move {
+            check_format(credential)?;
+            let decoded = self
+                .client
+                .decode_async(credential)
+                .await
+                .map_err(refusal)?;
+            self.accept(credential, &decoded)
+        }))
+    }
+}
+
+impl MungeAuth {
+    /// A credential munged found good, unless this daemon has already accepted it.
+    fn accept(
+        &self,
+        credential: &str,
+        decoded: &munge_wire::Decoded,
+    ) -> Result<Identity, AuthError> {
         let now = now();
         let expires = (i64::from(decoded.encoded_at) + i64::from(decoded.ttl)).max(now) + SKEW_SECS;
         let fresh = self
@@ -173,6 +179,37 @@ impl Authenticator for MungeAuth {
             gid: decoded.gid,
         })
     }
+}
+
+fn check_format(credential: &str) -> Result<(), AuthError> {
+    if credential.starts_with("MUNGE:") {
+        Ok(())
+    } else {
+        Err(AuthError(
+            "the credential is not a MUNGE credential (is the sender configured with \
+             AuthType=auth/munge?)"
+                .into(),
+        ))
+    }
+}
+
+/// What to say of a credential munged refused.
+fn refusal(e: munge_wire::MungeError) -> AuthError {
+    let what = match e.code {
+        munge_wire::EMUNGE_CRED_INVALID => {
+            "invalid (forged, tampered with, or made with another key)"
+        }
+        munge_wire::EMUNGE_CRED_EXPIRED => "expired",
+        munge_wire::EMUNGE_CRED_REWOUND => "from the future (check the clocks)",
+        munge_wire::EMUNGE_CRED_REPLAYED => "replayed",
+        munge_wire::EMUNGE_CRED_UNAUTHORIZED => "not meant for this user",
+        munge_wire::EMUNGE_SOCKET => "not checked: munged cannot be reached",
+        _ => "refused",
+    };
+    AuthError(format!(
+        "MUNGE credential {what}: {} (munge error {})",
+        e.message, e.code
+    ))
 }
 
 /// Credentials this process accepted, until they expire.

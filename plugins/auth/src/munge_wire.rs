@@ -319,30 +319,31 @@ impl MungeClient {
         }
     }
 
-    fn connect(&self) -> Result<UnixStream, MungeError> {
+    /// munged's socket is there and is a socket (libmunge's messages when not).
+    fn precheck(&self) -> Result<(), MungeError> {
         let path = &self.socket;
         let shown = path.display();
         match std::fs::metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(MungeError::new(
-                    EMUNGE_SOCKET,
-                    format!("Failed to access \"{shown}\": {e} (Did you start munged?)"),
-                ))
-            }
-            Err(e) => {
-                return Err(MungeError::new(
-                    EMUNGE_SOCKET,
-                    format!("Failed to access \"{shown}\": {e}"),
-                ))
-            }
-            Ok(m) if !m.file_type().is_socket() => {
-                return Err(MungeError::new(
-                    EMUNGE_SOCKET,
-                    format!("Invalid file type for socket \"{shown}\""),
-                ))
-            }
-            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(MungeError::new(
+                EMUNGE_SOCKET,
+                format!("Failed to access \"{shown}\": {e} (Did you start munged?)"),
+            )),
+            Err(e) => Err(MungeError::new(
+                EMUNGE_SOCKET,
+                format!("Failed to access \"{shown}\": {e}"),
+            )),
+            Ok(m) if !m.file_type().is_socket() => Err(MungeError::new(
+                EMUNGE_SOCKET,
+                format!("Invalid file type for socket \"{shown}\""),
+            )),
+            Ok(_) => Ok(()),
         }
+    }
+
+    fn connect(&self) -> Result<UnixStream, MungeError> {
+        self.precheck()?;
+        let path = &self.socket;
+        let shown = path.display();
         let bytes = path.as_os_str().as_bytes();
         // SAFETY: sockaddr_un is plain old data; all zeroes is a valid value.
         let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
@@ -419,33 +420,28 @@ impl MungeClient {
     }
 }
 
-/// One request and its response on a connected stream.
-fn transfer(
-    stream: &mut UnixStream,
-    kind: u8,
-    retry: u8,
-    body: &[u8],
-    want: u8,
-) -> Result<Vec<u8>, MungeError> {
-    let io = |what: &str, e: std::io::Error| {
-        let e = if matches!(
-            e.kind(),
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-        ) {
-            "Timed-out".to_string()
-        } else {
-            e.to_string()
-        };
-        MungeError::new(EMUNGE_SOCKET, format!("Failed to {what}: {e}"))
+fn io_error(what: &str, e: std::io::Error) -> MungeError {
+    let e = if matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    ) {
+        "Timed-out".to_string()
+    } else {
+        e.to_string()
     };
+    MungeError::new(EMUNGE_SOCKET, format!("Failed to {what}: {e}"))
+}
+
+/// A request with its header, as sent.
+fn framed(kind: u8, retry: u8, body: &[u8]) -> Vec<u8> {
     let mut msg = Vec::with_capacity(HEADER_LEN + body.len());
     msg.extend_from_slice(&header(kind, retry, body.len() as u32));
     msg.extend_from_slice(body);
-    stream.write_all(&msg).map_err(|e| io("send message", e))?;
-    let mut h = [0u8; HEADER_LEN];
-    stream
-        .read_exact(&mut h)
-        .map_err(|e| io("receive message header", e))?;
+    msg
+}
+
+/// The body length a response header announces, once the header is checked.
+fn check_header(h: &[u8; HEADER_LEN], want: u8) -> Result<u32, MungeError> {
     let magic = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
     if magic != MAGIC {
         return Err(MungeError::new(
@@ -479,11 +475,112 @@ fn transfer(
             format!("munged's response of {len} bytes is too long"),
         ));
     }
+    Ok(len)
+}
+
+/// One request and its response on a connected stream.
+fn transfer(
+    stream: &mut UnixStream,
+    kind: u8,
+    retry: u8,
+    body: &[u8],
+    want: u8,
+) -> Result<Vec<u8>, MungeError> {
+    stream
+        .write_all(&framed(kind, retry, body))
+        .map_err(|e| io_error("send message", e))?;
+    let mut h = [0u8; HEADER_LEN];
+    stream
+        .read_exact(&mut h)
+        .map_err(|e| io_error("receive message header", e))?;
+    let len = check_header(&h, want)?;
     let mut body = vec![0u8; len as usize];
     stream
         .read_exact(&mut body)
-        .map_err(|e| io("receive message body", e))?;
+        .map_err(|e| io_error("receive message body", e))?;
     Ok(body)
+}
+
+/// The daemons' form: the same exchange on tokio's sockets, so that a server waits for
+/// munged without holding a thread.
+#[cfg(feature = "async")]
+impl MungeClient {
+    /// [`MungeClient::decode`], awaited.
+    pub async fn decode_async(&self, credential: &str) -> Result<Decoded, MungeError> {
+        if credential.is_empty() || credential.contains('\0') {
+            return Err(MungeError::new(
+                2,
+                "the MUNGE credential is empty or contains NUL",
+            ));
+        }
+        let request = decode_request(credential);
+        let mut retry = 0u8;
+        loop {
+            let mut stream = self.connect_async().await?;
+            let msg = framed(MSG_DEC_REQ, retry, &request);
+            let exchange = async {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                stream
+                    .write_all(&msg)
+                    .await
+                    .map_err(|e| io_error("send message", e))?;
+                let mut h = [0u8; HEADER_LEN];
+                stream
+                    .read_exact(&mut h)
+                    .await
+                    .map_err(|e| io_error("receive message header", e))?;
+                let len = check_header(&h, MSG_DEC_RSP)?;
+                let mut body = vec![0u8; len as usize];
+                stream
+                    .read_exact(&mut body)
+                    .await
+                    .map_err(|e| io_error("receive message body", e))?;
+                Ok(body)
+            };
+            let result = tokio::time::timeout(IO_TIMEOUT, exchange)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(MungeError::new(
+                        EMUNGE_SOCKET,
+                        "Failed to receive message: Timed-out",
+                    ))
+                });
+            match result {
+                Ok(body) => return parse_decode_response(&body),
+                Err(e) if retry + 1 >= XFER_ATTEMPTS || e.code == EMUNGE_BAD_LENGTH => {
+                    return Err(e)
+                }
+                Err(_) => {
+                    retry += 1;
+                    tokio::time::sleep(XFER_PAUSE * u32::from(retry)).await;
+                }
+            }
+        }
+    }
+
+    async fn connect_async(&self) -> Result<tokio::net::UnixStream, MungeError> {
+        self.precheck()?;
+        let mut attempt = 1;
+        loop {
+            match tokio::net::UnixStream::connect(&self.socket).await {
+                Ok(s) => return Ok(s),
+                Err(e) => {
+                    let transient = matches!(
+                        e.raw_os_error(),
+                        Some(libc::EAGAIN) | Some(libc::ECONNREFUSED)
+                    );
+                    if !transient || attempt >= CONNECT_ATTEMPTS {
+                        return Err(MungeError::new(
+                            EMUNGE_SOCKET,
+                            format!("Failed to connect to \"{}\": {e}", self.socket.display()),
+                        ));
+                    }
+                    tokio::time::sleep(CONNECT_PAUSE * attempt).await;
+                    attempt += 1;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -583,6 +680,21 @@ mod tests {
         for cut in 0..ok.len() {
             assert!(parse_decode_response(&ok[..cut]).is_err(), "cut at {cut}");
         }
+    }
+
+    #[cfg(feature = "async")]
+    #[test]
+    fn the_async_decode_reports_as_the_blocking_one() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let c = MungeClient::new(Some("/nonexistent/munge.socket"));
+        let e = rt.block_on(c.decode_async("MUNGE:x:")).unwrap_err();
+        assert_eq!(e, c.decode("MUNGE:x:").unwrap_err());
+        assert!(e.message.contains("Did you start munged?"), "{e}");
+        let e = rt.block_on(c.decode_async("")).unwrap_err();
+        assert!(e.message.contains("empty"), "{e}");
     }
 
     #[test]

@@ -33,10 +33,6 @@ impl fmt::Display for AuthError {
 
 impl std::error::Error for AuthError {}
 
-/// What [`Authenticator::verify_async`] returns.
-pub type VerifyFuture<'a> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Identity, AuthError>> + Send + 'a>>;
-
 /// An authentication plugin (`AuthType=auth/<name>`).
 pub trait Authenticator: Send + Sync {
     /// `auth/none`, `auth/munge`.
@@ -56,18 +52,5 @@ pub trait Authenticator: Send + Sync {
     /// async threads.
     fn verify_blocks(&self) -> bool {
         true
-    }
-    /// The same check as [`Authenticator::verify_from`] as a future that waits without
-    /// blocking a thread, for plugins that can (auth/munge asks munged over a Unix socket):
-    /// a server then needs no hand-off to a blocking thread per request. `None`: the plugin
-    /// has no such form, and servers use `verify_from` (off their async threads when
-    /// [`Authenticator::verify_blocks`]).
-    fn verify_async<'a>(
-        &'a self,
-        credential: &'a str,
-        peer: Option<Peer>,
-    ) -> Option<VerifyFuture<'a>> {
-        let _ = (credential, peer);
-        None
     }
 }

@@ -132,20 +132,13 @@ pub async fn check_request(
             )
         })?
         .to_string();
-    // Verifying may talk to a local daemon (munged): wait for it without blocking a thread
-    // where the plugin can, else keep it off the async threads.
-    let awaited = match auth.verify_async(&cred, peer) {
-        Some(f) => Some(f.await),
-        None => None,
-    };
-    let verified = match awaited {
-        Some(v) => v,
-        None if auth.verify_blocks() => {
-            tokio::task::spawn_blocking(move || auth.verify_from(&cred, peer))
-                .await
-                .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
-        }
-        None => auth.verify_from(&cred, peer),
+    // Verifying may talk to a local daemon (munged): keep it off the async threads.
+    let verified = if auth.verify_blocks() {
+        tokio::task::spawn_blocking(move || auth.verify_from(&cred, peer))
+            .await
+            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
+    } else {
+        auth.verify_from(&cred, peer)
     };
     verified.map_err(|e| {
         ApiError::new(

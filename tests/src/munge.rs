@@ -16,21 +16,19 @@ use std::time::{Duration, Instant};
 /// `none`, `munge` or unset (auto).
 pub const AUTH_ENV: &str = "GSCHED_TEST_AUTH";
 
-/// The munged binary, if installed.
-pub fn munged_path() -> Option<PathBuf> {
+/// An installed program: on `PATH`, else in the system's program directories (munged lives
+/// in an sbin directory that an ordinary user's `PATH` may lack).
+fn program_path(name: &str) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect())
         .unwrap_or_default();
-    dirs.extend(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from));
-    dirs.into_iter()
-        .map(|d| d.join("munged"))
-        .find(|p| p.is_file())
+    dirs.extend(["/usr/sbin", "/usr/local/sbin", "/sbin", "/usr/bin"].map(PathBuf::from));
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
 }
 
-fn on_path(name: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-        .unwrap_or(false)
+/// The munged binary, if installed.
+pub fn munged_path() -> Option<PathBuf> {
+    program_path("munged")
 }
 
 /// `None` when the tests can use MUNGE here, else why not.
@@ -38,7 +36,7 @@ pub fn unavailable() -> Option<String> {
     if munged_path().is_none() {
         return Some("munged is not installed (apt-get install munge)".into());
     }
-    if !Path::new("/usr/bin/munge").is_file() && !on_path("munge") {
+    if program_path("munge").is_none() {
         return Some("the munge command is not installed (apt-get install munge)".into());
     }
     None

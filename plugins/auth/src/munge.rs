@@ -136,23 +136,6 @@ impl Authenticator for MungeAuth {
         let decoded = self.client.decode(credential).map_err(refusal)?;
         self.accept(credential, &decoded)
     }
-
-    #[cfg(feature = "async")]
-    fn verify_async<'a>(
-        &'a self,
-        credential: &'a str,
-        _peer: Option<gsched_proto::auth::Peer>,
-    ) -> Option<gsched_proto::auth::VerifyFuture<'a>> {
-        Some(Box::pin(async move {
-            check_format(credential)?;
-            let decoded = self
-                .client
-                .decode_async(credential)
-                .await
-                .map_err(refusal)?;
-            self.accept(credential, &decoded)
-        }))
-    }
 }
 
 impl MungeAuth {

@@ -133,12 +133,45 @@ fn encode_request(ttl: u32, payload: &[u8]) -> Vec<u8> {
 }
 
 /// A decode request: the credential, NUL-terminated as libmunge sends it.
-fn decode_request(credential: &str) -> Vec<u8> {
+fn decode_request(credential: &str) -> Result<Vec<u8>, MungeError> {
+    if credential.is_empty() || credential.contains('\0') {
+        return Err(MungeError::new(
+            2,
+            "the MUNGE credential is empty or contains NUL",
+        ));
+    }
     let mut b = Vec::with_capacity(5 + credential.len());
     b.extend_from_slice(&(credential.len() as u32 + 1).to_be_bytes());
     b.extend_from_slice(credential.as_bytes());
     b.push(0);
-    b
+    check_length(&b)?;
+    Ok(b)
+}
+
+/// munged refuses a request body over [`MAX_BODY`]; so does this client, before sending it.
+fn check_length(body: &[u8]) -> Result<(), MungeError> {
+    if body.len() as u64 > u64::from(MAX_BODY) {
+        return Err(MungeError::new(
+            EMUNGE_BAD_LENGTH,
+            format!("the MUNGE request of {} bytes is too long", body.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// After failed exchange number `retry` (from 0): the pause before the next, or `None`
+/// when libmunge would give up.
+fn retry_pause(e: &MungeError, retry: u8) -> Option<Duration> {
+    (retry + 1 < XFER_ATTEMPTS && e.code != EMUNGE_BAD_LENGTH)
+        .then(|| XFER_PAUSE * (u32::from(retry) + 1))
+}
+
+/// A connect error worth trying again (munged's listen queue is full, or it is restarting).
+fn transient(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EAGAIN) | Some(libc::ECONNREFUSED)
+    )
 }
 
 fn header(kind: u8, retry: u8, body_len: u32) -> [u8; HEADER_LEN] {
@@ -284,37 +317,26 @@ impl MungeClient {
 
     /// munged's verdict on `credential`.
     pub fn decode(&self, credential: &str) -> Result<Decoded, MungeError> {
-        if credential.is_empty() || credential.contains('\0') {
-            return Err(MungeError::new(
-                2,
-                "the MUNGE credential is empty or contains NUL",
-            ));
-        }
-        let body = self.exchange(MSG_DEC_REQ, &decode_request(credential), MSG_DEC_RSP)?;
+        let body = self.exchange(MSG_DEC_REQ, &decode_request(credential)?, MSG_DEC_RSP)?;
         parse_decode_response(&body)
     }
 
     /// Sends one request on a connection of its own and returns the response's body;
     /// retried as libmunge retries.
     fn exchange(&self, kind: u8, body: &[u8], want: u8) -> Result<Vec<u8>, MungeError> {
-        if body.len() as u64 > u64::from(MAX_BODY) {
-            return Err(MungeError::new(
-                EMUNGE_BAD_LENGTH,
-                format!("the MUNGE request of {} bytes is too long", body.len()),
-            ));
-        }
+        check_length(body)?;
         let mut retry = 0u8;
         loop {
             let mut stream = self.connect()?;
             match transfer(&mut stream, kind, retry, body, want) {
                 Ok(b) => return Ok(b),
-                Err(e) if retry + 1 >= XFER_ATTEMPTS || e.code == EMUNGE_BAD_LENGTH => {
-                    return Err(e)
-                }
-                Err(_) => {
-                    retry += 1;
-                    std::thread::sleep(XFER_PAUSE * u32::from(retry));
-                }
+                Err(e) => match retry_pause(&e, retry) {
+                    None => return Err(e),
+                    Some(pause) => {
+                        retry += 1;
+                        std::thread::sleep(pause);
+                    }
+                },
             }
         }
     }
@@ -393,14 +415,10 @@ impl MungeClient {
                 break;
             }
             let err = std::io::Error::last_os_error();
-            let transient = matches!(
-                err.raw_os_error(),
-                Some(libc::EAGAIN) | Some(libc::ECONNREFUSED)
-            );
             if err.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            if !transient || attempt >= CONNECT_ATTEMPTS {
+            if !transient(&err) || attempt >= CONNECT_ATTEMPTS {
                 return Err(MungeError::new(
                     EMUNGE_SOCKET,
                     format!("Failed to connect to \"{shown}\": {err}"),
@@ -501,88 +519,6 @@ fn transfer(
     Ok(body)
 }
 
-/// The daemons' form: the same exchange on tokio's sockets, so that a server waits for
-/// munged without holding a thread.
-#[cfg(feature = "async")]
-impl MungeClient {
-    /// [`MungeClient::decode`], awaited.
-    pub async fn decode_async(&self, credential: &str) -> Result<Decoded, MungeError> {
-        if credential.is_empty() || credential.contains('\0') {
-            return Err(MungeError::new(
-                2,
-                "the MUNGE credential is empty or contains NUL",
-            ));
-        }
-        let request = decode_request(credential);
-        let mut retry = 0u8;
-        loop {
-            let mut stream = self.connect_async().await?;
-            let msg = framed(MSG_DEC_REQ, retry, &request);
-            let exchange = async {
-                use tokio::io::{AsyncReadExt, AsyncWriteExt};
-                stream
-                    .write_all(&msg)
-                    .await
-                    .map_err(|e| io_error("send message", e))?;
-                let mut h = [0u8; HEADER_LEN];
-                stream
-                    .read_exact(&mut h)
-                    .await
-                    .map_err(|e| io_error("receive message header", e))?;
-                let len = check_header(&h, MSG_DEC_RSP)?;
-                let mut body = vec![0u8; len as usize];
-                stream
-                    .read_exact(&mut body)
-                    .await
-                    .map_err(|e| io_error("receive message body", e))?;
-                Ok(body)
-            };
-            let result = tokio::time::timeout(IO_TIMEOUT, exchange)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(MungeError::new(
-                        EMUNGE_SOCKET,
-                        "Failed to receive message: Timed-out",
-                    ))
-                });
-            match result {
-                Ok(body) => return parse_decode_response(&body),
-                Err(e) if retry + 1 >= XFER_ATTEMPTS || e.code == EMUNGE_BAD_LENGTH => {
-                    return Err(e)
-                }
-                Err(_) => {
-                    retry += 1;
-                    tokio::time::sleep(XFER_PAUSE * u32::from(retry)).await;
-                }
-            }
-        }
-    }
-
-    async fn connect_async(&self) -> Result<tokio::net::UnixStream, MungeError> {
-        self.precheck()?;
-        let mut attempt = 1;
-        loop {
-            match tokio::net::UnixStream::connect(&self.socket).await {
-                Ok(s) => return Ok(s),
-                Err(e) => {
-                    let transient = matches!(
-                        e.raw_os_error(),
-                        Some(libc::EAGAIN) | Some(libc::ECONNREFUSED)
-                    );
-                    if !transient || attempt >= CONNECT_ATTEMPTS {
-                        return Err(MungeError::new(
-                            EMUNGE_SOCKET,
-                            format!("Failed to connect to \"{}\": {e}", self.socket.display()),
-                        ));
-                    }
-                    tokio::time::sleep(CONNECT_PAUSE * attempt).await;
-                    attempt += 1;
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -603,7 +539,36 @@ mod tests {
 
     #[test]
     fn a_decode_request_carries_the_credential_with_its_nul() {
-        assert_eq!(decode_request("MUNGE:ab:"), b"\0\0\0\x0aMUNGE:ab:\0");
+        assert_eq!(
+            decode_request("MUNGE:ab:").unwrap(),
+            b"\0\0\0\x0aMUNGE:ab:\0"
+        );
+        assert!(decode_request("").is_err());
+        assert!(decode_request("MUNGE:a\0b:").is_err());
+        let long = format!("MUNGE:{}:", "A".repeat(MAX_BODY as usize));
+        assert_eq!(decode_request(&long).unwrap_err().code, EMUNGE_BAD_LENGTH);
+    }
+
+    #[test]
+    fn retries_follow_libmunge() {
+        let socket = MungeError::new(EMUNGE_SOCKET, "x");
+        let pauses: Vec<_> = (0..XFER_ATTEMPTS)
+            .map(|r| retry_pause(&socket, r))
+            .collect();
+        assert_eq!(
+            pauses,
+            vec![
+                Some(XFER_PAUSE),
+                Some(XFER_PAUSE * 2),
+                Some(XFER_PAUSE * 3),
+                Some(XFER_PAUSE * 4),
+                None
+            ]
+        );
+        assert_eq!(
+            retry_pause(&MungeError::new(EMUNGE_BAD_LENGTH, "x"), 0),
+            None
+        );
     }
 
     fn response(code: u8, text: &str, rest: &[u8]) -> Vec<u8> {
@@ -680,21 +645,6 @@ mod tests {
         for cut in 0..ok.len() {
             assert!(parse_decode_response(&ok[..cut]).is_err(), "cut at {cut}");
         }
-    }
-
-    #[cfg(feature = "async")]
-    #[test]
-    fn the_async_decode_reports_as_the_blocking_one() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let c = MungeClient::new(Some("/nonexistent/munge.socket"));
-        let e = rt.block_on(c.decode_async("MUNGE:x:")).unwrap_err();
-        assert_eq!(e, c.decode("MUNGE:x:").unwrap_err());
-        assert!(e.message.contains("Did you start munged?"), "{e}");
-        let e = rt.block_on(c.decode_async("")).unwrap_err();
-        assert!(e.message.contains("empty"), "{e}");
     }
 
     #[test]

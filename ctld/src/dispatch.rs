@@ -14,6 +14,7 @@ fn client(sh: &Shared, node: &str) -> Option<Client> {
     Some(
         Client::new(ep, sh.auth.clone())
             .with_timeout(Duration::from_secs(15))
+            .with_pool(sh.node_connections.clone())
             .for_node(node),
     )
 }

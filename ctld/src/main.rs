@@ -96,6 +96,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         host: cfg.ctld_host.name.clone(),
         metrics: gsched_ctld::metrics::Metrics::for_config(&cfg),
         submits,
+        node_connections: gsched_proto::client::ConnectionPool::new(),
     });
 
     // One async thread: every request takes the state lock anyway, and a single thread

@@ -35,6 +35,8 @@ pub struct Shared {
     pub metrics: crate::metrics::Metrics,
     /// The queue of submissions to the group-commit batcher ([`crate::group_commit`]).
     pub submits: crate::group_commit::Submitter,
+    /// Connections to the node daemons, kept between calls.
+    pub node_connections: Arc<gsched_proto::client::ConnectionPool>,
 }
 
 impl Shared {

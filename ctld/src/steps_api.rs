@@ -19,7 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn node_client(sh: &Shared, endpoint: &str) -> Client {
-    Client::new(endpoint.to_string(), sh.auth.clone()).with_timeout(Duration::from_secs(15))
+    Client::new(endpoint.to_string(), sh.auth.clone())
+        .with_timeout(Duration::from_secs(15))
+        .with_pool(sh.node_connections.clone())
 }
 
 /// Sends step signals to nodes in the background (failures are logged: a node that is

@@ -220,7 +220,9 @@ impl VirtualHost {
         Ok(Arc::new(VirtualHost {
             nodes,
             cluster: cfg.cluster_name.clone(),
-            client: Client::new(controller, auth.clone()).with_timeout(CONTROLLER_TIMEOUT),
+            client: Client::new(controller, auth.clone())
+                .with_timeout(CONTROLLER_TIMEOUT)
+                .with_pool(gsched_proto::client::ConnectionPool::new()),
             auth,
             calls: Semaphore::new(MAX_CALLS),
             callers: Callers {

@@ -639,6 +639,27 @@ impl Node {
         }
     }
 
+    /// The folder of this run of an ended job, while gsnoded still holds it.
+    fn ended_folder(&self, id: JobId, start_time: i64) -> Option<JobDir> {
+        let jobs = self.jobs();
+        match jobs.get(&id) {
+            Some(j) if j.start_time == start_time && j.phase == Phase::Ended => Some(j.dir.clone()),
+            _ => None,
+        }
+    }
+
+    /// Flushes an ended job's `status.json` to disk (the report did not get through at once).
+    async fn flush_status(&self, id: JobId, start_time: i64) {
+        let Some(dir) = self.ended_folder(id, start_time) else {
+            return;
+        };
+        match blocking(move || dir.flush_status()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("job {id}: {e}"),
+            Err(e) => tracing::error!("job {id}: {e}"),
+        }
+    }
+
     /// Sends a completion report until the controller acknowledges it (or does not know the
     /// job), then forgets the job and deletes its folder.
     async fn report(self: Arc<Self>, report: JobCompleteRequest) {
@@ -666,6 +687,8 @@ impl Node {
                 Ok(Err(e)) => {
                     failures += 1;
                     if failures == 1 {
+                        // From now on the result may outlive this node's power: flush it.
+                        self.flush_status(id, start_time).await;
                         tracing::warn!("job {id}: cannot report the job's end ({e}); retrying until the controller answers");
                     } else {
                         tracing::debug!("job {id}: report attempt {failures} failed: {e}");
@@ -676,16 +699,7 @@ impl Node {
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(REPORT_BACKOFF_MAX);
         }
-        let dir = {
-            let jobs = self.jobs();
-            match jobs.get(&id) {
-                Some(j) if j.start_time == start_time && j.phase == Phase::Ended => {
-                    Some(j.dir.clone())
-                }
-                _ => None,
-            }
-        };
-        if let Some(dir) = dir {
+        if let Some(dir) = self.ended_folder(id, start_time) {
             let path = dir.path().to_path_buf();
             let removed =
                 blocking(move || std::fs::remove_dir_all(&path).map_err(|e| (path, e))).await;

@@ -188,8 +188,9 @@ impl Node {
         std::fs::set_permissions(spool, std::fs::Permissions::from_mode(0o755))
             .map_err(spool_err)?;
         let boot_time = crate::procfs::boot_time().map_err(DaemonError::BootTime)?;
-        let client =
-            Client::new(settings.controller.clone(), auth.clone()).with_timeout(CONTROLLER_TIMEOUT);
+        let client = Client::new(settings.controller.clone(), auth.clone())
+            .with_timeout(CONTROLLER_TIMEOUT)
+            .with_pool(gsched_proto::client::ConnectionPool::new());
         let own_uid = nix::unistd::getuid().as_raw();
         let cores = crate::cgroup::CoreAllocator::new(settings.cpus);
         let mps = (!settings.gpus.devices.is_empty()).then(|| {

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `launch.json` | gsnoded | before gsstepd starts: request, final environment, stdio paths |
 //! | `stepd.log` | gsstepd (its stderr) | while it runs |
-//! | `pids.json` | gsstepd | at start, and again once the batch shell runs |
+//! | `pids.json` | gsstepd | once the batch shell runs |
 //! | `script` | gsstepd | the batch script, owned by the user, mode 0500 |
 //! | `terminate.json` | gsnoded | when the controller asked to end the job |
 //! | `status.json` | gsstepd (or gsnoded if gsstepd vanished) | once, when the job is over |

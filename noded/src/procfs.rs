@@ -110,6 +110,40 @@ pub fn process_table(proc_root: &Path) -> io::Result<Vec<(i32, i32)>> {
     Ok(out)
 }
 
+/// The live processes under a proc root whose command line is a program followed by exactly
+/// `arg` (how gsnoded starts gsstepd: `gsstepd <job-folder>`), for finding a gsstepd that
+/// has not recorded its pid yet.
+pub fn processes_started_with(proc_root: &Path, arg: &std::ffi::OsStr) -> Vec<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(entries) = std::fs::read_dir(proc_root) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let mut words = cmdline
+            .strip_suffix(b"\0")
+            .unwrap_or(&cmdline)
+            .split(|&b| b == 0);
+        let matches = words.next().is_some_and(|w| !w.is_empty())
+            && words.next() == Some(arg.as_bytes())
+            && words.next().is_none();
+        if matches && read_stat_in(proc_root, pid).is_ok_and(|st| !st.is_zombie()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
 /// All descendants of `root` in a `(pid, ppid)` table, excluding `root` itself, in
 /// breadth-first order (parents before children). Cycles (impossible in a real table, but
 /// a table read while processes come and go can be odd) do not loop.
@@ -213,6 +247,24 @@ pub fn boot_time() -> io::Result<i64> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn finds_a_process_by_its_one_argument() {
+        let t = tempfile::tempdir().unwrap();
+        let folder = t.path().join("job_7");
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let mine = processes_started_with(Path::new("/proc"), std::ffi::OsStr::new("30"));
+        assert!(mine.contains(&pid), "{mine:?} lacks {pid}");
+        assert!(processes_started_with(Path::new("/proc"), folder.as_os_str()).is_empty());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let after = processes_started_with(Path::new("/proc"), std::ffi::OsStr::new("30"));
+        assert!(!after.contains(&pid));
+    }
     use super::*;
 
     const STAT: &str = "4242 (my (odd) prog) S 17 4242 4242 0 -1 4194560 135 0 0 0 1 2 0 0 20 0 1 0 987654 1234 56 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";

@@ -7,12 +7,13 @@
 //!
 //! 1. `setsid`, become a child subreaper (so double-forked processes of the job stay its
 //!    descendants), block the signals an admin's `kill` or a terminal would send;
-//! 2. record its pid and start time in `pids.json` (gsnoded re-adopts it by these);
-//! 3. resolve the user (passwd, supplementary groups) *before* forking, write the script as
+//! 2. resolve the user (passwd, supplementary groups) *before* forking, write the script as
 //!    the user's file (mode 0500);
-//! 4. fork and, in the child, join the job's cgroup (while root), `setgroups`/`setgid`/`setuid`, umask, `chdir` and open the
+//! 3. fork and, in the child, join the job's cgroup (while root), `setgroups`/`setgid`/`setuid`, umask, `chdir` and open the
 //!    stdio files as the user (see [`crate::sys::install_child_setup`]), then exec the
 //!    script with exactly the environment gsnoded computed;
+//! 4. record its own and the shell's pid and start time in `pids.json` (gsnoded re-adopts
+//!    them by these after a restart);
 //! 5. wait for the batch shell, then SIGKILL whatever the job left behind and reap it (with
 //!    cgroups: everything in the job's cgroup, whose OOM counter and usage are then read
 //!    and which is removed; an OOM kill is announced in the job's stderr as Slurm does);
@@ -97,13 +98,15 @@ pub fn run(folder: &Path) -> Result<StatusFile, StepdError> {
     sys::reset_ignored_signals();
     let me = std::process::id() as i32;
     let ticks = procfs::read_stat(me).map_err(StepdError::Proc)?.start_ticks;
+    // Written once, when the batch shell runs (a restarted gsnoded finds a gsstepd that has
+    // not written it yet by its command line): a second version replacing the first cost
+    // every job a disk write, which ext4 starts at once when a file is renamed over another.
     let mut pids = PidsFile {
         stepd_pid: me,
         stepd_start_ticks: ticks,
         shell_pid: None,
         shell_start_ticks: None,
     };
-    dir.write_pids(&pids)?;
 
     let start_time = now();
     let status = match dir.read_launch() {

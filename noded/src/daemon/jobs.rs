@@ -30,7 +30,8 @@ const REPORT_BACKOFF_START: Duration = Duration::from_millis(200);
 const REPORT_BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// How often SIGKILL is repeated once a terminated job's `KillWait` has passed.
 const KILL_REPEAT: Duration = Duration::from_secs(1);
-/// How long re-adoption waits for a just-started gsstepd to write `pids.json`.
+/// How long re-adoption waits for the `pids.json` of a job whose gsstepd was not found
+/// running (gsnoded may have stopped while starting it).
 const PIDS_GRACE: Duration = Duration::from_secs(1);
 
 /// A running gsstepd, identified across pid reuse.
@@ -293,7 +294,23 @@ fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
     }
     let mut pids = dir.read_pids().ok().flatten();
     if pids.is_none() {
-        // A gsstepd started just before gsnoded stopped may not have written it yet.
+        // gsstepd writes pids.json once the batch shell runs; one started just before
+        // gsnoded stopped may still be preparing it. Found by its command line, it is adopted
+        // as it is; else it may have been about to start (its pid not even known here yet).
+        let started = procfs::processes_started_with(Path::new("/proc"), dir.path().as_os_str());
+        if let Some(stepd) = started
+            .iter()
+            .find_map(|&pid| procfs::start_ticks(pid).map(|start_ticks| Stepd { pid, start_ticks }))
+        {
+            return Some(Found::Alive {
+                id,
+                start_time,
+                dir,
+                stepd,
+                terminate,
+                cgroup,
+            });
+        }
         let deadline = std::time::Instant::now() + PIDS_GRACE;
         while pids.is_none() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));

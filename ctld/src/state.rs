@@ -261,6 +261,9 @@ pub struct State {
     active: active::ActiveJobs,
     /// Equal specs of jobs in memory, shared (`state/spec_pool.rs`).
     specs: spec_pool::SpecPool,
+    /// Jobs that may have a RUNNING step in the store (created since start-up or found at
+    /// load): the others need no query of the steps table when they end.
+    jobs_with_steps: std::collections::BTreeSet<JobId>,
 }
 
 /// Running and completing jobs by their batch node, rebuilt at most once a second: a
@@ -413,6 +416,7 @@ impl State {
         let sched_config = SchedConfig::from_config(&cfg);
         let resvs = resv::load(&store)?;
         let switch_of = resv::switches(&cfg, &nodes);
+        let jobs_with_steps = store.jobs_with_steps_in("RUNNING")?;
         let mut st = State {
             sched_config,
             cfg,
@@ -440,6 +444,7 @@ impl State {
             batch_index: BatchIndex::default(),
             active: Default::default(),
             specs,
+            jobs_with_steps,
         };
         st.active.rebuild(&st.jobs, now);
         st.committed_state = st

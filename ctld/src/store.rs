@@ -663,6 +663,21 @@ impl Store {
         Ok(max.map_or(0, |m| m + 1))
     }
 
+    /// The jobs with a step in `state`.
+    pub fn jobs_with_steps_in(
+        &self,
+        state: &str,
+    ) -> Result<std::collections::BTreeSet<JobId>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT DISTINCT job_id FROM steps WHERE state = ?1")
+            .map_err(self.err())?;
+        let rows = st
+            .query_map([state], |r| r.get::<_, JobId>(0))
+            .map_err(self.err())?;
+        rows.map(|r| r.map_err(self.err())).collect()
+    }
+
     /// Step records: of the given jobs (all jobs when empty), or only those in `state`.
     pub fn load_steps(
         &self,

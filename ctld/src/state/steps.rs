@@ -253,6 +253,7 @@ impl State {
             ));
         }
         self.save_step(&step)?;
+        self.jobs_with_steps.insert(step.job_id);
         Ok((
             StepCreateResponse {
                 step,
@@ -321,18 +322,34 @@ impl State {
     /// Closes the running steps of jobs that have ended (`CANCELLED`, ended with the job).
     /// Returns the closed steps.
     pub fn close_steps_of_ended_jobs(&mut self, job_ids: &[JobId], now: i64) -> Vec<StepInfo> {
-        let Ok(running) = self.load_step_records(job_ids, Some("RUNNING")) else {
+        // Only jobs that may have a running step are looked up in the store (most batch
+        // jobs have none; asking the store cost every job's end a query).
+        let ended =
+            |st: &State, id: &JobId| st.jobs.get(id).is_none_or(|j| j.info.state.is_terminal());
+        let candidates: Vec<JobId> = if job_ids.is_empty() {
+            self.jobs_with_steps.iter().copied().collect()
+        } else {
+            job_ids
+                .iter()
+                .copied()
+                .filter(|id| self.jobs_with_steps.contains(id))
+                .collect()
+        };
+        let candidates: Vec<JobId> = candidates
+            .into_iter()
+            .filter(|id| ended(self, id))
+            .collect();
+        if candidates.is_empty() {
+            return Vec::new();
+        }
+        let Ok(running) = self.load_step_records(&candidates, Some("RUNNING")) else {
             return Vec::new();
         };
+        for id in &candidates {
+            self.jobs_with_steps.remove(id);
+        }
         let mut closed = Vec::new();
         for mut s in running {
-            let ended = self
-                .jobs
-                .get(&s.job_id)
-                .is_none_or(|j| j.info.state.is_terminal());
-            if !ended {
-                continue;
-            }
             let end = self
                 .jobs
                 .get(&s.job_id)
@@ -345,6 +362,8 @@ impl State {
             }
             if let Err(e) = self.save_step(&s) {
                 tracing::error!("step {}: {e}", s.id_string());
+                // Tried again at the job's next query.
+                self.jobs_with_steps.insert(s.job_id);
                 continue;
             }
             closed.push(s);

@@ -526,7 +526,7 @@ impl Node {
             // Resolved here, where NSS is loaded once, instead of in every gsstepd.
             if nix::unistd::geteuid().is_root() {
                 let r = &launch.request;
-                launch.user = crate::jobdir::ResolvedUser::lookup(r.uid, r.gid);
+                launch.user = crate::jobdir::ResolvedUser::lookup_cached(r.uid, r.gid);
             }
             std::fs::DirBuilder::new()
                 .mode(0o711)

@@ -150,7 +150,7 @@ impl Node {
             // Resolved here, where NSS is loaded once, instead of in every gsstepd.
             if nix::unistd::geteuid().is_root() {
                 let r = &file.request;
-                file.user = crate::jobdir::ResolvedUser::lookup(r.uid, r.gid);
+                file.user = crate::jobdir::ResolvedUser::lookup_cached(r.uid, r.gid);
             }
             if folder.exists() {
                 // A leftover of an earlier run of the same id (requeued job).

@@ -137,29 +137,14 @@ impl ResolvedUser {
     /// controller keeps group lists for `GroupUpdateTime`, ten minutes by default). A user
     /// NSS does not know is asked again every time.
     pub fn lookup_cached(uid: u32, gid: u32) -> Option<ResolvedUser> {
-        type Cache = std::sync::Mutex<
-            std::collections::HashMap<(u32, u32), (ResolvedUser, std::time::Instant)>,
-        >;
-        static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
-        const TTL: std::time::Duration = std::time::Duration::from_secs(60);
-        let cache = CACHE.get_or_init(Default::default);
-        let now = std::time::Instant::now();
-        if let Some((user, at)) = cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&(uid, gid))
-        {
-            if now.saturating_duration_since(*at) < TTL {
-                return Some(user.clone());
-            }
-        }
-        let user = ResolvedUser::lookup(uid, gid)?;
-        let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
-        if c.len() > 65_536 {
-            c.clear();
-        }
-        c.insert((uid, gid), (user.clone(), now));
-        Some(user)
+        static CACHE: std::sync::OnceLock<
+            gsched_proto::users::LookupCache<(u32, u32), ResolvedUser>,
+        > = std::sync::OnceLock::new();
+        CACHE.get_or_init(Default::default).get(
+            (uid, gid),
+            std::time::Instant::now(),
+            |(uid, gid)| ResolvedUser::lookup(uid, gid),
+        )
     }
 }
 

@@ -90,24 +90,20 @@ pub fn is_same_live_process(pid: i32, start_ticks: u64) -> bool {
     pid > 0 && read_stat(pid).is_ok_and(|s| s.start_ticks == start_ticks && !s.is_zombie())
 }
 
+/// The pids under a proc root (its numeric entries).
+fn pids_in(proc_root: &Path) -> io::Result<impl Iterator<Item = i32>> {
+    Ok(std::fs::read_dir(proc_root)?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()))
+}
+
 /// Every process's `(pid, ppid)` under a proc root. Processes that vanish while being read
 /// are skipped.
 pub fn process_table(proc_root: &Path) -> io::Result<Vec<(i32, i32)>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(proc_root)? {
-        let Ok(entry) = entry else { continue };
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if let Ok(st) = read_stat_in(proc_root, pid) {
-            out.push((st.pid, st.ppid));
-        }
-    }
-    Ok(out)
+    Ok(pids_in(proc_root)?
+        .filter_map(|pid| read_stat_in(proc_root, pid).ok())
+        .map(|st| (st.pid, st.ppid))
+        .collect())
 }
 
 /// The live processes under a proc root whose command line is a program followed by exactly
@@ -115,33 +111,24 @@ pub fn process_table(proc_root: &Path) -> io::Result<Vec<(i32, i32)>> {
 /// has not recorded its pid yet.
 pub fn processes_started_with(proc_root: &Path, arg: &std::ffi::OsStr) -> Vec<i32> {
     use std::os::unix::ffi::OsStrExt;
-    let Ok(entries) = std::fs::read_dir(proc_root) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
+    let started_with = |pid: i32| {
+        let Ok(cmdline) = std::fs::read(proc_root.join(pid.to_string()).join("cmdline")) else {
+            return false;
         };
         let mut words = cmdline
             .strip_suffix(b"\0")
             .unwrap_or(&cmdline)
             .split(|&b| b == 0);
-        let matches = words.next().is_some_and(|w| !w.is_empty())
+        words.next().is_some_and(|w| !w.is_empty())
             && words.next() == Some(arg.as_bytes())
-            && words.next().is_none();
-        if matches && read_stat_in(proc_root, pid).is_ok_and(|st| !st.is_zombie()) {
-            out.push(pid);
-        }
-    }
-    out
+            && words.next().is_none()
+    };
+    let Ok(pids) = pids_in(proc_root) else {
+        return Vec::new();
+    };
+    pids.filter(|&pid| started_with(pid))
+        .filter(|&pid| read_stat_in(proc_root, pid).is_ok_and(|st| !st.is_zombie()))
+        .collect()
 }
 
 /// All descendants of `root` in a `(pid, ppid)` table, excluding `root` itself, in
@@ -247,24 +234,6 @@ pub fn boot_time() -> io::Result<i64> {
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn finds_a_process_by_its_one_argument() {
-        let t = tempfile::tempdir().unwrap();
-        let folder = t.path().join("job_7");
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let pid = child.id() as i32;
-        let mine = processes_started_with(Path::new("/proc"), std::ffi::OsStr::new("30"));
-        assert!(mine.contains(&pid), "{mine:?} lacks {pid}");
-        assert!(processes_started_with(Path::new("/proc"), folder.as_os_str()).is_empty());
-        child.kill().unwrap();
-        child.wait().unwrap();
-        let after = processes_started_with(Path::new("/proc"), std::ffi::OsStr::new("30"));
-        assert!(!after.contains(&pid));
-    }
     use super::*;
 
     const STAT: &str = "4242 (my (odd) prog) S 17 4242 4242 0 -1 4194560 135 0 0 0 1 2 0 0 20 0 1 0 987654 1234 56 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
@@ -379,5 +348,23 @@ mod tests {
         );
         assert_eq!(parse_btime("cpu 1\n"), None);
         assert!(boot_time().unwrap() > 1_000_000_000);
+    }
+
+    #[test]
+    fn finds_a_process_by_its_one_argument() {
+        let t = tempfile::tempdir().unwrap();
+        let folder = t.path().join("job_7");
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let mine = processes_started_with(Path::new("/proc"), std::ffi::OsStr::new("30"));
+        assert!(mine.contains(&pid), "{mine:?} lacks {pid}");
+        assert!(processes_started_with(Path::new("/proc"), folder.as_os_str()).is_empty());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let after = processes_started_with(Path::new("/proc"), std::ffi::OsStr::new("30"));
+        assert!(!after.contains(&pid));
     }
 }

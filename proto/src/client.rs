@@ -73,6 +73,11 @@ const IDLE_LIMIT: Duration = Duration::from_millis(900);
 /// At most this many idle connections are kept per server.
 const IDLE_PER_SERVER: usize = 4;
 
+/// Whether a connection idle since `since` may still be used at `now`.
+fn fresh(since: Instant, now: Instant) -> bool {
+    now.duration_since(since) < IDLE_LIMIT
+}
+
 /// Open connections of a daemon's clients, by server address, kept between calls.
 #[derive(Default)]
 pub struct ConnectionPool {
@@ -99,7 +104,7 @@ impl ConnectionPool {
     fn take(&self, addr: &str, now: Instant) -> Option<TcpStream> {
         let mut idle = self.idle();
         let list = idle.by_addr.get_mut(addr)?;
-        list.retain(|(_, since)| now.duration_since(*since) < IDLE_LIMIT);
+        list.retain(|&(_, since)| fresh(since, now));
         let taken = list.pop().map(|(s, _)| s);
         if list.is_empty() {
             idle.by_addr.remove(addr);
@@ -117,7 +122,7 @@ impl ConnectionPool {
             .is_none_or(|t| now.duration_since(t) >= IDLE_LIMIT)
         {
             idle.by_addr.retain(|_, list| {
-                list.retain(|(_, since)| now.duration_since(*since) < IDLE_LIMIT);
+                list.retain(|&(_, since)| fresh(since, now));
                 !list.is_empty()
             });
             idle.swept = Some(now);
@@ -128,8 +133,8 @@ impl ConnectionPool {
         }
     }
 
-    /// How many idle connections are kept (for tests).
-    pub fn idle_count(&self) -> usize {
+    #[cfg(test)]
+    fn idle_count(&self) -> usize {
         self.idle().by_addr.values().map(Vec::len).sum()
     }
 }

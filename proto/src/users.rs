@@ -228,11 +228,50 @@ mod getent {
     }
 }
 
-/// How long [`cached_user_name`] and [`cached_group_name`] trust an answer: a renamed user
-/// shows under the new name within a minute, as nscd's and sssd's own caches behave.
+/// How long a [`LookupCache`] trusts an answer: a renamed user shows under the new name
+/// (a changed group list reaches new jobs) within a minute, as nscd's and sssd's own caches
+/// behave.
 const NAME_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
-type NameCache = std::sync::Mutex<std::collections::HashMap<u32, (String, std::time::Instant)>>;
+/// Answers of a lookup by key, each trusted for [`NAME_TTL`]: the daemons ask NSS (files,
+/// LDAP) about the same few users for every request or job. A lookup that finds nothing is
+/// not remembered (the user may be added at any moment).
+pub struct LookupCache<K, V>(
+    std::sync::Mutex<std::collections::HashMap<K, (V, std::time::Instant)>>,
+);
+
+impl<K, V> Default for LookupCache<K, V> {
+    fn default() -> Self {
+        LookupCache(Default::default())
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Copy, V: Clone> LookupCache<K, V> {
+    /// The remembered answer for `key`, or `look_up`'s, remembered from `now`.
+    pub fn get(
+        &self,
+        key: K,
+        now: std::time::Instant,
+        look_up: impl FnOnce(K) -> Option<V>,
+    ) -> Option<V> {
+        let entries = || self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((v, at)) = entries().get(&key) {
+            if now.saturating_duration_since(*at) < NAME_TTL {
+                return Some(v.clone());
+            }
+        }
+        // Not under the lock: NSS may take its time (LDAP).
+        let v = look_up(key)?;
+        let mut c = entries();
+        if c.len() > 65_536 {
+            c.clear();
+        }
+        c.insert(key, (v.clone(), now));
+        Some(v)
+    }
+}
+
+type NameCache = LookupCache<u32, String>;
 
 fn cached(
     cache: &NameCache,
@@ -240,18 +279,9 @@ fn cached(
     now: std::time::Instant,
     look_up: impl Fn(u32) -> String,
 ) -> String {
-    let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((name, at)) = c.get(&id) {
-        if now.saturating_duration_since(*at) < NAME_TTL {
-            return name.clone();
-        }
-    }
-    let name = look_up(id);
-    if c.len() > 65_536 {
-        c.clear();
-    }
-    c.insert(id, (name.clone(), now));
-    name
+    cache
+        .get(id, now, |id| Some(look_up(id)))
+        .unwrap_or_default()
 }
 
 /// [`user_name`], remembered for a minute: the controller names the submitter of every
@@ -351,6 +381,23 @@ mod tests {
         assert_eq!(calls.get(), 3);
         assert_eq!(cached_user_name(0), "root");
         assert_eq!(cached_group_name(0), "root");
+    }
+
+    #[test]
+    fn a_lookup_that_finds_nothing_is_asked_again() {
+        let cache = LookupCache::<(u32, u32), u32>::default();
+        let calls = std::cell::Cell::new(0);
+        let t0 = std::time::Instant::now();
+        let missing = |_| {
+            calls.set(calls.get() + 1);
+            None
+        };
+        assert_eq!(cache.get((1, 2), t0, missing), None);
+        assert_eq!(cache.get((1, 2), t0, missing), None);
+        assert_eq!(calls.get(), 2);
+        assert_eq!(cache.get((1, 2), t0, |(a, b)| Some(a + b)), Some(3));
+        assert_eq!(cache.get((1, 2), t0, missing), Some(3));
+        assert_eq!(calls.get(), 2);
     }
 
     #[test]

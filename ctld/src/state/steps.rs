@@ -324,21 +324,17 @@ impl State {
     pub fn close_steps_of_ended_jobs(&mut self, job_ids: &[JobId], now: i64) -> Vec<StepInfo> {
         // Only jobs that may have a running step are looked up in the store (most batch
         // jobs have none; asking the store cost every job's end a query).
-        let ended =
-            |st: &State, id: &JobId| st.jobs.get(id).is_none_or(|j| j.info.state.is_terminal());
         let candidates: Vec<JobId> = if job_ids.is_empty() {
             self.jobs_with_steps.iter().copied().collect()
         } else {
-            job_ids
-                .iter()
-                .copied()
-                .filter(|id| self.jobs_with_steps.contains(id))
-                .collect()
-        };
-        let candidates: Vec<JobId> = candidates
-            .into_iter()
-            .filter(|id| ended(self, id))
-            .collect();
+            job_ids.to_vec()
+        }
+        .into_iter()
+        .filter(|id| {
+            self.jobs_with_steps.contains(id)
+                && self.jobs.get(id).is_none_or(|j| j.info.state.is_terminal())
+        })
+        .collect();
         if candidates.is_empty() {
             return Vec::new();
         }

@@ -293,45 +293,34 @@ fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
         return Some(ended(status));
     }
     let mut pids = dir.read_pids().ok().flatten();
-    if pids.is_none() {
-        // gsstepd writes pids.json once the batch shell runs; one started just before
-        // gsnoded stopped may still be preparing it. Found by its command line, it is adopted
-        // as it is; else it may have been about to start (its pid not even known here yet).
-        let started = procfs::processes_started_with(Path::new("/proc"), dir.path().as_os_str());
-        if let Some(stepd) = started
-            .iter()
-            .find_map(|&pid| procfs::start_ticks(pid).map(|start_ticks| Stepd { pid, start_ticks }))
-        {
-            return Some(Found::Alive {
-                id,
-                start_time,
-                dir,
-                stepd,
-                terminate,
-                cgroup,
-            });
-        }
+    // gsstepd writes pids.json once the batch shell runs; one started just before gsnoded
+    // stopped may still be preparing it, and is found by its command line. Else it may have
+    // been about to start (its pid not even known here yet): wait a little for the file.
+    let running = pids.is_none().then(|| {
+        procfs::processes_started_with(Path::new("/proc"), dir.path().as_os_str())
+            .into_iter()
+            .find_map(|pid| procfs::start_ticks(pid).map(|start_ticks| Stepd { pid, start_ticks }))
+    });
+    if let Some(None) = running {
         let deadline = std::time::Instant::now() + PIDS_GRACE;
         while pids.is_none() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
             pids = dir.read_pids().ok().flatten();
         }
     }
-    if let Some(p) = pids {
-        let stepd = Stepd {
-            pid: p.stepd_pid,
-            start_ticks: p.stepd_start_ticks,
-        };
-        if stepd.is_alive() {
-            return Some(Found::Alive {
-                id,
-                start_time,
-                dir,
-                stepd,
-                terminate,
-                cgroup,
-            });
-        }
+    let recorded = pids.map(|p| Stepd {
+        pid: p.stepd_pid,
+        start_ticks: p.stepd_start_ticks,
+    });
+    if let Some(stepd) = running.flatten().or(recorded).filter(|s| s.is_alive()) {
+        return Some(Found::Alive {
+            id,
+            start_time,
+            dir,
+            stepd,
+            terminate,
+            cgroup,
+        });
     }
     // Its batch shell may have outlived it (re-parented to init): end what is still found.
     if let Some((shell, ticks)) = pids.and_then(|p| Some((p.shell_pid?, p.shell_start_ticks?))) {

@@ -13,11 +13,15 @@ pub fn short_hostname() -> String {
     full.split('.').next().unwrap_or(&full).to_string()
 }
 
-/// The process umask, from `/proc/self/status` (reading it does not change it).
+/// The process umask. `umask(2)` can only be read by setting it, so it is set back at once;
+/// the commands call this before they start any thread (reading `/proc/self/status` instead
+/// cost a submission 3% of its time).
 pub fn umask() -> Option<u32> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("Umask:"))?;
-    u32::from_str_radix(line["Umask:".len()..].trim(), 8).ok()
+    // SAFETY: umask only swaps the process's file creation mask; no memory is involved.
+    let old = unsafe { libc::umask(0o077) };
+    // SAFETY: as above, restoring the mask read.
+    unsafe { libc::umask(old) };
+    Some(old)
 }
 
 /// A group's gid by name or number (Slurm's `gid_from_string`).
@@ -95,7 +99,10 @@ mod tests {
     #[test]
     fn basics() {
         assert!(!short_hostname().contains('.'));
-        assert!(umask().is_some());
+        // Reading the mask leaves it as it was.
+        let first = umask();
+        assert!(first.is_some());
+        assert_eq!(umask(), first);
         assert_eq!(resolve_gid("0"), Some(0));
         assert_eq!(resolve_gid("root"), Some(0));
         assert_eq!(resolve_gid("no-such-group-gsched"), None);

@@ -158,7 +158,7 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
         set(&mut env, "SLURM_EXPORT_ENV", e);
     }
     // With --export=NONE/NIL the job still needs a sane login environment.
-    let user = gsched_proto::users::user_by_uid(job.user_id);
+    let user = gsched_proto::users::cached_user_by_uid(job.user_id);
     for (k, v) in [
         ("USER", job.user_name.clone()),
         ("LOGNAME", job.user_name.clone()),

@@ -40,6 +40,20 @@ pub const STATUS_FILE: &str = "status.json";
 pub const TERMINATE_FILE: &str = "terminate.json";
 pub const SCRIPT_FILE: &str = "script";
 pub const STEPD_LOG: &str = "stepd.log";
+/// Says the job was killed because its MPS daemon or server died (written by gsnoded before
+/// the kill, so that a restarted gsnoded reports the same).
+pub const GPU_FAILURE_FILE: &str = "gpu_failure";
+
+/// Every file a job folder may hold, for [`JobDir::remove`].
+const FOLDER_FILES: [&str; 7] = [
+    LAUNCH_FILE,
+    PIDS_FILE,
+    STATUS_FILE,
+    TERMINATE_FILE,
+    SCRIPT_FILE,
+    STEPD_LOG,
+    GPU_FAILURE_FILE,
+];
 
 const DIR_PREFIX: &str = "job_";
 
@@ -327,6 +341,26 @@ impl JobDir {
         write_json(&self.file(TERMINATE_FILE), t, Durability::DaemonCrash)
     }
 
+    /// Deletes the folder: its known files by name, then the folder (one system call per
+    /// file, where a recursive removal lists and inspects every entry first); whatever else
+    /// is in it (a temporary file left by a crash) through a recursive removal.
+    pub fn remove(&self) -> Result<(), JobDirError> {
+        for name in FOLDER_FILES {
+            let path = self.file(name);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(JobDirError::io("remove", &path, e)),
+            }
+        }
+        std::fs::remove_dir(&self.path)
+            .or_else(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Ok(()),
+                _ => std::fs::remove_dir_all(&self.path),
+            })
+            .map_err(|e| JobDirError::io("remove", &self.path, e))
+    }
+
     /// The last non-empty line of `stepd.log` (for error messages), if any.
     pub fn last_log_line(&self) -> Option<String> {
         let text = std::fs::read(self.file(STEPD_LOG)).ok()?;
@@ -476,5 +510,33 @@ mod tests {
         assert_eq!(d.last_log_line(), None);
         std::fs::write(d.file(STEPD_LOG), "one\ntwo\n\n").unwrap();
         assert_eq!(d.last_log_line().as_deref(), Some("two"));
+    }
+
+    #[test]
+    fn remove_deletes_the_known_files_and_anything_else() {
+        let t = tempfile::tempdir().unwrap();
+        let d = JobDir::new(t.path().join("job_7"));
+        std::fs::create_dir(d.path()).unwrap();
+        d.write_status(&StatusFile {
+            exit_code: 0,
+            signal: 0,
+            start_time: 1,
+            end_time: 2,
+            launch_error: None,
+            oom_kills: 0,
+            usage: None,
+        })
+        .unwrap();
+        std::fs::write(d.file(STEPD_LOG), "").unwrap();
+        d.remove().unwrap();
+        assert!(!d.path().exists());
+        // A file it does not know of (a crash's temporary file) does not keep the folder.
+        std::fs::create_dir(d.path()).unwrap();
+        std::fs::write(d.file(SCRIPT_FILE), "#!/bin/sh\n").unwrap();
+        std::fs::write(d.file(".status.json.tmp"), "{").unwrap();
+        d.remove().unwrap();
+        assert!(!d.path().exists());
+        // Gone already: nothing to do.
+        d.remove().unwrap();
     }
 }

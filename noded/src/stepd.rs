@@ -120,17 +120,10 @@ pub fn run(folder: &Path) -> Result<StatusFile, StepdError> {
         ),
         Err(e) => launch_failure(start_time, e.to_string()),
     };
+    // No line for a job that went as planned: gsnoded logs its start and end. stepd.log only
+    // gets warnings and errors, so that for most jobs it stays empty (a written one costs the
+    // file system a block to reserve and free again).
     dir.write_status(&status)?;
-    log(&format!(
-        "job ended: exit code {} signal {}{}",
-        status.exit_code,
-        status.signal,
-        status
-            .launch_error
-            .as_deref()
-            .map(|e| format!(" (launch error: {e})"))
-            .unwrap_or_default()
-    ));
     Ok(status)
 }
 
@@ -154,10 +147,6 @@ pub(crate) fn block_daemon_signals() {
 
 fn run_job(dir: &JobDir, launch: &LaunchFile, pids: &mut PidsFile, start_time: i64) -> StatusFile {
     let req = &launch.request;
-    log(&format!(
-        "job {} (start time {}) for uid {} on {}",
-        req.job_id, req.start_time, req.uid, launch.node
-    ));
     match dir.read_terminate() {
         Ok(Some(t)) => {
             log(&format!(

@@ -396,7 +396,11 @@ fn jobs_run_report_and_survive_restarts() {
         !alive(pids5.stepd_pid)
     });
     c.start();
-    assert_eq!(c.last_running(), vec![4, 5]);
+    // Job 5's report is sent as soon as it is found, and races the registration: it is
+    // listed while its report is pending and no longer once the controller acknowledged it.
+    // Either order tells the controller the same; job 4 must be listed in both.
+    let running = c.last_running();
+    assert!(running == [4, 5] || running == [4], "{running:?}");
     let done = c.completion(5);
     assert_eq!(
         done.launch_error.as_deref(),

@@ -308,6 +308,15 @@ pub fn cached_group_name(gid: u32) -> String {
     )
 }
 
+/// [`user_by_uid`], remembered for a minute: the controller builds every job's login
+/// environment (`HOME`, `SHELL`) from it when it starts the job.
+pub fn cached_user_by_uid(uid: u32) -> Option<UserEntry> {
+    static CACHE: std::sync::OnceLock<LookupCache<u32, UserEntry>> = std::sync::OnceLock::new();
+    CACHE
+        .get_or_init(Default::default)
+        .get(uid, std::time::Instant::now(), user_by_uid)
+}
+
 /// The real uid and gid of this process.
 pub fn current_ids() -> (u32, u32) {
     // SAFETY: getuid/getgid always succeed and touch no memory.

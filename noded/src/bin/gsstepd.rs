@@ -5,6 +5,13 @@
 
 use std::path::PathBuf;
 
+/// The static (musl) build's allocator. musl's malloc gives memory back to the kernel at
+/// almost every free: 47 of a submission's 113 system calls were mmap and munmap, a fifth
+/// of gsbatch's time after exec. dlmalloc keeps freed memory for the next allocation.
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
 fn main() {
     let mut args = std::env::args_os().skip(1);
     let first = args.next();

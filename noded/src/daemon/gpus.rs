@@ -3,8 +3,9 @@
 //! and the sampler that reads the GPUs' usage every `GpuSampleInterval` seconds for the
 //! heartbeats.
 
-use super::jobs::{job_processes, Phase, GPU_FAILURE_FILE};
+use super::jobs::{job_processes, Phase};
 use super::{now, Node};
+use crate::jobdir::GPU_FAILURE_FILE;
 use gsched_proto::api::{LaunchRequest, TerminateReason, TerminateRequest};
 use gsched_proto::gpu_sample::GpuSample;
 use gsched_proto::job::JobId;

@@ -10,7 +10,9 @@
 use super::{now, Node};
 use crate::cgroup::JobCgroup;
 use crate::env;
-use crate::jobdir::{self, JobDir, LaunchFile, StatusFile, TerminateFile, STEPD_LOG};
+use crate::jobdir::{
+    self, JobDir, LaunchFile, StatusFile, TerminateFile, GPU_FAILURE_FILE, STEPD_LOG,
+};
 use crate::procfs;
 use crate::sys;
 use gsched_proto::api::{
@@ -100,10 +102,6 @@ fn report_from(
         gpu_failure: None,
     }
 }
-
-/// The file in a job folder that says the job was killed because its MPS daemon or server
-/// died (written before the kill, so a restarted gsnoded reports the same).
-pub(crate) const GPU_FAILURE_FILE: &str = "gpu_failure";
 
 fn read_gpu_failure(dir: &JobDir) -> Option<String> {
     std::fs::read_to_string(dir.file(GPU_FAILURE_FILE))
@@ -560,7 +558,8 @@ impl Node {
     }
 
     /// Watches a gsstepd until it exits, then reports the job. `child` is given for a
-    /// gsstepd this gsnoded started, which must also be reaped.
+    /// gsstepd this gsnoded started: waiting for it reaps it (tokio watches it through a
+    /// pidfd of its own); an adopted gsstepd, not our child, is watched through a pidfd.
     fn watch(
         self: &Arc<Self>,
         id: JobId,
@@ -568,18 +567,23 @@ impl Node {
         stepd: Stepd,
         child: Option<tokio::process::Child>,
     ) {
-        // Open the pidfd before anything can reap the child, so the pid cannot be reused
-        // under us.
-        let pidfd = sys::pidfd_open(stepd.pid);
+        let node = self.clone();
         if let Some(mut child) = child {
             tokio::spawn(async move {
                 match child.wait().await {
                     Ok(st) => tracing::debug!("job {id}: gsstepd exited: {st}"),
-                    Err(e) => tracing::warn!("job {id}: waiting for gsstepd: {e}"),
+                    Err(e) => {
+                        tracing::warn!("job {id}: waiting for gsstepd: {e}");
+                        while stepd.is_alive() {
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                        }
+                    }
                 }
+                node.stepd_ended(id, start_time).await;
             });
+            return;
         }
-        let node = self.clone();
+        let pidfd = sys::pidfd_open(stepd.pid);
         tokio::spawn(async move {
             let watched = match pidfd {
                 // A recycled pid between the liveness check and pidfd_open (adoption).
@@ -597,7 +601,10 @@ impl Node {
         });
     }
 
-    /// gsstepd is gone: read the status and report it.
+    /// gsstepd is gone: read the status, clean up and report it. One hand-off to the
+    /// blocking pool does it all, the first report attempt included (the controller answers
+    /// it within a millisecond; each hand-off costs two thread wake-ups, which showed in the
+    /// node's profile); only a report that did not get through goes on in [`Node::report`].
     async fn stepd_ended(self: Arc<Self>, id: JobId, start_time: i64) {
         let (dir, terminate, cgroup) = {
             let mut jobs = self.jobs();
@@ -608,8 +615,11 @@ impl Node {
             j.phase = Phase::Ended;
             (j.dir.clone(), j.terminate, j.cgroup.clone())
         };
-        let node = self.settings.node.clone();
-        let report = blocking(move || {
+        // The job's steps end with it (as when Slurm's batch step ends).
+        self.job_steps_end(id).await;
+        self.end_mps(id).await;
+        let node = self.clone();
+        let first = blocking(move || {
             let status = final_status(&dir, start_time, Missing::Exited);
             let terminated_for =
                 terminate.or_else(|| dir.read_terminate().ok().flatten().map(|t| t.reason));
@@ -618,30 +628,36 @@ impl Node {
             if let Some(cg) = &cgroup {
                 remove_cgroup(id, cg);
             }
-            let mut r = report_from(&node, id, start_time, &status, terminated_for);
-            r.gpu_failure = read_gpu_failure(&dir);
-            r
+            node.cores().release(id);
+            let mut report =
+                report_from(&node.settings.node, id, start_time, &status, terminated_for);
+            report.gpu_failure = read_gpu_failure(&dir);
+            tracing::info!(
+                "job {id}: ended (exit code {} signal {}{})",
+                report.exit_code,
+                report.signal,
+                report
+                    .launch_error
+                    .as_deref()
+                    .map(|e| format!(", launch error: {e}"))
+                    .unwrap_or_default()
+            );
+            match node.send_report(&report) {
+                Ok(()) => {
+                    node.forget_ended(id, start_time);
+                    None
+                }
+                Err(e) => Some((report, e)),
+            }
         })
         .await;
-        self.cores().release(id);
-        // The job's steps end with it (as when Slurm's batch step ends).
-        self.job_steps_end(id).await;
-        self.end_mps(id).await;
-        match report {
-            Ok(report) => {
-                tracing::info!(
-                    "job {id}: ended (exit code {} signal {}{})",
-                    report.exit_code,
-                    report.signal,
-                    report
-                        .launch_error
-                        .as_deref()
-                        .map(|e| format!(", launch error: {e}"))
-                        .unwrap_or_default()
-                );
-                self.report(report).await;
+        match first {
+            Ok(None) => {}
+            Ok(Some((report, failure))) => self.report(report, Some(failure)).await,
+            Err(e) => {
+                self.cores().release(id);
+                tracing::error!("job {id}: cannot build the report: {}", e.message);
             }
-            Err(e) => tracing::error!("job {id}: cannot build the report: {e}"),
         }
     }
 
@@ -666,62 +682,75 @@ impl Node {
         }
     }
 
+    /// Sends a completion report once (blocking). `Ok` when the controller has it, or does
+    /// not know the job (the report is then dropped); `Err` says why it did not get through.
+    fn send_report(&self, report: &JobCompleteRequest) -> Result<(), String> {
+        let id = report.job_id;
+        match self.client.post::<_, Ack>(paths::JOBS_COMPLETE, report) {
+            Ok(_) => {
+                tracing::debug!("job {id}: report acknowledged");
+                Ok(())
+            }
+            Err(e) if e.code() == Some(ErrorCode::InvalidJobId) => {
+                tracing::warn!(
+                    "job {id}: the controller does not know this job; dropping its report"
+                );
+                Ok(())
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Forgets an ended job whose report the controller has, and deletes its folder
+    /// (blocking).
+    fn forget_ended(&self, id: JobId, start_time: i64) {
+        let Some(dir) = self.ended_folder(id, start_time) else {
+            return;
+        };
+        if let Err(e) = dir.remove() {
+            tracing::error!("job {id}: {e}");
+        }
+        let mut jobs = self.jobs();
+        if jobs
+            .get(&id)
+            .is_some_and(|j| j.start_time == start_time && j.phase == Phase::Ended)
+        {
+            jobs.remove(&id);
+        }
+    }
+
     /// Sends a completion report until the controller acknowledges it (or does not know the
-    /// job), then forgets the job and deletes its folder.
-    async fn report(self: Arc<Self>, report: JobCompleteRequest) {
+    /// job), then forgets the job and deletes its folder. `failed`: why the attempt already
+    /// made did not get through, if one was made.
+    async fn report(self: Arc<Self>, report: JobCompleteRequest, failed: Option<String>) {
         let (id, start_time) = (report.job_id, report.start_time);
         let mut delay = REPORT_BACKOFF_START;
         let mut failures = 0u32;
+        let mut failure = failed;
         loop {
-            let client = self.client.clone();
+            if let Some(e) = failure.take() {
+                failures += 1;
+                if failures == 1 {
+                    // From now on the result may outlive this node's power: flush it.
+                    self.flush_status(id, start_time).await;
+                    tracing::warn!("job {id}: cannot report the job's end ({e}); retrying until the controller answers");
+                } else {
+                    tracing::debug!("job {id}: report attempt {failures} failed: {e}");
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(REPORT_BACKOFF_MAX);
+            }
+            let node = self.clone();
             let r = report.clone();
-            let answer = tokio::task::spawn_blocking(move || {
-                client.post::<_, Ack>(paths::JOBS_COMPLETE, &r)
+            let sent = blocking(move || {
+                node.send_report(&r)
+                    .map(|()| node.forget_ended(id, start_time))
             })
             .await;
-            match answer {
-                Ok(Ok(_)) => {
-                    tracing::debug!("job {id}: report acknowledged");
-                    break;
-                }
-                Ok(Err(e)) if e.code() == Some(ErrorCode::InvalidJobId) => {
-                    tracing::warn!(
-                        "job {id}: the controller does not know this job; dropping its report"
-                    );
-                    break;
-                }
-                Ok(Err(e)) => {
-                    failures += 1;
-                    if failures == 1 {
-                        // From now on the result may outlive this node's power: flush it.
-                        self.flush_status(id, start_time).await;
-                        tracing::warn!("job {id}: cannot report the job's end ({e}); retrying until the controller answers");
-                    } else {
-                        tracing::debug!("job {id}: report attempt {failures} failed: {e}");
-                    }
-                }
-                Err(e) => tracing::error!("job {id}: report task failed: {e}"),
-            }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(REPORT_BACKOFF_MAX);
-        }
-        if let Some(dir) = self.ended_folder(id, start_time) {
-            let path = dir.path().to_path_buf();
-            let removed =
-                blocking(move || std::fs::remove_dir_all(&path).map_err(|e| (path, e))).await;
-            match removed {
-                Ok(Ok(())) => {}
-                Ok(Err((path, e))) => {
-                    tracing::error!("job {id}: cannot remove {}: {e}", path.display())
-                }
-                Err(e) => tracing::error!("job {id}: {e}"),
-            }
-            let mut jobs = self.jobs();
-            if jobs
-                .get(&id)
-                .is_some_and(|j| j.start_time == start_time && j.phase == Phase::Ended)
-            {
-                jobs.remove(&id);
+            match sent {
+                Ok(Ok(())) => return,
+                Ok(Err(e)) => failure = Some(e),
+                Err(e) => failure = Some(e.message),
             }
         }
     }
@@ -1005,14 +1034,12 @@ impl Node {
                             cgroup,
                         },
                     );
-                    tokio::spawn(self.clone().report(report));
+                    tokio::spawn(self.clone().report(report, None));
                 }
             }
         }
         self.remove_stale_cgroups().await;
-        let spool = self.settings.spool_dir.clone();
-        let held: Vec<JobId> = self.jobs().keys().copied().collect();
-        let _ = blocking(move || super::steps::sweep_stale_step_dirs(&spool, &held)).await;
+        self.adopt_steps().await;
         self.forget_mps_of_ended_jobs().await;
     }
 

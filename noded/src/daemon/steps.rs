@@ -466,6 +466,16 @@ impl Node {
     /// A job ended here: kill its steps' tasks, and remove the folders of its steps once
     /// gsrun had a chance to read their ends.
     pub(crate) async fn job_steps_end(self: &Arc<Self>, job: JobId) {
+        // The table holds every step of this node (launched here, or found at start by
+        // `adopt_steps`): a job without steps, most batch jobs, costs no look at the spool.
+        if self
+            .steps()
+            .range((job, 0)..=(job, u32::MAX))
+            .next()
+            .is_none()
+        {
+            return;
+        }
         self.signal_steps(job, None, libc::SIGKILL, true, 0).await;
         let node = self.clone();
         tokio::spawn(async move {
@@ -475,6 +485,21 @@ impl Node {
                 node.remove_step_dir(&s.dir, key);
             }
         });
+    }
+
+    /// At start: removes the step folders left by a crash or reboot, and puts the steps whose
+    /// folders are kept into the table (which `job_steps_end` relies on).
+    pub(crate) async fn adopt_steps(self: &Arc<Self>) {
+        let spool = self.settings.spool_dir.clone();
+        let held: Vec<JobId> = self.jobs().keys().copied().collect();
+        let kept = blocking(move || sweep_stale_step_dirs(&spool, &held))
+            .await
+            .unwrap_or_default();
+        for (job, step_id) in kept {
+            if self.find_step(job, step_id).is_none() {
+                tracing::debug!("step {job}.{step_id}: its folder has no readable step file");
+            }
+        }
     }
 }
 
@@ -547,14 +572,16 @@ fn read_io(dir: &Path, req: &StepIoRequest) -> Result<StepIoResponse, ApiError> 
 }
 
 /// Removes step folders whose gsstepd is gone and whose job this node does not run (left by
-/// a crash or reboot), at start.
-pub(crate) fn sweep_stale_step_dirs(spool: &Path, running_jobs: &[JobId]) {
+/// a crash or reboot), at start. Returns the steps whose folders are kept.
+pub(crate) fn sweep_stale_step_dirs(spool: &Path, running_jobs: &[JobId]) -> Vec<(JobId, u32)> {
+    let mut kept = Vec::new();
     let Ok(rd) = std::fs::read_dir(spool) else {
-        return;
+        return kept;
     };
     let cutoff = now() - 3600;
     for e in rd.flatten() {
-        let Some((job, _)) = e.file_name().to_str().and_then(step::parse_step_dir_name) else {
+        let Some((job, step_id)) = e.file_name().to_str().and_then(step::parse_step_dir_name)
+        else {
             continue;
         };
         let dir = e.path();
@@ -570,6 +597,9 @@ pub(crate) fn sweep_stale_step_dirs(spool: &Path, running_jobs: &[JobId]) {
             .is_some_and(|d| (d.as_secs() as i64) < cutoff);
         if !alive && (!running_jobs.contains(&job) || old) {
             let _ = std::fs::remove_dir_all(&dir);
+        } else {
+            kept.push((job, step_id));
         }
     }
+    kept
 }

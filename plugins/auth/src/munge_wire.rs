@@ -363,7 +363,6 @@ impl MungeClient {
     }
 
     fn connect(&self) -> Result<UnixStream, MungeError> {
-        self.precheck()?;
         let path = &self.socket;
         let shown = path.display();
         let bytes = path.as_os_str().as_bytes();
@@ -417,6 +416,11 @@ impl MungeClient {
             let err = std::io::Error::last_os_error();
             if err.kind() == std::io::ErrorKind::Interrupted {
                 continue;
+            }
+            if attempt == 1 {
+                // libmunge's messages for a socket that is missing or not a socket; looked
+                // at only when the connection fails (one system call less per credential).
+                self.precheck()?;
             }
             if !transient(&err) || attempt >= CONNECT_ATTEMPTS {
                 return Err(MungeError::new(

@@ -123,9 +123,12 @@ fn run(args: Args) -> anyhow::Result<()> {
     let addrs = resolve(&cfg, &host, port, &node_name)?;
 
     let node = Node::new(settings, auth)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    // One async thread, as gsctld: a job's launch and end are a handful of short tasks, and
+    // with two worker threads each task woke the other worker (a wasted thread switch, a
+    // quarter of gsnoded's per-job CPU). Whatever may block (files, /proc walks, the
+    // controller's answers, munged) runs on the blocking pool.
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .worker_threads(2)
         .build()
         .context("cannot start the async runtime")?;
     let result = rt.block_on(async move {

@@ -259,13 +259,26 @@ impl Node {
         terminate: bool,
         kill_wait: u32,
     ) -> usize {
-        let steps = match step_id {
-            Some(s) => self.find_step(job, s).into_iter().collect(),
-            None => self.steps_of_job(job),
-        };
+        // The spool folder and /proc are read on the blocking pool: gsnoded has one async
+        // thread, and a walk over /proc takes milliseconds on a busy node.
+        let node = self.clone();
+        let found = blocking(move || {
+            let steps = match step_id {
+                Some(s) => node.find_step(job, s).into_iter().collect(),
+                None => node.steps_of_job(job),
+            };
+            steps
+                .into_iter()
+                .map(|s| {
+                    let procs = step::step_processes(s.stepd_pid, s.stepd_ticks);
+                    (s, procs)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
         let mut n = 0;
-        for s in steps {
-            let procs = step::step_processes(s.stepd_pid, s.stepd_ticks);
+        for (s, procs) in found {
             let sent = |sig| {
                 procs
                     .iter()
@@ -313,7 +326,10 @@ impl Node {
                 && procfs::is_same_live_process(s.stepd_pid, s.stepd_ticks)
             {
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                let procs = step::step_processes(s.stepd_pid, s.stepd_ticks);
+                let (pid, ticks) = (s.stepd_pid, s.stepd_ticks);
+                let procs = blocking(move || step::step_processes(pid, ticks))
+                    .await
+                    .unwrap_or_default();
                 if !procs.is_empty() {
                     for p in procs {
                         let _ = sys::send_signal(p, libc::SIGCONT);
@@ -337,7 +353,11 @@ impl Node {
                 if !procfs::is_same_live_process(s.stepd_pid, s.stepd_ticks) {
                     break;
                 }
-                for p in step::step_processes(s.stepd_pid, s.stepd_ticks) {
+                let (pid, ticks) = (s.stepd_pid, s.stepd_ticks);
+                let procs = blocking(move || step::step_processes(pid, ticks))
+                    .await
+                    .unwrap_or_default();
+                for p in procs {
                     let _ = sys::send_signal(p, libc::SIGKILL);
                 }
                 tokio::time::sleep(Duration::from_secs(1)).await;

@@ -15,6 +15,12 @@
 #   bench/compare.sh [--gsched-only | --slurm-only] [--quick] [--only W1,W2,...]
 #   bench/compare.sh --report     only rewrites the report from the kept figures
 #
+# When both systems are measured, the loop workloads (floor, held, run, p4, e2e) alternate:
+# each repetition runs one system's loop, then the other's (the order swapped every
+# repetition), with both clusters up, so that both meet the same moments of a machine whose
+# speed drifts (a VM with busy neighbours moved by 15% within minutes). The other workloads
+# run one system after the other.
+#
 # Each system's raw figures are kept in bench/results/compare/{gs,sl}.txt (with the date,
 # commit and sizes they were measured with); a run that measures one system only reports
 # the other from its file, and says so. The report replaces its own section of
@@ -216,8 +222,48 @@ w_startup() {
 }
 
 # measure SYS: runs every wanted workload against SYS; sets R_<SYS>_<name>
+# The loop workloads, alternating the two systems (see the header); sets R_gs_W and R_sl_W
+# and lists the workloads done in ALTERNATED.
+LOOPS=(floor held run p4 e2e)
+ALTERNATED=","
+alternate() {
+  local w i s order old_path=$PATH any=0
+  for w in "${LOOPS[@]}"; do wanted "$w" && any=1; done
+  ((any)) || return 0
+  gs_setup
+  sl_setup
+  for w in "${LOOPS[@]}"; do
+    wanted "$w" || continue
+    say "gs + sl: $w, $REPS × each, alternating"
+    : >"$WORK/gs.$w"
+    : >"$WORK/sl.$w"
+    for ((i = 1; i <= REPS; i++)); do
+      order="gs sl"
+      ((i % 2)) || order="sl gs"
+      for s in $order; do
+        export PATH="$("${s}_path"):$old_path"
+        if [[ $w == floor ]]; then w_floor; else "w_${w}1"; fi >>"$WORK/$s.$w"
+        echo >>"$WORK/$s.$w"
+      done
+    done
+    export PATH=$old_path
+    for s in gs sl; do
+      local v
+      v=$(stats <"$WORK/$s.$w" | awk '{ print $1, $3, $4 }')
+      printf -v "R_${s}_$w" '%s' "$v"
+      say "$s: $w → $v"
+      save_raw "$s" "$w" "$v"
+    done
+    ALTERNATED+="$w,"
+  done
+}
+
 measure() {
-  local s=$1 old_path=$PATH
+  local s=$1 old_path=$PATH w any=0
+  for w in "${WORKLOADS[@]}"; do
+    wanted "$w" && [[ $ALTERNATED != *",$w,"* ]] && any=1
+  done
+  ((any)) || return 0
   "${s}_setup"
   sys_restart() { "${s}_restart"; }
   sys_ctld_pid() { "${s}_ctld_pid"; }
@@ -227,6 +273,7 @@ measure() {
   local v
   for w in "${WORKLOADS[@]}"; do
     wanted "$w" || continue
+    [[ $ALTERNATED == *",$w,"* ]] && continue
     say "$s: $w"
     case $w in
       floor) v=$(reps w_floor) ;;
@@ -272,16 +319,21 @@ FROM_FILE=()
 if { wanted query || wanted startup; } && ! command -v hyperfine >/dev/null; then
   die "hyperfine is needed for the query and startup workloads (apt-get install hyperfine)"
 fi
-((WITH_GSCHED)) && measure gs
 SL_OK=0
+SL_CAN=0
 if ((WITH_SLURM)); then
   if [[ $(id -u) -ne 0 || ! -x $SLURM_BENCH/setup.sh ]]; then
     say "Slurm needs root and $SLURM_BENCH/setup.sh: measuring gsched only"
   else
-    measure sl
-    SL_OK=1
-    "$SLURM_BENCH/stop.sh" >&2 || true
+    SL_CAN=1
   fi
+fi
+((WITH_GSCHED && SL_CAN)) && alternate
+((WITH_GSCHED)) && measure gs
+if ((SL_CAN)); then
+  measure sl
+  SL_OK=1
+  "$SLURM_BENCH/stop.sh" >&2 || true
 fi
 
 # ------------------------------------------------------------------ report
@@ -329,7 +381,7 @@ SECTION="# gsched against Slurm, side by side"
     echo "| $w | $(cell "$w" gs) | $(cell "$w" sl) | $r |"
   done
   echo
-  echo "Loops: median [min .. max] over REPS runs. array: the ratio is of the time until every task completed; query: of \`squeue -h -o '%i %T'\` at $Q1 held jobs; memory: of the RSS with $M held jobs. Command: \`bench/compare.sh $ARGS\`."
+  echo "Loops: median [min .. max] over REPS runs$([[ $ALTERNATED != "," ]] && echo ", the two systems alternating"). array: the ratio is of the time until every task completed; query: of \`squeue -h -o '%i %T'\` at $Q1 held jobs; memory: of the RSS with $M held jobs. Command: \`bench/compare.sh $ARGS\`."
   echo "Targets (issue 12): held ≤ 1.6 × floor; latency median ≤ 20 ms; e2e ≥ 10 × Slurm; memory ≤ 1/3 of Slurm's; query ≤ 1/5 of Slurm's time."
   if ((${#FROM_FILE[@]})); then
     echo

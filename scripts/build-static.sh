@@ -18,6 +18,8 @@
 # files-and-nscd lookup does not know (gsbatch --uid/--gid of an LDAP user) is asked of the
 # system's getent. The other commands stay glibc builds: they read long listings, where
 # glibc's malloc and memcpy are faster than musl's (squeue at 10,000 jobs: 24 ms against 55).
+# The two static programs use dlmalloc instead of musl's malloc, which gave memory back to
+# the kernel at almost every free (47 of a submission's 113 system calls).
 # scripts/install.sh, the .deb, the local cluster and the integration tests use these builds;
 # gsnoded finds gsstepd through GSCHED_STEPD, or as the gsstepd installed next to it.
 # rust-toolchain.toml lists the target; this script adds it to an older toolchain.

@@ -138,10 +138,14 @@ clear_jobs() { scancel -u "$ME" 2>/dev/null || true; wait_empty 0.5; }
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 fill_held() { seq "$1" | xargs -P 4 -I{} sbatch --parsable -H --wrap true -o /dev/null >/dev/null; }
 # reps FN: "MEDIAN MIN MAX" of FN's printed seconds over REPS runs
+# summary: "median min max" of the figures on stdin, one per line
+summary() { stats | awk '{ print $1, $3, $4 }'; }
 reps() {
   local i
-  for ((i = 1; i <= REPS; i++)); do "$1"; echo; done | stats | awk '{ print $1, $3, $4 }'
+  for ((i = 1; i <= REPS; i++)); do "$1"; echo; done | summary
 }
+# loop_of WORKLOAD: the function that runs one repetition of a loop workload
+loop_of() { if [[ $1 == floor ]]; then echo w_floor; else echo "w_${1}1"; fi; }
 
 # ------------------------------------------------------------------ the workloads
 w_floor() {
@@ -242,14 +246,14 @@ alternate() {
       ((i % 2)) || order="sl gs"
       for s in $order; do
         export PATH="$("${s}_path"):$old_path"
-        if [[ $w == floor ]]; then w_floor; else "w_${w}1"; fi >>"$WORK/$s.$w"
+        "$(loop_of "$w")" >>"$WORK/$s.$w"
         echo >>"$WORK/$s.$w"
       done
     done
     export PATH=$old_path
     for s in gs sl; do
       local v
-      v=$(stats <"$WORK/$s.$w" | awk '{ print $1, $3, $4 }')
+      v=$(summary <"$WORK/$s.$w")
       printf -v "R_${s}_$w" '%s' "$v"
       say "$s: $w → $v"
       save_raw "$s" "$w" "$v"
@@ -276,11 +280,7 @@ measure() {
     [[ $ALTERNATED == *",$w,"* ]] && continue
     say "$s: $w"
     case $w in
-      floor) v=$(reps w_floor) ;;
-      held) v=$(reps w_held1) ;;
-      run) v=$(reps w_run1) ;;
-      p4) v=$(reps w_p41) ;;
-      e2e) v=$(reps w_e2e1) ;;
+      floor | held | run | p4 | e2e) v=$(reps "$(loop_of "$w")") ;;
       array) v=$(w_array) ;;
       latency) v=$(w_latency | stats) ;;
       query) v=$(w_query "$Q1" "$Q2" | paste -sd' '); clear_jobs ;;

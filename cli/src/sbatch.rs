@@ -1622,7 +1622,7 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
             })
             .collect(),
         hostname,
-        umask: crate::sys::umask(),
+        umask: Some(crate::sys::umask()),
         user_env: login_environment,
     };
     let built = build(&ctx, &cl, &source, &script, None)?;

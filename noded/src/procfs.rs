@@ -359,7 +359,15 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id() as i32;
-        let mine = processes_started_with(Path::new("/proc"), std::ffi::OsStr::new("30"));
+        // Until the child has exec'ed, /proc shows the test program's command line.
+        let mut mine = Vec::new();
+        for _ in 0..500 {
+            mine = processes_started_with(Path::new("/proc"), std::ffi::OsStr::new("30"));
+            if mine.contains(&pid) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert!(mine.contains(&pid), "{mine:?} lacks {pid}");
         assert!(processes_started_with(Path::new("/proc"), folder.as_os_str()).is_empty());
         child.kill().unwrap();

@@ -642,13 +642,7 @@ impl Node {
                     .map(|e| format!(", launch error: {e}"))
                     .unwrap_or_default()
             );
-            match node.send_report(&report) {
-                Ok(()) => {
-                    node.forget_ended(id, start_time);
-                    None
-                }
-                Err(e) => Some((report, e)),
-            }
+            node.deliver_report(&report).err().map(|e| (report, e))
         })
         .await;
         match first {
@@ -682,30 +676,20 @@ impl Node {
         }
     }
 
-    /// Sends a completion report once (blocking). `Ok` when the controller has it, or does
-    /// not know the job (the report is then dropped); `Err` says why it did not get through.
-    fn send_report(&self, report: &JobCompleteRequest) -> Result<(), String> {
-        let id = report.job_id;
+    /// Sends a completion report once (blocking). Once the controller has it, or does not
+    /// know the job (the report is then dropped), gsnoded forgets the job and deletes its
+    /// folder; `Err` says why the report did not get through.
+    fn deliver_report(&self, report: &JobCompleteRequest) -> Result<(), String> {
+        let (id, start_time) = (report.job_id, report.start_time);
         match self.client.post::<_, Ack>(paths::JOBS_COMPLETE, report) {
-            Ok(_) => {
-                tracing::debug!("job {id}: report acknowledged");
-                Ok(())
-            }
-            Err(e) if e.code() == Some(ErrorCode::InvalidJobId) => {
-                tracing::warn!(
-                    "job {id}: the controller does not know this job; dropping its report"
-                );
-                Ok(())
-            }
-            Err(e) => Err(e.to_string()),
+            Ok(_) => tracing::debug!("job {id}: report acknowledged"),
+            Err(e) if e.code() == Some(ErrorCode::InvalidJobId) => tracing::warn!(
+                "job {id}: the controller does not know this job; dropping its report"
+            ),
+            Err(e) => return Err(e.to_string()),
         }
-    }
-
-    /// Forgets an ended job whose report the controller has, and deletes its folder
-    /// (blocking).
-    fn forget_ended(&self, id: JobId, start_time: i64) {
         let Some(dir) = self.ended_folder(id, start_time) else {
-            return;
+            return Ok(());
         };
         if let Err(e) = dir.remove() {
             tracing::error!("job {id}: {e}");
@@ -717,6 +701,7 @@ impl Node {
         {
             jobs.remove(&id);
         }
+        Ok(())
     }
 
     /// Sends a completion report until the controller acknowledges it (or does not know the
@@ -742,11 +727,7 @@ impl Node {
             }
             let node = self.clone();
             let r = report.clone();
-            let sent = blocking(move || {
-                node.send_report(&r)
-                    .map(|()| node.forget_ended(id, start_time))
-            })
-            .await;
+            let sent = blocking(move || node.deliver_report(&r)).await;
             match sent {
                 Ok(Ok(())) => return,
                 Ok(Err(e)) => failure = Some(e),

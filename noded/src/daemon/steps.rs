@@ -326,10 +326,7 @@ impl Node {
                 && procfs::is_same_live_process(s.stepd_pid, s.stepd_ticks)
             {
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                let (pid, ticks) = (s.stepd_pid, s.stepd_ticks);
-                let procs = blocking(move || step::step_processes(pid, ticks))
-                    .await
-                    .unwrap_or_default();
+                let procs = processes_of(&s).await;
                 if !procs.is_empty() {
                     for p in procs {
                         let _ = sys::send_signal(p, libc::SIGCONT);
@@ -353,11 +350,7 @@ impl Node {
                 if !procfs::is_same_live_process(s.stepd_pid, s.stepd_ticks) {
                     break;
                 }
-                let (pid, ticks) = (s.stepd_pid, s.stepd_ticks);
-                let procs = blocking(move || step::step_processes(pid, ticks))
-                    .await
-                    .unwrap_or_default();
-                for p in procs {
+                for p in processes_of(&s).await {
                     let _ = sys::send_signal(p, libc::SIGKILL);
                 }
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -510,17 +503,25 @@ impl Node {
     /// At start: removes the step folders left by a crash or reboot, and puts the steps whose
     /// folders are kept into the table (which `job_steps_end` relies on).
     pub(crate) async fn adopt_steps(self: &Arc<Self>) {
-        let spool = self.settings.spool_dir.clone();
+        let node = self.clone();
         let held: Vec<JobId> = self.jobs().keys().copied().collect();
-        let kept = blocking(move || sweep_stale_step_dirs(&spool, &held))
-            .await
-            .unwrap_or_default();
-        for (job, step_id) in kept {
-            if self.find_step(job, step_id).is_none() {
-                tracing::debug!("step {job}.{step_id}: its folder has no readable step file");
+        let _ = blocking(move || {
+            for (job, step_id) in sweep_stale_step_dirs(&node.settings.spool_dir, &held) {
+                if node.find_step(job, step_id).is_none() {
+                    tracing::debug!("step {job}.{step_id}: its folder has no readable step file");
+                }
             }
-        }
+        })
+        .await;
     }
+}
+
+/// A step's processes, looked up on the blocking pool (a walk over /proc).
+async fn processes_of(s: &StepRt) -> Vec<i32> {
+    let (pid, ticks) = (s.stepd_pid, s.stepd_ticks);
+    blocking(move || step::step_processes(pid, ticks))
+        .await
+        .unwrap_or_default()
 }
 
 /// `(job, step)` of a step from its folder name.

@@ -10,6 +10,9 @@ use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Passes that take at least this long are followed by a pause as long as they took.
+const PASS_PAUSE_FROM: Duration = Duration::from_millis(2);
 use tokio::sync::Notify;
 
 /// The gsched controller: keeps the queue, schedules jobs, and drives the node daemons.
@@ -125,21 +128,31 @@ fn run(args: Args) -> anyhow::Result<()> {
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}
                 }
                 let t = std::time::Instant::now();
-                let now = server::now();
-                let mut st = sched.lock();
-                let effects = st.schedule(now);
-                let started: Vec<u32> = effects
-                    .iter()
-                    .filter_map(|e| match e {
-                        gsched_ctld::state::Effect::Launch { req, .. } => Some(req.job_id),
-                        _ => None,
-                    })
-                    .collect();
-                sched
-                    .metrics
-                    .pass(t.elapsed().as_secs_f64(), &started, &st, now);
-                drop(st);
-                gsched_ctld::dispatch::send(sched.clone(), effects);
+                {
+                    let now = server::now();
+                    let mut st = sched.lock();
+                    let effects = st.schedule(now);
+                    let started: Vec<u32> = effects
+                        .iter()
+                        .filter_map(|e| match e {
+                            gsched_ctld::state::Effect::Launch { req, .. } => Some(req.job_id),
+                            _ => None,
+                        })
+                        .collect();
+                    sched
+                        .metrics
+                        .pass(t.elapsed().as_secs_f64(), &started, &st, now);
+                    drop(st);
+                    gsched_ctld::dispatch::send(sched.clone(), effects);
+                }
+                // A long pass (a deep queue, thousands of nodes) is followed by as long a
+                // pause, so that requests get at least half of the thread however often the
+                // pass is woken; wake-ups meanwhile are one pass after it. Short passes (a
+                // few milliseconds) follow each other at once: submit-to-start latency.
+                let took = t.elapsed();
+                if took >= PASS_PAUSE_FROM {
+                    tokio::time::sleep(took).await;
+                }
             }
         });
         let app = server::router(shared.clone());

@@ -178,6 +178,8 @@ pub struct NodeAdmin {
 #[derive(Debug, Clone)]
 pub struct NodeRt {
     pub name: String,
+    /// `name` again, shared with every pass's view of the node (no copy per pass).
+    pub(crate) view_name: std::sync::Arc<str>,
     pub addr: String,
     pub port: u16,
     pub cpus: u32,
@@ -223,7 +225,9 @@ pub struct State {
     /// nodes about half empty, which would cost that much again for every job kept.
     pub jobs: BTreeMap<JobId, Box<Job>>,
     pub nodes: Vec<NodeRt>,
-    node_index: HashMap<String, usize>,
+    /// Node name → index into `nodes`; looked up for every started job of every pass, so
+    /// with a hasher for short keys rather than the default's SipHash.
+    node_index: HashMap<String, usize, foldhash::fast::RandomState>,
     pub parts: Vec<PartRt>,
     next_id: JobId,
     pub start_time: i64,
@@ -298,7 +302,7 @@ impl State {
         let acct = crate::acct::AcctDb::load(&mut store)?;
         let usage = Usage::load(&store)?;
         let mut nodes = Vec::new();
-        let mut node_index = HashMap::new();
+        let mut node_index = HashMap::default();
         for n in &cfg.nodes {
             node_index.insert(n.name.clone(), nodes.len());
             let admin = NodeAdmin {
@@ -308,6 +312,7 @@ impl State {
             };
             nodes.push(NodeRt {
                 name: n.name.clone(),
+                view_name: n.name.as_str().into(),
                 addr: n.addr.clone().unwrap_or_else(|| n.name.clone()),
                 port: cfg.node_port(&n.name),
                 cpus: n.cpus,
@@ -816,7 +821,7 @@ impl State {
                         holds: Vec::new(),
                     })
                     .collect(),
-                name: n.name.clone(),
+                name: n.view_name.clone(),
                 cpus: n.cpus,
                 mem_mb: n.mem_mb,
                 alloc_cpus: 0,
@@ -1230,10 +1235,24 @@ impl State {
         let kill_default = self.cfg.scheduler.params.kill_invalid_depend;
         let jobs = &self.jobs;
         let unfinished = &self.active;
+        // The waiting jobs that have a dependency, parsed.
+        let deps: Vec<(&Job, DependencySpec)> = unfinished
+            .jobs(jobs)
+            .filter(|j| j.info.state == JobState::Pending && !j.info.held)
+            .filter_map(|j| {
+                let dep = DependencySpec::parse(j.info.dependency.as_deref()?).ok()?;
+                Some((j, dep))
+            })
+            .collect();
         // Singleton: the lowest pending id of each (user, name) and every active job block
-        // the others.
+        // the others. Built only when a waiting job asks for it (a walk over every job).
         let mut singleton_owner: HashMap<(u32, &str), JobId> = HashMap::new();
-        for j in unfinished.jobs(jobs) {
+        let wants_singleton = deps.iter().any(|(_, d)| {
+            d.items
+                .iter()
+                .any(|i| i.kind == gsched_proto::depend::DepKind::Singleton)
+        });
+        for j in unfinished.jobs(jobs).filter(|_| wants_singleton) {
             let active = matches!(j.info.state, JobState::Running | JobState::Completing);
             let waiting = j.info.state == JobState::Pending && !j.info.held;
             if active || waiting {
@@ -1247,16 +1266,7 @@ impl State {
                     .or_insert(if active { 0 } else { j.info.job_id });
             }
         }
-        for j in unfinished.jobs(jobs) {
-            if j.info.state != JobState::Pending || j.info.held {
-                continue;
-            }
-            let Some(text) = j.info.dependency.as_deref() else {
-                continue;
-            };
-            let Ok(dep) = DependencySpec::parse(text) else {
-                continue;
-            };
+        for (j, dep) in deps {
             let blocked_singleton = singleton_owner
                 .get(&(j.info.user_id, j.info.name.as_str()))
                 .is_some_and(|&o| o != j.info.job_id);
@@ -1609,7 +1619,37 @@ impl State {
     /// The cluster as the scheduler core sees it: nodes with their allocations, partitions
     /// and the running jobs.
     fn cluster_view(&self) -> ClusterView {
-        let (alloc_cpus, alloc_mem) = self.node_alloc();
+        // One walk over the started jobs gives both their allocations and the nodes' sums.
+        let mut alloc_cpus = vec![0u32; self.nodes.len()];
+        let mut alloc_mem = vec![0u64; self.nodes.len()];
+        let running: Vec<RunningAlloc> = self
+            .active
+            .started_jobs(&self.jobs)
+            .map(|j| RunningAlloc {
+                job_id: j.info.job_id,
+                end: self.planned_end(&j.info, j.extra.predicted_secs),
+                nodes: j
+                    .info
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, n)| {
+                        let node = *self.node_index.get(n)?;
+                        let cpus = j.info.cpus_per_node.get(k).copied().unwrap_or(0);
+                        let mem_mb = j.extra.alloc_mem.get(k).copied().unwrap_or(0);
+                        alloc_cpus[node] += cpus;
+                        alloc_mem[node] += mem_mb;
+                        Some(NodeAlloc {
+                            gpus: Vec::new(),
+                            node,
+                            cpus,
+                            mem_mb,
+                            tasks: 0,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
         let mut gpus = self.gpu_views();
         ClusterView {
             nodes: self
@@ -1618,7 +1658,7 @@ impl State {
                 .enumerate()
                 .map(|(i, n)| NodeView {
                     gpus: std::mem::take(&mut gpus[i]),
-                    name: n.name.clone(),
+                    name: n.view_name.clone(),
                     cpus: n.cpus,
                     mem_mb: n.mem_mb,
                     alloc_cpus: alloc_cpus[i],
@@ -1640,30 +1680,7 @@ impl State {
                     max_time: p.max_time,
                 })
                 .collect(),
-            running: self
-                .active
-                .jobs(&self.jobs)
-                .filter(|j| matches!(j.info.state, JobState::Running | JobState::Completing))
-                .map(|j| RunningAlloc {
-                    job_id: j.info.job_id,
-                    end: self.planned_end(&j.info, j.extra.predicted_secs),
-                    nodes: j
-                        .info
-                        .nodes
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(k, n)| {
-                            Some(NodeAlloc {
-                                gpus: Vec::new(),
-                                node: *self.node_index.get(n)?,
-                                cpus: j.info.cpus_per_node.get(k).copied().unwrap_or(0),
-                                mem_mb: j.extra.alloc_mem.get(k).copied().unwrap_or(0),
-                                tasks: 0,
-                            })
-                        })
-                        .collect(),
-                })
-                .collect(),
+            running,
             limits: Vec::new(),
             blackouts: self.blackouts(),
         }
@@ -1690,20 +1707,17 @@ impl State {
         // Hung and idle-GPU jobs: flag them, take the ladder's steps that are due.
         effects.extend(self.run_ladder(now));
         // Time limits and terminate retries.
-        for id in self.active.started_ids(&self.jobs) {
-            let Some(job) = self.jobs.get_mut(&id) else {
-                continue;
-            };
+        self.active.each_started_mut(&mut self.jobs, |job| {
             match job.info.state {
                 JobState::Running => {
                     let (Some(start), Some(limit)) = (job.info.start_time, job.info.time_limit)
                     else {
-                        continue;
+                        return;
                     };
                     // Time suspended does not count against the limit (Slurm): the clock
                     // stops while suspended and starts that much later.
                     if job.info.suspended_since.is_some() {
-                        continue;
+                        return;
                     }
                     let start = start + job.info.suspended_secs;
                     if let Some(e) = client_opts::warn_signal_due(job, start, limit, now) {
@@ -1745,7 +1759,7 @@ impl State {
                 }
                 _ => {}
             }
-        }
+        });
         // Het job components follow their leader's end or requeue.
         let followed = self.het_follow_leaders(now);
         if let Err(e) = self.persist_many(&followed) {
@@ -1761,7 +1775,7 @@ impl State {
         let mut view = self.cluster_view();
         self.note_gpu_holds(&view);
         let throttled = self.throttled();
-        let candidates: Vec<JobId> = self
+        let candidates: Vec<&Job> = self
             .active
             .jobs(&self.jobs)
             // Held jobs keep the reason they were held with and cost the pass nothing.
@@ -1776,19 +1790,19 @@ impl State {
                     .het
                     .is_none_or(|h| !het_blocked.contains_key(&h.job_id))
             })
-            .map(|j| j.info.job_id)
             .collect();
         // `--reservation` jobs are decided in their reservations (state/resv.rs).
-        let (resv_jobs, candidates): (Vec<JobId>, Vec<JobId>) = candidates
+        let (resv_jobs, candidates): (Vec<&Job>, Vec<&Job>) = candidates
             .into_iter()
-            .partition(|id| self.jobs[id].info.spec.reservation.is_some());
-        let mut limits = self.limit_slots(&candidates);
+            .partition(|j| j.info.spec.reservation.is_some());
+        let resv_jobs: Vec<JobId> = resv_jobs.iter().map(|j| j.info.job_id).collect();
+        let candidate_ids: Vec<JobId> = candidates.iter().map(|j| j.info.job_id).collect();
+        let mut limits = self.limit_slots(&candidate_ids);
         view.limits = std::mem::take(&mut limits.slots);
-        let predicted = self.predictions(&candidates);
+        let predicted = self.predictions(&candidate_ids);
         let queue: Vec<QueuedJob> = candidates
             .iter()
-            .filter(|id| !limits.blocked.contains_key(id))
-            .filter_map(|id| self.jobs.get(id))
+            .filter(|j| !limits.blocked.contains_key(&j.info.job_id))
             .map(|j| (j, self.het_member(&j.info)))
             .map(|(j, (het, priority))| QueuedJob {
                 het,
@@ -1820,15 +1834,12 @@ impl State {
             .collect();
         let mut decisions = self.decide_priced(&view, &queue, now);
         self.reservation_decisions(&view, &mut decisions, &resv_jobs, now);
-        for id in self.active.ids(&self.jobs) {
-            let Some(j) = self.jobs.get_mut(&id) else {
-                continue;
-            };
+        self.active.each_mut(&mut self.jobs, |j| {
             if j.info.state == JobState::Pending && !dep_blocked.contains_key(&j.info.job_id) {
                 j.info.expected_start = None;
                 j.info.sched_nodes.clear();
             }
-        }
+        });
         for e in &decisions.estimates {
             let names: Vec<String> = e
                 .placement
@@ -2009,9 +2020,15 @@ impl State {
     /// Forgets finished jobs older than MinJobAge (they stay in the store).
     fn purge(&mut self, now: i64) {
         let age = self.cfg.min_job_age as i64;
+        let before = self.jobs.len();
         self.jobs.retain(|_, j| {
             !(j.info.state.is_terminal() && j.info.end_time.is_some_and(|e| now - e > age))
         });
+        if self.jobs.len() == before && self.committed_state.len() <= before {
+            // Nothing forgotten (the usual pass under a deep queue): the other tables, which
+            // hold at most the jobs' ids, are as they were.
+            return;
+        }
         let jobs = &self.jobs;
         self.committed_state.retain(|id, _| jobs.contains_key(id));
         self.purge_arrays();

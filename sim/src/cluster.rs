@@ -27,7 +27,7 @@ pub struct Cluster {
 fn node(name: String, cpus: u32, mem_mb: u64) -> NodeView {
     NodeView {
         gpus: Vec::new(),
-        name,
+        name: name.into(),
         cpus,
         mem_mb,
         alloc_cpus: 0,
@@ -144,7 +144,7 @@ impl Cluster {
             .iter()
             .map(|n| NodeView {
                 gpus: Vec::new(),
-                name: n.name.clone(),
+                name: n.name.as_str().into(),
                 cpus: n.cpus,
                 mem_mb: n.real_memory_mb,
                 alloc_cpus: 0,
@@ -169,7 +169,7 @@ impl Cluster {
                 nodes: p
                     .nodes
                     .iter()
-                    .filter_map(|name| nodes.iter().position(|n| &n.name == name))
+                    .filter_map(|name| nodes.iter().position(|n| *n.name == **name))
                     .collect(),
                 up: p.state == PartitionState::Up,
                 max_time: p.max_time,

@@ -139,7 +139,7 @@ fn gpus(count: u32, model: &str) -> Vec<GpuView> {
 
 fn node(name: String, cpus: u32, mem_mb: u64, gpus: Vec<GpuView>) -> NodeView {
     NodeView {
-        name,
+        name: name.into(),
         cpus,
         mem_mb,
         alloc_cpus: 0,

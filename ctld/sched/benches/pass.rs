@@ -58,7 +58,7 @@ fn cluster(rng: &mut Rng) -> ClusterView {
         let big = i >= 8_000;
         v.nodes.push(NodeView {
             gpus: Vec::new(),
-            name: format!("n{i:05}"),
+            name: format!("n{i:05}").into(),
             cpus: if big { 64 } else { 32 },
             mem_mb: if big { 512_000 } else { 192_000 },
             alloc_cpus: 0,

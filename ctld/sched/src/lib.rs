@@ -65,7 +65,8 @@ pub const UNLIMITED_END: i64 = i64::MAX / 4;
 /// One node as the scheduler sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeView {
-    pub name: String,
+    /// Shared with the controller's node table (a pass builds a view of every node).
+    pub name: std::sync::Arc<str>,
     pub cpus: u32,
     pub mem_mb: u64,
     pub alloc_cpus: u32,
@@ -558,6 +559,11 @@ pub(crate) fn decide_inner(
     config: &SchedConfig,
     deferred: &std::collections::BTreeSet<JobId>,
 ) -> Decisions {
+    // Nothing to decide: no plan of the nodes is needed (with 10,000 nodes registering and
+    // every registration waking the controller's pass, building it was most of the work).
+    if queue.is_empty() {
+        return Decisions::default();
+    }
     match config.policy {
         Policy::Fifo => decide_fifo(view, queue, now, config),
         Policy::Easy { .. } | Policy::Conservative => {

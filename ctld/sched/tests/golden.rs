@@ -71,7 +71,7 @@ fn parse(text: &str) -> Scenario {
     let node_index = |view: &ClusterView, name: &str| -> usize {
         view.nodes
             .iter()
-            .position(|n| n.name == name)
+            .position(|n| *n.name == *name)
             .unwrap_or_else(|| panic!("unknown node {name}"))
     };
     for line in text.lines() {

@@ -238,7 +238,7 @@ impl State {
         let deadlines: Vec<(String, i64)> = self
             .nodes
             .iter()
-            .filter_map(|n| Some((n.name.clone(), n.admin.migrate_by?)))
+            .filter_map(|n| n.admin.migrate_by.map(|t| (n.name.clone(), t)))
             .collect();
         let mut effects = Vec::new();
         let mut changed = Vec::new();

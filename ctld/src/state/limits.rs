@@ -261,10 +261,7 @@ impl State {
         // What runs now, per (qos, user) and per (account, user).
         let mut qos_jobs: HashMap<(&str, u32), (u64, u64)> = HashMap::new();
         let mut assoc_jobs: HashMap<(&str, u32), u64> = HashMap::new();
-        for j in self.active.jobs(&self.jobs) {
-            if !matches!(j.info.state, JobState::Running | JobState::Completing) {
-                continue;
-            }
+        for j in self.active.started_jobs(&self.jobs) {
             let e = qos_jobs.entry((j.info.qos(), j.info.user_id)).or_default();
             e.0 += 1;
             e.1 += u64::from(j.info.num_cpus);

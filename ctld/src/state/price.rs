@@ -322,15 +322,12 @@ impl State {
     /// DEADLINE, reason DeadLine), as Slurm does when `start > deadline - time[-min]`.
     pub(super) fn deadline_pass(&mut self, now: i64) {
         let mut gone = Vec::new();
-        for id in self.active.ids(&self.jobs) {
-            let Some(j) = self.jobs.get_mut(&id) else {
-                continue;
-            };
+        self.active.each_mut(&mut self.jobs, |j| {
             if j.info.state != JobState::Pending {
-                continue;
+                return;
             }
             let Some(deadline) = j.info.spec.deadline else {
-                continue;
+                return;
             };
             let min = j.info.spec.time_min.or(j.info.time_limit).unwrap_or(0) as i64 * 60;
             if now + min > deadline {
@@ -341,7 +338,7 @@ impl State {
                 j.info.expected_start = None;
                 gone.push(j.info.job_id);
             }
-        }
+        });
         if let Err(e) = self.persist_many(&gone) {
             tracing::error!("cannot record jobs past their deadline: {e}");
         }

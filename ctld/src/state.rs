@@ -141,11 +141,36 @@ pub enum LaunchState {
 
 #[derive(Debug, Clone)]
 pub struct Job {
+    /// The record, whose spec is shared with the jobs that have the same options and
+    /// leaves out the name and the submit line (`state/spec_pool.rs`); [`Job::record`] is
+    /// the record as it leaves memory.
     pub info: JobInfo,
     pub extra: JobExtra,
     pub launch: Option<LaunchState>,
     pub terminate_sent_at: Option<i64>,
     pub terminate_acked: bool,
+    /// `SubmitLine=`, out of the shared spec (an array's tasks share one).
+    pub(crate) submit_line: std::sync::Arc<str>,
+}
+
+impl Job {
+    /// The record as the store keeps it and the API shows it: the spec with the job's name
+    /// and submit line (copied from the shared spec when they are not in it).
+    pub(crate) fn record(&self) -> JobInfo {
+        let mut info = self.info.clone();
+        self.complete_spec(&mut info);
+        info
+    }
+
+    /// Puts this job's name and submit line into `info`'s spec (a copy of its record).
+    pub(crate) fn complete_spec(&self, info: &mut JobInfo) {
+        if info.spec.name != info.name || info.spec.submit_line != *self.submit_line {
+            let name = info.name.clone();
+            let spec = &mut *info.spec;
+            spec.name = name;
+            spec.submit_line = self.submit_line.to_string();
+        }
+    }
 }
 
 /// A job's row in the store: what the commands see and what only the controller keeps.
@@ -387,7 +412,7 @@ impl State {
         let mut jobs = BTreeMap::new();
         let mut specs = spec_pool::SpecPool::default();
         for row in store.load_jobs(now - cfg.min_job_age as i64)? {
-            let mut rec: StoredRecord =
+            let rec: StoredRecord =
                 serde_json::from_str(&row.record).map_err(|e| StoreError::Corrupt {
                     path: store.path().to_path_buf(),
                     what: format!("job {}", row.id),
@@ -396,18 +421,15 @@ impl State {
             // Later components of a het job hold resources without a process on a node.
             let active = matches!(rec.info.state, JobState::Running | JobState::Completing)
                 && rec.info.het.is_none_or(|h| h.offset == 0);
-            specs.share(&mut rec.info.spec);
             jobs.insert(
                 row.id,
-                Box::new(Job {
-                    info: rec.info,
-                    extra: rec.extra,
-                    // We cannot know whether a launch sent before the restart arrived; the
-                    // node's next registration tells, after the grace period.
-                    launch: active.then_some(LaunchState::Acked(now)),
-                    terminate_sent_at: None,
-                    terminate_acked: false,
-                }),
+                // We cannot know whether a launch sent before the restart arrived; the
+                // node's next registration tells, after the grace period.
+                specs.job(
+                    rec.info,
+                    rec.extra,
+                    active.then_some(LaunchState::Acked(now)),
+                ),
             );
         }
         // As slurmctld: the stored sequence, raised to `FirstJobId` when that is larger.
@@ -485,7 +507,7 @@ impl State {
             return Ok(());
         };
         let rec = StoredRecord {
-            info: job.info.clone(),
+            info: job.record(),
             extra: job.extra.clone(),
         };
         let text = serde_json::to_string(&rec).map_err(|e| StoreError::Corrupt {
@@ -507,7 +529,7 @@ impl State {
         for &id in ids {
             if let Some(job) = self.jobs.get(&id) {
                 let rec = StoredRecord {
-                    info: job.info.clone(),
+                    info: job.record(),
                     extra: job.extra.clone(),
                 };
                 let text = serde_json::to_string(&rec).unwrap_or_default();
@@ -651,7 +673,6 @@ impl State {
             return Ok((id, Some(answer)));
         }
         let payload = payload::Payload::take(&mut info.spec).to_json()?;
-        self.specs.share(&mut info.spec);
         if let Some(array) = array {
             return self
                 .insert_array(info, &payload, array)
@@ -668,16 +689,8 @@ impl State {
             .map_err(internal)?;
         self.next_id = id + 1;
         self.active.note(id, JobState::Pending);
-        self.jobs.insert(
-            id,
-            Box::new(Job {
-                info,
-                extra: JobExtra::default(),
-                launch: None,
-                terminate_sent_at: None,
-                terminate_acked: false,
-            }),
-        );
+        let job = self.specs.job(info, JobExtra::default(), None);
+        self.jobs.insert(id, job);
         Ok((id, None))
     }
 
@@ -945,7 +958,7 @@ impl State {
         self.query_ids(filter)
             .iter()
             .filter_map(|id| self.jobs.get(id))
-            .map(|j| self.queried(&j.info, !brief))
+            .map(|j| self.queried(j, !brief))
             .collect()
     }
 
@@ -992,17 +1005,25 @@ impl State {
                     .filter(|j| filter.matches(&j.info)),
             )
         };
+        let own_spec_fields = keep.keeps("spec.name") || keep.keeps("spec.submit_line");
         let mut first = true;
         for j in jobs {
             if !first {
                 out.push(b',');
             }
             first = false;
-            let with_payload = full.then(|| self.queried(&j.info, true));
+            // The spec's name and submit line are the job's, put back when asked for.
+            let copy = if full {
+                Some(self.queried(j, true))
+            } else if own_spec_fields {
+                Some(j.record())
+            } else {
+                None
+            };
             serde_json::to_writer(
                 &mut *out,
                 &Projected {
-                    value: with_payload.as_ref().unwrap_or(&j.info),
+                    value: copy.as_ref().unwrap_or(&j.info),
                     keep,
                 },
             )
@@ -1476,8 +1497,8 @@ impl State {
             job.info.spec.begin_time = Some(b);
         }
         if let Some(n) = &req.name {
+            // The spec's name is the record's (put back when the record leaves memory).
             job.info.name = n.clone();
-            job.info.spec.name = n.clone();
         }
         if let Some(p) = req.priority {
             job.info.priority = p;

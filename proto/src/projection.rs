@@ -114,6 +114,21 @@ impl FieldSet {
         self
     }
 
+    /// Whether the field at the dotted `path` (`"spec.name"`) is kept.
+    pub fn keeps(&self, path: &str) -> bool {
+        let mut set = self;
+        for part in path.split('.') {
+            if set.all {
+                return true;
+            }
+            match set.get(part) {
+                Some(sub) => set = sub,
+                None => return false,
+            }
+        }
+        true
+    }
+
     /// Whether the field `name` is kept, and what of it.
     fn get(&self, name: &str) -> Option<&FieldSet> {
         if self.all {
@@ -347,6 +362,20 @@ impl<'a, S: Serializer> Serializer for Filter<'a, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keeps_answers_for_dotted_paths() {
+        let some = FieldSet::for_jobs(&["state", "spec.name"]).unwrap();
+        assert!(some.keeps("spec.name"));
+        assert!(some.keeps("state"));
+        assert!(!some.keeps("spec.submit_line"));
+        assert!(!some.keeps("name"));
+        let spec = FieldSet::for_jobs(&["spec"]).unwrap();
+        assert!(spec.keeps("spec.submit_line"));
+        assert!(FieldSet::everything().keeps("spec.name"));
+        assert!(!FieldSet::default().keeps("spec.name"));
+    }
+
     use crate::job::{JobInfo, JobState};
 
     fn job() -> JobInfo {

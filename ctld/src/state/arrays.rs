@@ -99,16 +99,9 @@ impl State {
         self.next_id = last;
         for info in jobs {
             self.active.note(info.job_id, JobState::Pending);
-            self.jobs.insert(
-                info.job_id,
-                Box::new(Job {
-                    info,
-                    extra: JobExtra::default(),
-                    launch: None,
-                    terminate_sent_at: None,
-                    terminate_acked: false,
-                }),
-            );
+            let id = info.job_id;
+            let job = self.specs.job(info, JobExtra::default(), None);
+            self.jobs.insert(id, job);
         }
         self.arrays.insert(
             base,

@@ -79,7 +79,6 @@ impl State {
                 info.job_id,
                 payload::Payload::take(&mut info.spec).to_json()?,
             ));
-            self.specs.share(&mut info.spec);
         }
         let mut rows = Vec::with_capacity(infos.len());
         for info in &infos {
@@ -99,16 +98,9 @@ impl State {
         self.next_id = last;
         for info in infos {
             self.active.note(info.job_id, JobState::Pending);
-            self.jobs.insert(
-                info.job_id,
-                Box::new(Job {
-                    info,
-                    extra: JobExtra::default(),
-                    launch: None,
-                    terminate_sent_at: None,
-                    terminate_acked: false,
-                }),
-            );
+            let id = info.job_id;
+            let job = self.specs.job(info, JobExtra::default(), None);
+            self.jobs.insert(id, job);
         }
         Ok(base)
     }

@@ -82,24 +82,29 @@ impl State {
         }
     }
 
-    /// A copy of `info` for a query: with its payload read from the store when `full`,
-    /// without any payload otherwise.
-    pub(super) fn queried(&self, info: &JobInfo, full: bool) -> JobInfo {
-        if full {
-            return match self.with_payload(info) {
+    /// A copy of `job`'s record for a query (with the name and the submit line in its
+    /// spec): with its payload read from the store when `full`, without any payload
+    /// otherwise.
+    pub(super) fn queried(&self, job: &Job, full: bool) -> JobInfo {
+        let info = &job.info;
+        let mut out = if full {
+            match self.with_payload(info) {
                 Ok(Some(j)) => j,
                 Ok(None) => info.clone(),
                 Err(e) => {
                     tracing::error!("{e}");
                     info.clone()
                 }
-            };
-        }
-        let mut out = info.clone();
-        if holds_payload(&info.spec) {
-            // A record from before schema 8 (copied once, then cleared).
-            Payload::take(&mut out.spec);
-        }
+            }
+        } else {
+            let mut out = info.clone();
+            if holds_payload(&info.spec) {
+                // A record from before schema 8 (copied once, then cleared).
+                Payload::take(&mut out.spec);
+            }
+            out
+        };
+        job.complete_spec(&mut out);
         out
     }
 }
@@ -239,14 +244,20 @@ mod tests {
                 &gsched_proto::api::JobUpdateRequest {
                     job_id: a,
                     name: Some("renamed".into()),
+                    time_min: Some(Some(1)),
                     ..Default::default()
                 },
                 ROOT,
                 1000,
             );
             assert!(e.is_ok(), "{e:?}");
-            assert_eq!(st.jobs[&a].info.spec.name, "renamed");
-            assert_eq!(st.jobs[&b].info.spec.name, "j");
+            let arc = |id: JobId| st.jobs[&id].info.spec.as_arc().clone();
+            assert!(!Arc::ptr_eq(&arc(a), &arc(b)));
+            assert_eq!(st.jobs[&a].info.spec.time_min, Some(1));
+            assert_eq!(st.jobs[&b].info.spec.time_min, None);
+            // Names are the jobs' own, out of the shared spec and back in the record.
+            assert_eq!(st.jobs[&a].record().spec.name, "renamed");
+            assert_eq!(st.jobs[&b].record().spec.name, "j");
         }
         let mut st = state(dir.path());
         let d = st.submit(spec(1), ROOT, 1000).unwrap();

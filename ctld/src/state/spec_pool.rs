@@ -31,6 +31,10 @@ pub(crate) struct SpecPool {
     /// The last spec shared, as given, and what it became: an array's tasks come with one
     /// spec, which is made the pool's once, not once per task.
     last: Option<(Arc<JobSpec>, SharedSpec, Arc<str>)>,
+    /// Submit lines in memory, shared as the specs are (a loop that submits the same
+    /// command line keeps one copy).
+    lines: HashMap<u64, Weak<str>>,
+    lines_sweep_at: usize,
 }
 
 /// Feeds what serde writes to a hasher, without building the text.
@@ -85,18 +89,38 @@ impl SpecPool {
         // A spec others hold too is copied before it is changed; remembered, so that the
         // others are not copied again.
         let given = (Arc::strong_count(spec.as_arc()) > 1).then(|| spec.as_arc().clone());
-        let line: Arc<str> = if spec.name.is_empty() && spec.submit_line.is_empty() {
-            Arc::from("")
+        let line = if spec.name.is_empty() && spec.submit_line.is_empty() {
+            self.line("")
         } else {
             let own = &mut **spec;
             own.name = String::new();
-            std::mem::take(&mut own.submit_line).into()
+            let line = std::mem::take(&mut own.submit_line);
+            self.line(&line)
         };
         self.pool(spec);
         if let Some(given) = given {
             self.last = Some((given, spec.clone(), line.clone()));
         }
         line
+    }
+
+    /// The copy of `line` in memory, or a new one.
+    fn line(&mut self, line: &str) -> Arc<str> {
+        let mut h = DefaultHasher::new();
+        h.write(line.as_bytes());
+        let key = h.finish();
+        if let Some(same) = self.lines.get(&key).and_then(Weak::upgrade) {
+            if *same == *line {
+                return same;
+            }
+        }
+        let new: Arc<str> = line.into();
+        self.lines.insert(key, Arc::downgrade(&new));
+        if self.lines.len() >= self.lines_sweep_at {
+            self.lines.retain(|_, w| w.strong_count() > 0);
+            self.lines_sweep_at = (2 * self.lines.len()).max(1024);
+        }
+        new
     }
 
     fn pool(&mut self, spec: &mut SharedSpec) {
@@ -156,6 +180,12 @@ mod tests {
         assert!(Arc::ptr_eq(a.as_arc(), b.as_arc()));
         assert!(!Arc::ptr_eq(a.as_arc(), c.as_arc()));
         assert_eq!((a.name.as_str(), a.submit_line.as_str()), ("", ""));
+        // Equal submit lines are one copy.
+        let mut a2 = spec("a");
+        assert!(Arc::ptr_eq(
+            &pool.share(&mut a2),
+            &pool.share(&mut spec("a"))
+        ));
         // scontrol update of one job: copied on write, the other keeps its spec.
         b.comment = Some("changed".into());
         assert_eq!(a.comment, None);

@@ -195,13 +195,10 @@ impl State {
     /// queue. Returns the jobs changed (to persist).
     pub(super) fn het_follow_leaders(&mut self, now: i64) -> Vec<JobId> {
         let mut follow: Vec<(JobId, JobInfo)> = Vec::new();
-        for j in self.active.jobs(&self.jobs) {
+        for j in self.active.started_jobs(&self.jobs) {
             let Some(h) = j.info.het.filter(|h| h.offset > 0) else {
                 continue;
             };
-            if !matches!(j.info.state, JobState::Running | JobState::Completing) {
-                continue;
-            }
             match self.jobs.get(&h.job_id) {
                 Some(l) if l.info.state.is_terminal() || l.info.state == JobState::Pending => {
                     follow.push((j.info.job_id, l.info.clone()));

@@ -42,7 +42,8 @@ cleanup() {
 trap cleanup EXIT
 ulimit -n 65536 2>/dev/null || true
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/virtual-conf.sh
+source "$ROOT/bench/virtual-conf.sh"
 # CPU seconds (user + system) of a process so far
 cpu_s() { awk -v t="$(getconf CLK_TCK)" '{ print ($14 + $15) / t }' "/proc/$1/stat"; }
 rss_mib() { awk '/^VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
@@ -60,24 +61,8 @@ stats() {
 
 run_size() {
   local nodes=$1 dir="$WORK/n$1"
-  mkdir -p "$dir/state" "$dir/spool" "$dir/log"
   CTLD_PORT=$(free_port)
-  local node_port; node_port=$(free_port)
-  cat >"$dir/gsched.conf" <<EOF
-ClusterName=virtual
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=$CTLD_PORT
-AuthType=auth/none
-SlurmUser=$(id -un)
-StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool/%n
-SlurmdTimeout=$SLURMD_TIMEOUT
-MaxJobCount=$((JOBS + 10000))
-MaxArraySize=10001
-MinJobAge=60
-NodeName=v[1-$nodes] NodeAddr=127.0.0.1 Port=$node_port CPUs=64 RealMemory=256000 State=UNKNOWN
-PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-EOF
+  virtual_conf "$dir" "$nodes" "$CTLD_PORT" "$(free_port)" "$JOBS" "$SLURMD_TIMEOUT"
   export GSCHED_CONF="$dir/gsched.conf"
   "$BIN/gsctld" -D -f "$GSCHED_CONF" >"$dir/log/gsctld.log" 2>&1 &
   local ctld=$!; PIDS+=("$ctld")

@@ -19,24 +19,10 @@ BIN="$ROOT/target/release"
 NODES="${NODES:-1000}" JOBS="${JOBS:-100000}" WINDOW="${WINDOW:-20}"
 (cd "$ROOT" && cargo build --release --bins -q)
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gsched-steady.XXXXXX")
-mkdir -p "$dir/state" "$dir/spool" "$dir/log"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/virtual-conf.sh
+source "$ROOT/bench/virtual-conf.sh"
 CTLD_PORT=$(free_port)
-cat >"$dir/gsched.conf" <<EOC
-ClusterName=virtual
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=$CTLD_PORT
-AuthType=auth/none
-SlurmUser=$(id -un)
-StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool/%n
-SlurmdTimeout=300
-MaxJobCount=$((JOBS + 10000))
-MaxArraySize=10001
-MinJobAge=60
-NodeName=v[1-$NODES] NodeAddr=127.0.0.1 Port=$(free_port) CPUs=64 RealMemory=256000 State=UNKNOWN
-PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-EOC
+virtual_conf "$dir" "$NODES" "$CTLD_PORT" "$(free_port)" "$JOBS" 300
 export GSCHED_CONF="$dir/gsched.conf"
 ulimit -n 65536 2>/dev/null || true
 "$BIN/gsctld" -D -f "$GSCHED_CONF" >"$dir/log/gsctld.log" 2>&1 &

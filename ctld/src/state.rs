@@ -290,6 +290,11 @@ pub struct State {
     active: active::ActiveJobs,
     /// Equal specs of jobs in memory, shared (`state/spec_pool.rs`).
     specs: spec_pool::SpecPool,
+    /// The nodes as the scheduler core sees them with nothing running, against which every
+    /// submission is checked ("could it ever run?"); built at the first submission and again
+    /// after a node registers other GPUs (with 10,000 nodes, building it was most of a
+    /// submission's time).
+    empty_view: std::cell::OnceCell<Vec<NodeView>>,
     /// Jobs that may have a RUNNING step in the store (created since start-up or found at
     /// load): the others need no query of the steps table when they end.
     jobs_with_steps: std::collections::BTreeSet<JobId>,
@@ -471,6 +476,7 @@ impl State {
             batch_index: BatchIndex::default(),
             active: Default::default(),
             specs,
+            empty_view: std::cell::OnceCell::new(),
             jobs_with_steps,
         };
         st.active.rebuild(&st.jobs, now);
@@ -822,33 +828,34 @@ impl State {
         }
         // Could it ever run? Place it on the empty partition.
         let req = self.request_of(&spec, uid);
-        let empty: Vec<NodeView> = self
-            .nodes
-            .iter()
-            .map(|n| NodeView {
-                gpus: n
-                    .gpus
-                    .iter()
-                    .map(|d| gsched_sched::GpuView {
-                        device: d.clone(),
-                        holds: Vec::new(),
-                    })
-                    .collect(),
-                name: n.view_name.clone(),
-                cpus: n.cpus,
-                mem_mb: n.mem_mb,
-                alloc_cpus: 0,
-                alloc_mem_mb: 0,
-                available: true,
-                weight: n.weight,
-                features: n.features.clone(),
-                penalty: 0,
-            })
-            .collect();
+        let empty = self.empty_view.get_or_init(|| {
+            self.nodes
+                .iter()
+                .map(|n| NodeView {
+                    gpus: n
+                        .gpus
+                        .iter()
+                        .map(|d| gsched_sched::GpuView {
+                            device: d.clone(),
+                            holds: Vec::new(),
+                        })
+                        .collect(),
+                    name: n.view_name.clone(),
+                    cpus: n.cpus,
+                    mem_mb: n.mem_mb,
+                    alloc_cpus: 0,
+                    alloc_mem_mb: 0,
+                    available: true,
+                    weight: n.weight,
+                    features: n.features.clone(),
+                    penalty: 0,
+                })
+                .collect()
+        });
         let fits = |req: &ResourceRequest| {
             part_idx
                 .iter()
-                .any(|&p| gsched_sched::place(&empty, &self.parts[p].nodes, req).is_some())
+                .any(|&p| gsched_sched::place(empty, &self.parts[p].nodes, req).is_some())
         };
         if !fits(&req) {
             let no_mem = ResourceRequest {
@@ -2235,7 +2242,10 @@ impl State {
                     n.gpus.len()
                 );
             }
-            n.gpus = r.gpus.to_vec();
+            if n.gpus != r.gpus {
+                n.gpus = r.gpus.to_vec();
+                self.empty_view.take();
+            }
         }
         self.node_back(i, true, r.daemon_start, now);
         Ok(self.reconcile(name, r.running, now))

@@ -375,4 +375,52 @@ mod tests {
         );
         assert_eq!(State::gres_used(&views[2..]), "");
     }
+
+    /// Submissions are checked against a view of the empty cluster kept between them; a
+    /// node that registers GPUs it was not configured with makes it new.
+    #[test]
+    fn gpus_registered_later_are_in_the_submission_check() {
+        use super::super::tests::{register_all, spec, state, ROOT};
+        use super::super::NodeReport;
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        st.submit(spec(1), ROOT, 1000).unwrap();
+        let gpu_job = || JobSpec {
+            gpu: Some(gsched_proto::gpu::GpuRequest {
+                per_node: Some(2),
+                ..Default::default()
+            }),
+            ..spec(1)
+        };
+        assert!(st.submit(gpu_job(), ROOT, 1000).is_err(), "no GPUs yet");
+        let gpus: Vec<GpuDevice> = (0..2)
+            .map(|i| GpuDevice {
+                index: i,
+                type_name: "a100".into(),
+                file: format!("/dev/nvidia{i}"),
+                major: None,
+                minor: None,
+                uuid: None,
+                memory_mb: 40000,
+                cores: Vec::new(),
+                mig: false,
+                mps_count: 0,
+                shard_count: 0,
+            })
+            .collect();
+        let r = NodeReport {
+            gpus: &gpus,
+            name: "n1",
+            cpus: 2,
+            mem_mb: 1000,
+            version: "x",
+            boot_time: 0,
+            daemon_start: 0,
+            running: &[],
+        };
+        st.register(&r, 1001).unwrap();
+        let got = st.submit(gpu_job(), ROOT, 1001);
+        assert!(got.is_ok(), "{got:?}");
+    }
 }

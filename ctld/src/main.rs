@@ -10,10 +10,10 @@ use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::Notify;
 
 /// Passes that take at least this long are followed by a pause as long as they took.
 const PASS_PAUSE_FROM: Duration = Duration::from_millis(2);
-use tokio::sync::Notify;
 
 /// The gsched controller: keeps the queue, schedules jobs, and drives the node daemons.
 #[derive(Parser, Debug)]

@@ -1280,18 +1280,20 @@ impl State {
                 .iter()
                 .any(|i| i.kind == gsched_proto::depend::DepKind::Singleton)
         });
-        for j in unfinished.jobs(jobs).filter(|_| wants_singleton) {
-            let active = matches!(j.info.state, JobState::Running | JobState::Completing);
-            let waiting = j.info.state == JobState::Pending && !j.info.held;
-            if active || waiting {
-                singleton_owner
-                    .entry((j.info.user_id, j.info.name.as_str()))
-                    .and_modify(|o| {
-                        if active {
-                            *o = 0;
-                        }
-                    })
-                    .or_insert(if active { 0 } else { j.info.job_id });
+        if wants_singleton {
+            for j in unfinished.jobs(jobs) {
+                let active = matches!(j.info.state, JobState::Running | JobState::Completing);
+                let waiting = j.info.state == JobState::Pending && !j.info.held;
+                if active || waiting {
+                    singleton_owner
+                        .entry((j.info.user_id, j.info.name.as_str()))
+                        .and_modify(|o| {
+                            if active {
+                                *o = 0;
+                            }
+                        })
+                        .or_insert(if active { 0 } else { j.info.job_id });
+                }
             }
         }
         for (j, dep) in deps {
@@ -1626,32 +1628,25 @@ impl State {
         Ok(effects)
     }
 
+    /// What the started jobs hold of each node: CPUs and memory.
     fn node_alloc(&self) -> (Vec<u32>, Vec<u64>) {
+        self.node_sums(&self.running_allocs())
+    }
+
+    /// The sums over `running` of each node's CPUs and memory.
+    fn node_sums(&self, running: &[RunningAlloc]) -> (Vec<u32>, Vec<u64>) {
         let mut cpus = vec![0u32; self.nodes.len()];
         let mut mem = vec![0u64; self.nodes.len()];
-        for j in self.active.started_jobs(&self.jobs) {
-            for (k, n) in j.info.nodes.iter().enumerate() {
-                if let Some(&i) = self.node_index.get(n) {
-                    cpus[i] += j.info.cpus_per_node.get(k).copied().unwrap_or(0);
-                    mem[i] += j.extra.alloc_mem.get(k).copied().unwrap_or(0);
-                }
-            }
+        for a in running.iter().flat_map(|r| &r.nodes) {
+            cpus[a.node] += a.cpus;
+            mem[a.node] += a.mem_mb;
         }
         (cpus, mem)
     }
 
-    fn node_available(n: &NodeRt) -> bool {
-        n.registered && !n.not_responding && !n.unreachable && !n.admin.drain && !n.admin.down
-    }
-
-    /// The cluster as the scheduler core sees it: nodes with their allocations, partitions
-    /// and the running jobs.
-    fn cluster_view(&self) -> ClusterView {
-        // One walk over the started jobs gives both their allocations and the nodes' sums.
-        let mut alloc_cpus = vec![0u32; self.nodes.len()];
-        let mut alloc_mem = vec![0u64; self.nodes.len()];
-        let running: Vec<RunningAlloc> = self
-            .active
+    /// The started jobs as the scheduler core sees them: their nodes and planned ends.
+    fn running_allocs(&self) -> Vec<RunningAlloc> {
+        self.active
             .started_jobs(&self.jobs)
             .map(|j| RunningAlloc {
                 job_id: j.info.job_id,
@@ -1662,22 +1657,28 @@ impl State {
                     .iter()
                     .enumerate()
                     .filter_map(|(k, n)| {
-                        let node = *self.node_index.get(n)?;
-                        let cpus = j.info.cpus_per_node.get(k).copied().unwrap_or(0);
-                        let mem_mb = j.extra.alloc_mem.get(k).copied().unwrap_or(0);
-                        alloc_cpus[node] += cpus;
-                        alloc_mem[node] += mem_mb;
                         Some(NodeAlloc {
                             gpus: Vec::new(),
-                            node,
-                            cpus,
-                            mem_mb,
+                            node: *self.node_index.get(n)?,
+                            cpus: j.info.cpus_per_node.get(k).copied().unwrap_or(0),
+                            mem_mb: j.extra.alloc_mem.get(k).copied().unwrap_or(0),
                             tasks: 0,
                         })
                     })
                     .collect(),
             })
-            .collect();
+            .collect()
+    }
+
+    fn node_available(n: &NodeRt) -> bool {
+        n.registered && !n.not_responding && !n.unreachable && !n.admin.drain && !n.admin.down
+    }
+
+    /// The cluster as the scheduler core sees it: nodes with their allocations, partitions
+    /// and the running jobs.
+    fn cluster_view(&self) -> ClusterView {
+        let running = self.running_allocs();
+        let (alloc_cpus, alloc_mem) = self.node_sums(&running);
         let mut gpus = self.gpu_views();
         ClusterView {
             nodes: self
@@ -2052,9 +2053,9 @@ impl State {
         self.jobs.retain(|_, j| {
             !(j.info.state.is_terminal() && j.info.end_time.is_some_and(|e| now - e > age))
         });
-        if self.jobs.len() == before && self.committed_state.len() <= before {
-            // Nothing forgotten (the usual pass under a deep queue): the other tables, which
-            // hold at most the jobs' ids, are as they were.
+        if self.jobs.len() == before {
+            // Nothing forgotten (the usual pass under a deep queue): the tables keyed by the
+            // jobs' ids are as they were.
             return;
         }
         let jobs = &self.jobs;
@@ -2674,18 +2675,28 @@ pub(crate) mod tests {
 
     pub(crate) fn register_all(st: &mut State, now: i64) {
         for n in ["n1", "n2"] {
-            let r = NodeReport {
-                gpus: &[],
-                name: n,
-                cpus: 2,
-                mem_mb: 1000,
-                version: "x",
-                boot_time: 0,
-                daemon_start: 0,
-                running: &[],
-            };
-            st.register(&r, now).unwrap();
+            register_node(st, n, &[], now);
         }
+    }
+
+    /// Node `name` (2 CPUs, 1000 MB, no jobs) registers with `gpus`.
+    pub(crate) fn register_node(
+        st: &mut State,
+        name: &str,
+        gpus: &[gsched_proto::gpu::GpuDevice],
+        now: i64,
+    ) {
+        let r = NodeReport {
+            gpus,
+            name,
+            cpus: 2,
+            mem_mb: 1000,
+            version: "x",
+            boot_time: 0,
+            daemon_start: 0,
+            running: &[],
+        };
+        st.register(&r, now).unwrap();
     }
 
     /// Heartbeats from both nodes at `now`, each reporting the jobs the controller runs there

@@ -70,18 +70,6 @@ impl ActiveJobs {
         self.rebuilt_at = Some(now);
     }
 
-    /// The unfinished jobs, in id order; forgets those found finished or gone.
-    #[cfg(test)]
-    pub(super) fn ids(&mut self, jobs: &BTreeMap<JobId, Box<Job>>) -> Vec<JobId> {
-        prune(&mut self.ids, jobs, |s| !s.is_terminal())
-    }
-
-    /// The started jobs (running, suspended, completing), in id order; forgets the others.
-    #[cfg(test)]
-    pub(super) fn started_ids(&mut self, jobs: &BTreeMap<JobId, Box<Job>>) -> Vec<JobId> {
-        prune(&mut self.started, jobs, started)
-    }
-
     /// The started jobs, in id order (no pruning: for `&self` walks).
     pub(super) fn started_jobs<'a>(
         &'a self,
@@ -122,15 +110,9 @@ fn walk_mut(
     mut f: impl FnMut(&mut Job),
 ) {
     if merges(ids, jobs) {
-        let mut want = ids.iter().peekable();
-        for (id, j) in jobs.iter_mut() {
-            while want.next_if(|w| *w < id).is_some() {}
-            match want.peek() {
-                None => break,
-                Some(w) if *w == id && keep(j.info.state) => f(j),
-                Some(_) => {}
-            }
-        }
+        merge(ids, jobs.iter_mut())
+            .filter(|j| keep(j.info.state))
+            .for_each(|j| f(j));
     } else {
         for id in ids {
             if let Some(j) = jobs.get_mut(id).filter(|j| keep(j.info.state)) {
@@ -147,42 +129,32 @@ fn merges<T>(ids: &BTreeSet<JobId>, jobs: &BTreeMap<JobId, T>) -> bool {
     ids.len().saturating_mul(8) >= jobs.len()
 }
 
+/// The values of `entries` (a map's, in id order) whose ids `ids` holds: one merge of the
+/// two sorted sequences, for shared and mutable walks alike.
+fn merge<'a, V: 'a>(
+    ids: &'a BTreeSet<JobId>,
+    entries: impl Iterator<Item = (&'a JobId, V)> + 'a,
+) -> impl Iterator<Item = V> + 'a {
+    let mut want = ids.iter().peekable();
+    entries
+        .map_while(move |(id, v)| {
+            while want.next_if(|w| *w < id).is_some() {}
+            let w = want.peek()?;
+            Some((*w == id).then_some(v))
+        })
+        .flatten()
+}
+
 /// The jobs of `jobs` whose ids `ids` holds, in id order.
 fn walk<'a>(
     ids: &'a BTreeSet<JobId>,
     jobs: &'a BTreeMap<JobId, Box<Job>>,
 ) -> Box<dyn Iterator<Item = &'a Job> + 'a> {
     if merges(ids, jobs) {
-        let mut want = ids.iter().peekable();
-        Box::new(
-            jobs.iter()
-                .map_while(move |(id, j)| {
-                    while want.next_if(|w| *w < id).is_some() {}
-                    let w = want.peek()?;
-                    Some((*w == id).then_some(&**j))
-                })
-                .flatten(),
-        )
+        Box::new(merge(ids, jobs.iter()).map(|b| &**b))
     } else {
         Box::new(ids.iter().filter_map(|id| jobs.get(id).map(|b| &**b)))
     }
-}
-
-/// Drops from `ids` the jobs that are gone or whose state `keep` refuses; the rest, in order.
-#[cfg(test)]
-fn prune(
-    ids: &mut BTreeSet<JobId>,
-    jobs: &BTreeMap<JobId, Box<Job>>,
-    keep: impl Fn(JobState) -> bool,
-) -> Vec<JobId> {
-    let kept: Vec<JobId> = walk(ids, jobs)
-        .filter(|j| keep(j.info.state))
-        .map(|j| j.info.job_id)
-        .collect();
-    if kept.len() != ids.len() {
-        *ids = kept.iter().copied().collect();
-    }
-    kept
 }
 
 /// Running (suspended included) or completing.
@@ -196,6 +168,19 @@ mod tests {
     use super::super::State;
     use gsched_proto::api::{JobFilter, SignalScope};
     use gsched_proto::job::{JobId, JobSpec, JobState};
+
+    /// The jobs a walk of the unfinished ones visits.
+    fn unfinished(st: &State) -> Vec<JobId> {
+        st.active.jobs(&st.jobs).map(|j| j.info.job_id).collect()
+    }
+
+    /// The jobs a walk of the started ones visits.
+    fn started(st: &State) -> Vec<JobId> {
+        st.active
+            .started_jobs(&st.jobs)
+            .map(|j| j.info.job_id)
+            .collect()
+    }
 
     fn run_to_end(st: &mut State, id: JobId, t: i64) {
         let node = st.jobs[&id].info.nodes[0].clone();
@@ -218,18 +203,18 @@ mod tests {
         let mut held = spec(1);
         held.hold = true;
         let h = st.submit(held, ROOT, 1000).unwrap();
-        assert!(st.active.started_ids(&st.jobs).is_empty());
+        assert!(started(&st).is_empty());
         st.schedule(1001);
         assert_eq!(st.jobs[&a].info.state, JobState::Running);
-        assert_eq!(st.active.started_ids(&st.jobs), vec![a]);
-        assert_eq!(st.active.ids(&st.jobs), vec![a, h]);
+        assert_eq!(started(&st), vec![a]);
+        assert_eq!(unfinished(&st), vec![a, h]);
         // Within the same second (no rebuild): the limit is found through the started set.
         st.active.rebuilt_at = Some(1000 + 61);
         st.schedule(1000 + 61);
         assert_eq!(st.jobs[&a].info.state, JobState::Completing);
-        assert_eq!(st.active.started_ids(&st.jobs), vec![a]);
+        assert_eq!(started(&st), vec![a]);
         run_to_end(&mut st, a, 1062);
-        assert!(st.active.started_ids(&st.jobs).is_empty());
+        assert!(started(&st).is_empty());
         assert_eq!(st.active.started_jobs(&st.jobs).count(), 0);
     }
 
@@ -241,18 +226,18 @@ mod tests {
         let a = st.submit(spec(1), ROOT, 1000).unwrap();
         let b = st.submit(spec(1), ROOT, 1000).unwrap();
         // Submitted jobs are in the set before any pass.
-        assert_eq!(st.active.ids(&st.jobs), vec![a, b]);
+        assert_eq!(unfinished(&st), vec![a, b]);
         st.schedule(1001);
         assert_eq!(st.jobs[&a].info.state, JobState::Running);
         run_to_end(&mut st, a, 1002);
-        // The next walk drops the finished job; the job stays queryable until MinJobAge.
-        assert_eq!(st.active.ids(&st.jobs), vec![b]);
+        // Walks leave the finished job out; it stays queryable until MinJobAge.
+        assert_eq!(unfinished(&st), vec![b]);
         assert!(st.jobs.contains_key(&a));
         // A requeue of the finished job puts it back without waiting for a rebuild, and it
         // starts once eligible again.
         st.requeue(&[a], ROOT, 1002).unwrap();
         assert_eq!(st.jobs[&a].info.state, JobState::Pending);
-        assert!(st.active.ids(&st.jobs).contains(&a));
+        assert!(unfinished(&st).contains(&a));
         let eligible = st.jobs[&a].info.eligible_time.unwrap();
         st.schedule(eligible);
         assert_eq!(st.jobs[&a].info.state, JobState::Running);
@@ -261,7 +246,7 @@ mod tests {
         run_to_end(&mut st, b, eligible + 1);
         st.schedule(eligible + 1 + st.cfg.min_job_age as i64 + 2);
         assert!(!st.jobs.contains_key(&a) && !st.jobs.contains_key(&b));
-        assert!(st.active.ids(&st.jobs).is_empty());
+        assert!(unfinished(&st).is_empty());
     }
 
     #[test]
@@ -272,7 +257,7 @@ mod tests {
         let a = st.submit(spec(1), ROOT, 1000).unwrap();
         st.schedule(1001);
         run_to_end(&mut st, a, 1002);
-        assert!(st.active.ids(&st.jobs).is_empty());
+        assert!(unfinished(&st).is_empty());
         // A transition back to pending that bypasses the store (none should): the pass of
         // the next second rebuilds the set and starts the job.
         st.jobs.get_mut(&a).unwrap().info.state = JobState::Pending;

@@ -327,17 +327,9 @@ mod tests {
         assert!(gpus_from_config(&none).is_empty());
     }
 
-    #[test]
-    fn gres_used_sums_the_shares_of_a_gpu() {
-        let share = |pct| {
-            Some(GpuShare {
-                mem_mb: 0,
-                percent: pct,
-                shards: 0,
-                mps: true,
-            })
-        };
-        let dev = |i| GpuDevice {
+    /// An untyped-memory A100 at position `i`.
+    fn device(i: u32) -> GpuDevice {
+        GpuDevice {
             index: i,
             type_name: "a100".into(),
             file: String::new(),
@@ -349,6 +341,18 @@ mod tests {
             mig: false,
             mps_count: 0,
             shard_count: 0,
+        }
+    }
+
+    #[test]
+    fn gres_used_sums_the_shares_of_a_gpu() {
+        let share = |pct| {
+            Some(GpuShare {
+                mem_mb: 0,
+                percent: pct,
+                shards: 0,
+                mps: true,
+            })
         };
         let hold = |job_id, share| GpuHold {
             job_id,
@@ -357,15 +361,15 @@ mod tests {
         };
         let views = vec![
             GpuView {
-                device: dev(0),
+                device: device(0),
                 holds: vec![hold(1, None)],
             },
             GpuView {
-                device: dev(1),
+                device: device(1),
                 holds: vec![hold(2, share(25)), hold(3, share(50))],
             },
             GpuView {
-                device: dev(2),
+                device: device(2),
                 holds: Vec::new(),
             },
         ];
@@ -380,8 +384,7 @@ mod tests {
     /// node that registers GPUs it was not configured with makes it new.
     #[test]
     fn gpus_registered_later_are_in_the_submission_check() {
-        use super::super::tests::{register_all, spec, state, ROOT};
-        use super::super::NodeReport;
+        use super::super::tests::{register_all, register_node, spec, state, ROOT};
         let dir = tempfile::tempdir().unwrap();
         let mut st = state(dir.path());
         register_all(&mut st, 1000);
@@ -394,32 +397,8 @@ mod tests {
             ..spec(1)
         };
         assert!(st.submit(gpu_job(), ROOT, 1000).is_err(), "no GPUs yet");
-        let gpus: Vec<GpuDevice> = (0..2)
-            .map(|i| GpuDevice {
-                index: i,
-                type_name: "a100".into(),
-                file: format!("/dev/nvidia{i}"),
-                major: None,
-                minor: None,
-                uuid: None,
-                memory_mb: 40000,
-                cores: Vec::new(),
-                mig: false,
-                mps_count: 0,
-                shard_count: 0,
-            })
-            .collect();
-        let r = NodeReport {
-            gpus: &gpus,
-            name: "n1",
-            cpus: 2,
-            mem_mb: 1000,
-            version: "x",
-            boot_time: 0,
-            daemon_start: 0,
-            running: &[],
-        };
-        st.register(&r, 1001).unwrap();
+        let gpus: Vec<GpuDevice> = (0..2).map(device).collect();
+        register_node(&mut st, "n1", &gpus, 1001);
         let got = st.submit(gpu_job(), ROOT, 1001);
         assert!(got.is_ok(), "{got:?}");
     }

@@ -402,8 +402,12 @@ impl State {
                 self.save_node_admin(i);
             }
         }
-        let (cpus, _) = self.node_alloc();
         let mut effects = Vec::new();
+        if self.nodes.iter().all(|n| n.admin.reboot.is_none()) {
+            // No reboot asked for (the usual pass): no walk of the running jobs.
+            return effects;
+        }
+        let (cpus, _) = self.node_alloc();
         for (i, busy) in cpus.iter().map(|&c| c > 0).enumerate() {
             let n = &mut self.nodes[i];
             let Some(r) = n.admin.reboot.as_mut() else {

@@ -25,16 +25,48 @@ use std::sync::{Arc, Weak};
 /// The specs of the jobs in memory, by a hash of their content.
 #[derive(Debug, Default)]
 pub(crate) struct SpecPool {
-    by_hash: HashMap<u64, Weak<JobSpec>>,
-    /// Dead entries are swept when the table reaches this size.
-    sweep_at: usize,
+    specs: Interned<JobSpec>,
     /// The last spec shared, as given, and what it became: an array's tasks come with one
     /// spec, which is made the pool's once, not once per task.
     last: Option<(Arc<JobSpec>, SharedSpec, Arc<str>)>,
     /// Submit lines in memory, shared as the specs are (a loop that submits the same
     /// command line keeps one copy).
-    lines: HashMap<u64, Weak<str>>,
-    lines_sweep_at: usize,
+    lines: Interned<str>,
+}
+
+/// Values in memory by a hash of their content, held weakly: a value equal to one held
+/// elsewhere is replaced by that one.
+#[derive(Debug)]
+struct Interned<T: ?Sized> {
+    by_hash: HashMap<u64, Weak<T>>,
+    /// Dead entries are swept when the table reaches this size.
+    sweep_at: usize,
+}
+
+impl<T: ?Sized> Default for Interned<T> {
+    fn default() -> Self {
+        Interned {
+            by_hash: HashMap::new(),
+            sweep_at: 0,
+        }
+    }
+}
+
+impl<T: ?Sized + PartialEq> Interned<T> {
+    /// The value equal to `value` already in memory, or `value` itself, kept for later.
+    fn share(&mut self, key: u64, value: &Arc<T>) -> Arc<T> {
+        if let Some(same) = self.by_hash.get(&key).and_then(Weak::upgrade) {
+            if Arc::ptr_eq(&same, value) || *same == **value {
+                return same;
+            }
+        }
+        self.by_hash.insert(key, Arc::downgrade(value));
+        if self.by_hash.len() >= self.sweep_at {
+            self.by_hash.retain(|_, w| w.strong_count() > 0);
+            self.sweep_at = (2 * self.by_hash.len()).max(1024);
+        }
+        value.clone()
+    }
 }
 
 /// Feeds what serde writes to a hasher, without building the text.
@@ -108,44 +140,22 @@ impl SpecPool {
     fn line(&mut self, line: &str) -> Arc<str> {
         let mut h = DefaultHasher::new();
         h.write(line.as_bytes());
-        let key = h.finish();
-        if let Some(same) = self.lines.get(&key).and_then(Weak::upgrade) {
-            if *same == *line {
-                return same;
-            }
-        }
-        let new: Arc<str> = line.into();
-        self.lines.insert(key, Arc::downgrade(&new));
-        if self.lines.len() >= self.lines_sweep_at {
-            self.lines.retain(|_, w| w.strong_count() > 0);
-            self.lines_sweep_at = (2 * self.lines.len()).max(1024);
-        }
-        new
+        self.lines.share(h.finish(), &Arc::from(line))
     }
 
     fn pool(&mut self, spec: &mut SharedSpec) {
         let Some(key) = content_hash(spec) else {
             return;
         };
-        if let Some(same) = self.by_hash.get(&key).and_then(Weak::upgrade) {
-            if Arc::ptr_eq(&same, spec.as_arc()) {
-                return;
-            }
-            if *same == **spec {
-                *spec = SharedSpec::shared(&same);
-                return;
-            }
-        }
-        self.by_hash.insert(key, Arc::downgrade(spec.as_arc()));
-        if self.by_hash.len() >= self.sweep_at {
-            self.by_hash.retain(|_, w| w.strong_count() > 0);
-            self.sweep_at = (2 * self.by_hash.len()).max(1024);
+        let pooled = self.specs.share(key, spec.as_arc());
+        if !Arc::ptr_eq(&pooled, spec.as_arc()) {
+            *spec = SharedSpec::shared(&pooled);
         }
     }
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.by_hash.len()
+        self.specs.by_hash.len()
     }
 }
 

@@ -144,3 +144,43 @@ fn node_daemon_killed_and_restarted_adopts_jobs() {
     let j = c.wait_terminal(n, secs(30));
     assert_eq!(j.state, JobState::Completed, "{j:?}");
 }
+
+/// Jobs whose options differ only in their names share one spec in the controller's memory,
+/// which leaves the name and the submit line out; every answer carries each job's own (the
+/// API record, `gscontrol show job`, `gsqueue %j`), also after `gscontrol update JobName=` and
+/// after the controller was killed and started again.
+#[test]
+fn distinct_names_and_submit_lines_come_back_whole() {
+    let c = TestCluster::start(ClusterOpts::named("names").nodes(1));
+    let a = c.submit(["-H", "-J", "alpha", "--wrap", "true"]);
+    let b = c.submit(["-H", "-J", "beta", "--wrap", "true"]);
+    c.cmd_ok(
+        "gscontrol",
+        ["update", &format!("JobId={b}"), "JobName=gamma"],
+    );
+    let check = |c: &TestCluster| {
+        for (id, name, given) in [(a, "alpha", "alpha"), (b, "gamma", "beta")] {
+            let j = c.job(id);
+            assert_eq!(
+                (j.name.as_str(), j.spec.name.as_str()),
+                (name, name),
+                "{j:?}"
+            );
+            assert!(j.spec.submit_line.contains(&format!("-J {given}")), "{j:?}");
+            let shown = c.cmd_ok("gscontrol", ["show", "job", &id.to_string()]);
+            assert!(shown.contains(&format!("JobName={name}")), "{shown}");
+            let line = shown
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("SubmitLine="))
+                .unwrap_or_else(|| panic!("no SubmitLine= in {shown}"));
+            assert!(line.contains(&format!("-J {given} --wrap true")), "{line}");
+            let listed = c.cmd_ok("gsqueue", ["-h", "-j", &id.to_string(), "-o", "%j"]);
+            assert_eq!(listed.trim(), name);
+        }
+    };
+    check(&c);
+    c.kill_ctld();
+    c.start_ctld();
+    check(&c);
+}

@@ -4,8 +4,13 @@
 
 use crate::server::{now, Shared};
 use crate::state::{Effect, LaunchFailure};
-use gsched_proto::api::{paths, Ack, ErrorCode, NodeSignalRequest, SignalScope, TerminateRequest};
+use gsched_proto::api::{
+    paths, Ack, ApiError, BatchResponse, ErrorCode, LaunchBatch, LaunchRequest, NodeSignalRequest,
+    SignalScope, TerminateRequest,
+};
 use gsched_proto::client::{Client, ClientError};
+use gsched_proto::job::JobId;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,43 +24,109 @@ fn client(sh: &Shared, node: &str) -> Option<Client> {
     )
 }
 
-/// Sends every effect in the background.
+/// Sends every effect in the background. The launches of one pass go to each node in one
+/// request ([`paths::NODE_LAUNCH_BATCH`]) when there are several.
 pub fn send(sh: Arc<Shared>, effects: Vec<Effect>) {
+    let mut launches: BTreeMap<String, Vec<LaunchRequest>> = BTreeMap::new();
     for e in effects {
+        match e {
+            Effect::Launch { node, req } => launches.entry(node).or_default().push(*req),
+            e => {
+                let sh = sh.clone();
+                tokio::task::spawn_blocking(move || run(&sh, e));
+            }
+        }
+    }
+    for (node, jobs) in launches {
         let sh = sh.clone();
-        tokio::task::spawn_blocking(move || run(&sh, e));
+        tokio::task::spawn_blocking(move || launch(&sh, &node, jobs));
+    }
+}
+
+/// What a launch request's failure means for its job.
+fn launch_failure(e: ClientError, id: JobId, node: &str) -> Result<(), LaunchFailure> {
+    match e {
+        ClientError::Connect { source, .. } => Err(LaunchFailure::Unreachable(source.to_string())),
+        ClientError::Api(e) => Err(api_failure(e)),
+        // Sent, but the answer was lost: the node may have it. Treat it as launched;
+        // reconciliation with the node's job list settles it.
+        other => {
+            tracing::warn!("job {id}: launch answer from {node} lost: {other}");
+            Ok(())
+        }
+    }
+}
+
+/// A node's refusal of one job.
+fn api_failure(e: ApiError) -> LaunchFailure {
+    if e.code == ErrorCode::JobAlreadyDone {
+        LaunchFailure::Busy(e.message)
+    } else {
+        LaunchFailure::Refused(e.message)
+    }
+}
+
+/// Starts `jobs` on `node`: one request for one job, one batch request for several (a node
+/// that does not know the batch path, an older gsnoded, gets them one by one).
+fn launch(sh: &Arc<Shared>, node: &str, jobs: Vec<LaunchRequest>) {
+    let runs: Vec<(JobId, i64)> = jobs.iter().map(|j| (j.job_id, j.start_time)).collect();
+    let results: Vec<Result<(), LaunchFailure>> = match client(sh, node) {
+        None => runs
+            .iter()
+            .map(|_| Err(LaunchFailure::Refused(format!("unknown node {node}"))))
+            .collect(),
+        Some(c) if jobs.len() == 1 => {
+            sh.metrics.launch_request();
+            let r = c.post::<_, Ack>(paths::NODE_LAUNCH, &jobs[0]).map(|_| ());
+            vec![r.or_else(|e| launch_failure(e, runs[0].0, node))]
+        }
+        Some(c) => {
+            let batch = LaunchBatch { jobs };
+            sh.metrics.launch_request();
+            match c.post::<_, BatchResponse>(paths::NODE_LAUNCH_BATCH, &batch) {
+                Ok(answer) => runs
+                    .iter()
+                    .map(|&(id, _)| match answer.outcome(id) {
+                        Some(Ok(())) => Ok(()),
+                        Some(Err(e)) => Err(api_failure(e.clone())),
+                        None => {
+                            tracing::warn!(
+                                "job {id}: the launch answer from {node} does not list it"
+                            );
+                            Ok(())
+                        }
+                    })
+                    .collect(),
+                Err(ClientError::Api(e)) if e.code == ErrorCode::NotFound => {
+                    tracing::debug!("node {node} has no batch launch; launching one by one");
+                    for req in batch.jobs {
+                        launch(sh, node, vec![req]);
+                    }
+                    return;
+                }
+                Err(e) => {
+                    let failure = launch_failure(e, runs[0].0, node);
+                    runs.iter().map(|_| failure.clone()).collect()
+                }
+            }
+        }
+    };
+    let mut failed = false;
+    {
+        let mut st = sh.lock();
+        for (&(id, start), result) in runs.iter().zip(results) {
+            failed |= result.is_err();
+            st.launch_result(id, start, result, now());
+        }
+    }
+    if failed {
+        sh.wake.notify_one();
     }
 }
 
 fn run(sh: &Arc<Shared>, e: Effect) {
     match e {
-        Effect::Launch { node, req } => {
-            let (id, start) = (req.job_id, req.start_time);
-            let result = match client(sh, &node) {
-                None => Err(LaunchFailure::Refused(format!("unknown node {node}"))),
-                Some(c) => match c.post::<_, Ack>(paths::NODE_LAUNCH, &*req) {
-                    Ok(_) => Ok(()),
-                    Err(ClientError::Connect { source, .. }) => {
-                        Err(LaunchFailure::Unreachable(source.to_string()))
-                    }
-                    Err(ClientError::Api(e)) if e.code == ErrorCode::JobAlreadyDone => {
-                        Err(LaunchFailure::Busy(e.message))
-                    }
-                    Err(ClientError::Api(e)) => Err(LaunchFailure::Refused(e.message)),
-                    // Sent, but the answer was lost: the node may have it. Treat it as
-                    // launched; reconciliation with the node's job list settles it.
-                    Err(other) => {
-                        tracing::warn!("job {id}: launch answer from {node} lost: {other}");
-                        Ok(())
-                    }
-                },
-            };
-            let failed = result.is_err();
-            sh.lock().launch_result(id, start, result, now());
-            if failed {
-                sh.wake.notify_one();
-            }
-        }
+        Effect::Launch { node, req } => launch(sh, &node, vec![*req]),
         Effect::Terminate {
             node,
             job_id,

@@ -121,6 +121,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         );
         tokio::spawn(gsched_ctld::group_commit::run(shared.clone(), batches));
         let sched = shared.clone();
+        let min_gap = cfg.scheduler.params.sched_min_interval();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -145,13 +146,20 @@ fn run(args: Args) -> anyhow::Result<()> {
                     drop(st);
                     gsched_ctld::dispatch::send(sched.clone(), effects);
                 }
-                // A long pass (a deep queue, thousands of nodes) is followed by as long a
-                // pause, so that requests get at least half of the thread however often the
-                // pass is woken; wake-ups meanwhile are one pass after it. Short passes (a
-                // few milliseconds) follow each other at once: submit-to-start latency.
+                // The next pass starts `sched_min_interval` after this one ended at the
+                // earliest: wake-ups meanwhile (a submission loop, jobs ending) are one
+                // pass, whose launches go to each node in one request. A pass after a quiet
+                // spell starts at once (submit-to-start latency). A long pass (a deep queue,
+                // thousands of nodes) is followed by as long a pause, so that requests get
+                // at least half of the thread however often the pass is woken.
                 let took = t.elapsed();
-                if took >= PASS_PAUSE_FROM {
-                    tokio::time::sleep(took).await;
+                let pause = if took >= PASS_PAUSE_FROM {
+                    took.max(min_gap)
+                } else {
+                    min_gap
+                };
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
                 }
             }
         });

@@ -107,6 +107,8 @@ pub struct Metrics {
     mem_alloc: Gauge,
     passes: Counter,
     pass_seconds: Histogram,
+    launch_requests: Counter,
+    end_requests: Counter,
     submitted: Counter,
     started: Counter,
     backfilled: Counter,
@@ -160,6 +162,8 @@ impl Metrics {
             mem: Gauge::default(),
             mem_alloc: Gauge::default(),
             passes: Counter::default(),
+            launch_requests: Counter::default(),
+            end_requests: Counter::default(),
             pass_seconds: Histogram::new(
                 [
                     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
@@ -240,6 +244,16 @@ impl Metrics {
             "scheduler_passes",
             "Scheduling passes run",
             m.passes.clone(),
+        );
+        r.register(
+            "node_launch_requests",
+            "Requests that started jobs on nodes: one per node and scheduling pass (compare with gsched_jobs_started_total)",
+            m.launch_requests.clone(),
+        );
+        r.register(
+            "job_end_requests",
+            "Requests by which nodes reported job ends: the ends of a node within a few milliseconds share one",
+            m.end_requests.clone(),
         );
         r.register(
             "scheduler_pass_seconds",
@@ -350,6 +364,16 @@ impl Metrics {
         }
         *m.registry.lock().unwrap_or_else(|p| p.into_inner()) = r;
         m
+    }
+
+    /// A request to start jobs went to a node.
+    pub fn launch_request(&self) {
+        self.launch_requests.inc();
+    }
+
+    /// A node reported job ends.
+    pub fn end_request(&self) {
+        self.end_requests.inc();
     }
 
     /// `n` jobs were accepted.

@@ -89,6 +89,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::RESERVATIONS_UPDATE, post(reservation_action))
         .route(paths::NODES_REBOOT, post(reboot))
         .route(paths::JOBS_COMPLETE, post(complete))
+        .route(paths::JOBS_COMPLETE_BATCH, post(complete_batch))
         .route(paths::JOBS_HISTORY, post(history))
         .route(paths::JOBS_USAGE, post(job_usage))
         .route(paths::NODES_USAGE, post(node_usage))
@@ -458,10 +459,37 @@ async fn complete(
     Body(req): Body<JobCompleteRequest>,
 ) -> Result<Json<Ack>, ApiErr> {
     require_slurm_user(&sh, &who)?;
+    sh.metrics.end_request();
     sh.lock().complete(&req, now())?;
     crate::steps_api::job_ended(&sh, req.job_id);
     sh.wake.notify_one();
     Ok(Json(Ack { ok: true }))
+}
+
+/// Several job ends of one node: each as [`complete`], under one lock of the state.
+async fn complete_batch(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<api::JobCompleteBatch>,
+) -> Result<Json<api::BatchResponse>, ApiErr> {
+    require_slurm_user(&sh, &who)?;
+    sh.metrics.end_request();
+    let results: Vec<api::BatchResult> = {
+        let mut st = sh.lock();
+        let now = now();
+        req.reports
+            .iter()
+            .map(|r| api::BatchResult {
+                job_id: r.job_id,
+                error: st.complete(r, now).err(),
+            })
+            .collect()
+    };
+    for r in results.iter().filter(|r| r.error.is_none()) {
+        crate::steps_api::job_ended(&sh, r.job_id);
+    }
+    sh.wake.notify_one();
+    Ok(Json(api::BatchResponse { results }))
 }
 
 async fn nodes(AxState(sh): Sh, Extension(who): Who) -> Result<Json<NodesResponse>, ApiErr> {

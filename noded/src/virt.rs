@@ -24,9 +24,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use gsched_proto::api::{
-    self, paths, Ack, ApiError, ErrorCode, HeartbeatRequest, HeartbeatResponse, JobCompleteRequest,
-    JobProgress, LaunchRequest, NodeSignalRequest, NodeSuspendRequest, PingResponse,
-    RegisterRequest, RegisterResponse, RunningJob, TerminateReason, TerminateRequest,
+    self, paths, Ack, ApiError, BatchResponse, BatchResult, ErrorCode, HeartbeatRequest,
+    HeartbeatResponse, JobCompleteRequest, JobProgress, LaunchBatch, LaunchRequest,
+    NodeSignalRequest, NodeSuspendRequest, PingResponse, RegisterRequest, RegisterResponse,
+    RunningJob, TerminateReason, TerminateRequest,
 };
 use gsched_proto::auth::Authenticator;
 use gsched_proto::client::Client;
@@ -611,6 +612,7 @@ pub fn router(host: Arc<VirtualHost>) -> Router {
     Router::new()
         .route(paths::NODE_PING, get(ping).post(ping))
         .route(paths::NODE_LAUNCH, post(launch))
+        .route(paths::NODE_LAUNCH_BATCH, post(launch_batch))
         .route(paths::NODE_SIGNAL, post(signal))
         .route(paths::NODE_TERMINATE, post(terminate))
         .route(paths::NODE_SUSPEND, post(suspend))
@@ -642,6 +644,23 @@ async fn launch(
     let n = host.node(&headers)?;
     host.launch(&n, req)?;
     Ok(Json(Ack { ok: true }))
+}
+
+async fn launch_batch(
+    State(host): Host,
+    headers: HeaderMap,
+    Body(req): Body<LaunchBatch>,
+) -> Result<Json<BatchResponse>, ApiErr> {
+    let n = host.node(&headers)?;
+    let results = req
+        .jobs
+        .into_iter()
+        .map(|job| BatchResult {
+            job_id: job.job_id,
+            error: host.launch(&n, job).err().map(|e| e.0),
+        })
+        .collect();
+    Ok(Json(BatchResponse { results }))
 }
 
 async fn signal(

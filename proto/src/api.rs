@@ -43,6 +43,9 @@ pub mod paths {
     pub const JOBS_UPDATE: &str = "/v1/jobs/update";
     pub const JOBS_REQUEUE: &str = "/v1/jobs/requeue";
     pub const JOBS_COMPLETE: &str = "/v1/jobs/complete";
+    /// Several job ends of one node in one request (gsnoded gathers the ends that come
+    /// within a few milliseconds of each other).
+    pub const JOBS_COMPLETE_BATCH: &str = "/v1/jobs/complete_batch";
     pub const JOBS_HISTORY: &str = "/v1/jobs/history";
     /// Live usage of running jobs (gsstat, `gscontrol show job`).
     pub const JOBS_USAGE: &str = "/v1/jobs/usage";
@@ -64,6 +67,8 @@ pub mod paths {
     /// Paths served by gsnoded.
     pub const NODE_PING: &str = "/v1/node/ping";
     pub const NODE_LAUNCH: &str = "/v1/node/launch";
+    /// Several jobs for one node from one scheduling pass, in one request.
+    pub const NODE_LAUNCH_BATCH: &str = "/v1/node/launch_batch";
     pub const NODE_SIGNAL: &str = "/v1/node/signal";
     pub const NODE_TERMINATE: &str = "/v1/node/terminate";
     pub const JOBS_SUSPEND: &str = "/v1/jobs/suspend";
@@ -679,6 +684,45 @@ pub struct JobCompleteRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Ack {
     pub ok: bool,
+}
+
+/// `POST /v1/jobs/complete_batch`: gsnoded reports several job ends at once (each as
+/// `/v1/jobs/complete` would).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobCompleteBatch {
+    pub reports: Vec<JobCompleteRequest>,
+}
+
+/// `POST /v1/node/launch_batch`: gsctld starts several jobs on one node at once (each as
+/// `/v1/node/launch` would), the jobs one scheduling pass placed there.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LaunchBatch {
+    pub jobs: Vec<LaunchRequest>,
+}
+
+/// The answer to a batch request: one entry per job of the request, in its order.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BatchResponse {
+    pub results: Vec<BatchResult>,
+}
+
+/// What became of one job of a batch request: `error` is what the single request would
+/// have answered with, absent when it succeeded.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BatchResult {
+    pub job_id: JobId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+}
+
+impl BatchResponse {
+    /// The outcome of job `id` (an answer that lacks it counts as lost: `None`).
+    pub fn outcome(&self, id: JobId) -> Option<Result<(), &ApiError>> {
+        self.results
+            .iter()
+            .find(|r| r.job_id == id)
+            .map(|r| r.error.as_ref().map_or(Ok(()), Err))
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]

@@ -274,6 +274,13 @@ pub const IGNORED_PARTITION_KEYS: &[&str] = &[
 /// Slurm's default `MaxJobCount`.
 pub const DEFAULT_MAX_JOB_COUNT: u32 = 10_000;
 
+/// gsched's default `sched_min_interval` of `SchedulerParameters`, in microseconds: while
+/// events come faster than this (a submission loop, many jobs ending), one pass serves them
+/// all, and the jobs it starts on a node go out in one request. Slurm's default is 2 µs, but
+/// Slurm also holds back the scheduling of new batch jobs by up to `batch_sched_delay` (3 s);
+/// gsched schedules a job at once when the previous pass is older than this.
+pub const DEFAULT_SCHED_MIN_INTERVAL_US: u32 = 10_000;
+
 /// Slurm's default `max_script_size` of `SchedulerParameters` (4 MiB).
 pub const DEFAULT_MAX_SCRIPT_SIZE: u64 = 4 * 1024 * 1024;
 
@@ -551,12 +558,23 @@ pub struct SchedulerParams {
     pub max_submit_line_size: Option<u64>,
     /// `max_array_tasks=`: tasks one array may have; `None` = `MaxArraySize`.
     pub max_array_tasks: Option<u32>,
+    /// `sched_min_interval=` microseconds from the end of one scheduling pass to the start
+    /// of the next; `None` = [`DEFAULT_SCHED_MIN_INTERVAL_US`].
+    pub sched_min_interval_us: Option<u32>,
 }
 
 impl SchedulerParams {
     /// The largest batch script accepted, in bytes.
     pub fn max_script_size(&self) -> u64 {
         self.max_script_size.unwrap_or(DEFAULT_MAX_SCRIPT_SIZE)
+    }
+
+    /// The least time from the end of one scheduling pass to the start of the next.
+    pub fn sched_min_interval(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(u64::from(
+            self.sched_min_interval_us
+                .unwrap_or(DEFAULT_SCHED_MIN_INTERVAL_US),
+        ))
     }
 
     /// The longest submit line accepted, in bytes.
@@ -625,6 +643,7 @@ fn parse_scheduler_params(v: &str) -> Result<(SchedulerParams, Vec<String>), Str
                 p.max_submit_line_size = Some(u64::from(num("max_submit_line_size")?))
             }
             "max_array_tasks" => p.max_array_tasks = Some(num("max_array_tasks")?),
+            "sched_min_interval" => p.sched_min_interval_us = Some(num("sched_min_interval")?),
             "bf_predict" => {
                 p.bf_predict = match val.map(str::to_ascii_lowercase).as_deref() {
                     Some("easy++") => RuntimePredict::EasyPlusPlus,
@@ -2722,6 +2741,33 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
         .unwrap_err()
         .to_string();
         assert!(e.contains("bf_policy= must be easy or conservative"), "{e}");
+        // sched_min_interval: microseconds between passes (gsched's default 10 ms; 0: none).
+        let d = SchedulerParams::default();
+        assert_eq!(
+            d.sched_min_interval(),
+            std::time::Duration::from_micros(u64::from(DEFAULT_SCHED_MIN_INTERVAL_US))
+        );
+        for (v, us) in [("0", 0), ("2", 2), ("2000000", 2_000_000)] {
+            let c = parse(&format!(
+                "{MIN}SchedulerParameters=sched_min_interval={v}\n"
+            ));
+            assert_eq!(
+                c.scheduler.params.sched_min_interval(),
+                std::time::Duration::from_micros(us)
+            );
+            assert!(
+                c.warnings.iter().all(|w| !w.contains("sched_min_interval")),
+                "{:?}",
+                c.warnings
+            );
+        }
+        let e = parse_err(&format!(
+            "{MIN}SchedulerParameters=sched_min_interval=5ms\n"
+        ));
+        assert!(
+            e.contains("sched_min_interval= needs a whole number"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -149,6 +149,52 @@ fn metrics_families_and_counters() {
     c.cmd_ok("gscancel", [run.to_string(), held.to_string()]);
 }
 
+/// The jobs one pass starts on a node go there in one request, and jobs that end together
+/// are reported in one: eight array tasks start at once on an idle 8-CPU node (one launch
+/// request; one per job would be 8) and all end at the same moment (a shared wall-clock
+/// deadline), so their ends share requests (fewer than 8). Every task completes with exit 0
+/// and its own output, as when each had a request of its own.
+#[test]
+fn jobs_of_one_pass_share_launch_and_end_requests() {
+    let c = TestCluster::start(ClusterOpts::named("batched-requests").nodes(1).cpus(8));
+    let before = scrape(c.ctld_port());
+    let count = |text: &str, name: &str| sample(text, name).unwrap_or(0.0);
+    // Each task sleeps until the same deadline, 3 s from now (python3 for sub-second time).
+    let deadline = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64()
+        + 3.0;
+    let script = format!(
+        "python3 -c 'import time; time.sleep(max(0.0, {deadline:.3} - time.time()))'; echo task $SLURM_ARRAY_TASK_ID"
+    );
+    let n = c.submit(["--array=0-7", "-o", "batched-%a.out", "--wrap", &script]);
+    let mut tasks = Vec::new();
+    for k in 0..8u32 {
+        let j = c.wait_terminal(n + k, secs(60));
+        assert_eq!(j.state, JobState::Completed, "{j:?}");
+        assert_eq!(j.exit_code, 0, "{j:?}");
+        assert_eq!(
+            c.read_work_file(&format!("batched-{k}.out")),
+            format!("task {k}\n")
+        );
+        tasks.push(j);
+    }
+    let after = scrape(c.ctld_port());
+    let delta = |name: &str| count(&after, name) - count(&before, name);
+    assert_eq!(delta("gsched_jobs_started_total"), 8.0, "{after}");
+    assert_eq!(
+        delta("gsched_node_launch_requests_total"),
+        1.0,
+        "one pass placed all eight tasks on n1: one request\n{after}"
+    );
+    let ends = delta("gsched_job_end_requests_total");
+    assert!(
+        (1.0..8.0).contains(&ends),
+        "eight tasks ending at one moment took {ends} end requests (one each without batching)\n{after}"
+    );
+}
+
 /// Every family of the page is listed in gsched(7) (as a whole word, counters with their
 /// `_total`: `gsched_jobs` is not documented by `gsched_jobs_invalid`).
 fn families_are_documented(text: &str) {

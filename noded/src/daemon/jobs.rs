@@ -16,8 +16,9 @@ use crate::jobdir::{
 use crate::procfs;
 use crate::sys;
 use gsched_proto::api::{
-    paths, Ack, ApiError, ErrorCode, JobCompleteRequest, LaunchRequest, NodeSignalRequest,
-    NodeSuspendRequest, RunningJob, SignalScope, TerminateReason, TerminateRequest,
+    paths, Ack, ApiError, BatchResponse, ErrorCode, JobCompleteBatch, JobCompleteRequest,
+    LaunchRequest, NodeSignalRequest, NodeSuspendRequest, RunningJob, SignalScope, TerminateReason,
+    TerminateRequest,
 };
 use gsched_proto::job::JobId;
 use std::collections::BTreeSet;
@@ -29,7 +30,20 @@ use std::time::Duration;
 
 /// First and longest pause between attempts to deliver a completion report.
 const REPORT_BACKOFF_START: Duration = Duration::from_millis(200);
+/// How long the first of several job ends waits for the others before its report goes:
+/// jobs launched together (one pass, one request) end within a millisecond or two of each
+/// other, and one request then reports them all.
+const REPORT_GATHER: Duration = Duration::from_millis(5);
 const REPORT_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Job-end reports gathered for one request to the controller.
+#[derive(Debug, Default)]
+pub(crate) struct Outbox {
+    reports: Vec<JobCompleteRequest>,
+    /// A blocking thread is sending (or gathering) a batch; reports queued meanwhile go with
+    /// its next one.
+    sending: bool,
+}
+
 /// How often SIGKILL is repeated once a terminated job's `KillWait` has passed.
 const KILL_REPEAT: Duration = Duration::from_secs(1);
 /// How long re-adoption waits for the `pids.json` of a job whose gsstepd was not found
@@ -604,7 +618,8 @@ impl Node {
     /// gsstepd is gone: read the status, clean up and report it. One hand-off to the
     /// blocking pool does it all, the first report attempt included (the controller answers
     /// it within a millisecond; each hand-off costs two thread wake-ups, which showed in the
-    /// node's profile); only a report that did not get through goes on in [`Node::report`].
+    /// node's profile), together with the ends of other jobs ([`Node::send_report`]); only
+    /// a report that did not get through goes on in [`Node::report`].
     async fn stepd_ended(self: Arc<Self>, id: JobId, start_time: i64) {
         let (dir, terminate, cgroup) = {
             let mut jobs = self.jobs();
@@ -642,12 +657,15 @@ impl Node {
                     .map(|e| format!(", launch error: {e}"))
                     .unwrap_or_default()
             );
-            node.deliver_report(&report).err().map(|e| (report, e))
+            node.send_report(report)
         })
         .await;
         match first {
-            Ok(None) => {}
-            Ok(Some((report, failure))) => self.report(report, Some(failure)).await,
+            Ok(failed) => {
+                for (report, failure) in failed {
+                    tokio::spawn(self.clone().report(report, Some(failure)));
+                }
+            }
             Err(e) => {
                 self.cores().release(id);
                 tracing::error!("job {id}: cannot build the report: {}", e.message);
@@ -676,14 +694,127 @@ impl Node {
         }
     }
 
-    /// Sends a completion report once (blocking). Once the controller has it, or does not
-    /// know the job (the report is then dropped), gsnoded forgets the job and deletes its
-    /// folder; `Err` says why the report did not get through.
+    /// Queues a job's end report and sends it (blocking) unless another thread is sending:
+    /// the first waits [`REPORT_GATHER`] for other ends, then sends everything queued in one
+    /// request, and again until nothing is queued. Returns the reports this thread sent
+    /// that did not get through, with why (they go on in [`Node::report`], one by one).
+    fn send_report(&self, report: JobCompleteRequest) -> Vec<(JobCompleteRequest, String)> {
+        {
+            let mut out = self.outbox();
+            out.reports.push(report);
+            if out.sending {
+                return Vec::new();
+            }
+            out.sending = true;
+        }
+        // Should a send panic, the next job end sends what is queued.
+        struct Sending<'a>(&'a Node);
+        impl Drop for Sending<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    self.0.outbox().sending = false;
+                }
+            }
+        }
+        let _sending = Sending(self);
+        std::thread::sleep(REPORT_GATHER);
+        let mut failed = Vec::new();
+        loop {
+            let reports = {
+                let mut out = self.outbox();
+                if out.reports.is_empty() {
+                    // Cleared under the lock: a report queued after this finds no sender
+                    // and sends itself.
+                    out.sending = false;
+                    return failed;
+                }
+                std::mem::take(&mut out.reports)
+            };
+            failed.extend(self.deliver_reports(reports));
+        }
+    }
+
+    fn outbox(&self) -> std::sync::MutexGuard<'_, Outbox> {
+        self.outbox.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sends several reports in one request ([`paths::JOBS_COMPLETE_BATCH`]; one alone, or
+    /// to a controller without that path, as single reports); the reports that did not get
+    /// through come back with why.
+    fn deliver_reports(
+        &self,
+        mut reports: Vec<JobCompleteRequest>,
+    ) -> Vec<(JobCompleteRequest, String)> {
+        if reports.len() == 1 {
+            let Some(r) = reports.pop() else {
+                return Vec::new();
+            };
+            return match self.deliver_report(&r) {
+                Ok(()) => Vec::new(),
+                Err(e) => vec![(r, e)],
+            };
+        }
+        let batch = JobCompleteBatch { reports };
+        let answer = match self
+            .client
+            .post::<_, BatchResponse>(paths::JOBS_COMPLETE_BATCH, &batch)
+        {
+            Ok(answer) => answer,
+            Err(e) if e.code() == Some(ErrorCode::NotFound) => {
+                tracing::debug!("the controller has no batch report; reporting one by one");
+                return batch
+                    .reports
+                    .into_iter()
+                    .filter_map(|r| self.deliver_report(&r).err().map(|e| (r, e)))
+                    .collect();
+            }
+            Err(e) => {
+                let why = e.to_string();
+                return batch
+                    .reports
+                    .into_iter()
+                    .map(|r| (r, why.clone()))
+                    .collect();
+            }
+        };
+        let mut failed = Vec::new();
+        for r in batch.reports {
+            let outcome = match answer.outcome(r.job_id) {
+                Some(Ok(())) => Ok(()),
+                Some(Err(e)) => Err(e.clone()),
+                None => Err(ApiError::new(
+                    ErrorCode::Internal,
+                    "the controller's answer does not list this job",
+                )),
+            };
+            if let Err(why) = self.reported(&r, outcome) {
+                failed.push((r, why));
+            }
+        }
+        failed
+    }
+
+    /// Sends a completion report once (blocking); see [`Node::reported`].
     fn deliver_report(&self, report: &JobCompleteRequest) -> Result<(), String> {
-        let (id, start_time) = (report.job_id, report.start_time);
         match self.client.post::<_, Ack>(paths::JOBS_COMPLETE, report) {
-            Ok(_) => tracing::debug!("job {id}: report acknowledged"),
-            Err(e) if e.code() == Some(ErrorCode::InvalidJobId) => tracing::warn!(
+            Ok(_) => self.reported(report, Ok(())),
+            Err(gsched_proto::client::ClientError::Api(e)) => self.reported(report, Err(e)),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The controller answered a report: once it has it, or does not know the job (the
+    /// report is then dropped), gsnoded forgets the job and deletes its folder; `Err` says
+    /// why the report did not get through.
+    fn reported(
+        &self,
+        report: &JobCompleteRequest,
+        answer: Result<(), ApiError>,
+    ) -> Result<(), String> {
+        let (id, start_time) = (report.job_id, report.start_time);
+        match answer {
+            Ok(()) => tracing::debug!("job {id}: report acknowledged"),
+            Err(e) if e.code == ErrorCode::InvalidJobId => tracing::warn!(
                 "job {id}: the controller does not know this job; dropping its report"
             ),
             Err(e) => return Err(e.to_string()),

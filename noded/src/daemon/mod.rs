@@ -163,6 +163,8 @@ pub struct Node {
     pub(crate) gpu_latest: Mutex<BTreeMap<u32, gsched_proto::gpu_sample::GpuSample>>,
     /// The GPUs of each running job, read from its launch.json once.
     pub(crate) job_gpus: Mutex<BTreeMap<JobId, Vec<gsched_proto::gpu::GpuAlloc>>>,
+    /// Job-end reports waiting to go to the controller together (see `Node::send_report`).
+    pub(crate) outbox: Mutex<jobs::Outbox>,
 }
 
 impl std::fmt::Debug for Node {
@@ -206,6 +208,7 @@ impl Node {
             gpu_samples: Mutex::new(Vec::new()),
             gpu_latest: Mutex::new(BTreeMap::new()),
             job_gpus: Mutex::new(BTreeMap::new()),
+            outbox: Mutex::new(jobs::Outbox::default()),
             settings,
             auth,
             client,

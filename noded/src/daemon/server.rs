@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use gsched_proto::api::{
-    self, paths, Ack, ApiError, ErrorCode, LaunchRequest, NodeSignalRequest, PingResponse,
-    TerminateRequest,
+    self, paths, Ack, ApiError, BatchResponse, BatchResult, ErrorCode, LaunchBatch, LaunchRequest,
+    NodeSignalRequest, PingResponse, TerminateRequest,
 };
 pub use gsched_proto::server::{check_request, request_peer, ApiErr, Body};
 use std::sync::Arc;
@@ -85,6 +85,7 @@ pub fn router(node: Arc<Node>) -> Router {
     Router::new()
         .route(paths::NODE_PING, get(ping).post(ping))
         .route(paths::NODE_LAUNCH, post(launch))
+        .route(paths::NODE_LAUNCH_BATCH, post(launch_batch))
         .route(paths::NODE_SIGNAL, post(signal))
         .route(paths::NODE_TERMINATE, post(terminate))
         .route(paths::NODE_SUSPEND, post(suspend))
@@ -126,6 +127,31 @@ async fn launch(State(node): Node_, Body(req): Body<LaunchRequest>) -> Result<Js
             ))
         })??;
     Ok(Json(Ack { ok: true }))
+}
+
+/// Several jobs of one scheduling pass, launched one after the other as [`launch`] does
+/// (in a task of their own too); one result per job.
+async fn launch_batch(
+    State(node): Node_,
+    Body(req): Body<LaunchBatch>,
+) -> Result<Json<BatchResponse>, ApiErr> {
+    let results = tokio::spawn(async move {
+        let mut results = Vec::with_capacity(req.jobs.len());
+        for job in req.jobs {
+            let job_id = job.job_id;
+            let error = node.launch(job).await.err();
+            results.push(BatchResult { job_id, error });
+        }
+        results
+    })
+    .await
+    .map_err(|e| {
+        ApiErr(ApiError::new(
+            ErrorCode::Internal,
+            format!("launch task failed: {e}"),
+        ))
+    })?;
+    Ok(Json(BatchResponse { results }))
 }
 
 async fn signal(

@@ -94,7 +94,8 @@ if errors:
 print(f"{time.monotonic() - t0:.6f}")
 EOF
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/free-port.sh
+source "$ROOT/bench/free-port.sh"
 # "MEDIAN MIN MAX" of the numbers on stdin
 stats() {
   sort -g | awk 'NF { v[++n] = $1 } END { m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2

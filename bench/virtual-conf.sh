@@ -1,7 +1,8 @@
 # Sourced by bench/virtual-nodes.sh and bench/virtual-steady.sh: the controller config of a
-# cluster of virtual nodes, and a free loopback port.
+# cluster of virtual nodes, and a free loopback port (bench/free-port.sh).
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/free-port.sh
+source "$(dirname "${BASH_SOURCE[0]}")/free-port.sh"
 
 # virtual_conf DIR NODES CTLD_PORT NODE_PORT JOBS SLURMD_TIMEOUT: writes DIR/gsched.conf
 # (auth/none, store and spools under DIR, NODES nodes v1.. of 64 CPUs on loopback).

@@ -43,15 +43,19 @@ pub fn send(sh: Arc<Shared>, effects: Vec<Effect>) {
     }
 }
 
-/// What a launch request's failure means for its job.
-fn launch_failure(e: ClientError, id: JobId, node: &str) -> Result<(), LaunchFailure> {
+/// What a launch request's failure means for its jobs (`runs`).
+fn launch_failure(e: ClientError, runs: &[(JobId, i64)], node: &str) -> Result<(), LaunchFailure> {
     match e {
         ClientError::Connect { source, .. } => Err(LaunchFailure::Unreachable(source.to_string())),
         ClientError::Api(e) => Err(api_failure(e)),
-        // Sent, but the answer was lost: the node may have it. Treat it as launched;
+        // Sent, but the answer was lost: the node may have them. Treat them as launched;
         // reconciliation with the node's job list settles it.
         other => {
-            tracing::warn!("job {id}: launch answer from {node} lost: {other}");
+            let ids: Vec<String> = runs.iter().map(|(id, _)| id.to_string()).collect();
+            tracing::warn!(
+                "job(s) {}: launch answer from {node} lost: {other}",
+                ids.join(",")
+            );
             Ok(())
         }
     }
@@ -78,7 +82,7 @@ fn launch(sh: &Arc<Shared>, node: &str, jobs: Vec<LaunchRequest>) {
         Some(c) if jobs.len() == 1 => {
             sh.metrics.launch_request();
             let r = c.post::<_, Ack>(paths::NODE_LAUNCH, &jobs[0]).map(|_| ());
-            vec![r.or_else(|e| launch_failure(e, runs[0].0, node))]
+            vec![r.or_else(|e| launch_failure(e, &runs, node))]
         }
         Some(c) => {
             let batch = LaunchBatch { jobs };
@@ -86,7 +90,8 @@ fn launch(sh: &Arc<Shared>, node: &str, jobs: Vec<LaunchRequest>) {
             match c.post::<_, BatchResponse>(paths::NODE_LAUNCH_BATCH, &batch) {
                 Ok(answer) => runs
                     .iter()
-                    .map(|&(id, _)| match answer.outcome(id) {
+                    .enumerate()
+                    .map(|(i, &(id, _))| match answer.outcome(i, id) {
                         Some(Ok(())) => Ok(()),
                         Some(Err(e)) => Err(api_failure(e.clone())),
                         None => {
@@ -105,7 +110,7 @@ fn launch(sh: &Arc<Shared>, node: &str, jobs: Vec<LaunchRequest>) {
                     return;
                 }
                 Err(e) => {
-                    let failure = launch_failure(e, runs[0].0, node);
+                    let failure = launch_failure(e, &runs, node);
                     runs.iter().map(|_| failure.clone()).collect()
                 }
             }

@@ -459,37 +459,46 @@ async fn complete(
     Body(req): Body<JobCompleteRequest>,
 ) -> Result<Json<Ack>, ApiErr> {
     require_slurm_user(&sh, &who)?;
-    sh.metrics.end_request();
-    sh.lock().complete(&req, now())?;
-    crate::steps_api::job_ended(&sh, req.job_id);
-    sh.wake.notify_one();
-    Ok(Json(Ack { ok: true }))
+    match complete_reports(&sh, std::slice::from_ref(&req)).pop() {
+        Some(Err(e)) => Err(ApiErr(e)),
+        _ => Ok(Json(Ack { ok: true })),
+    }
 }
 
-/// Several job ends of one node: each as [`complete`], under one lock of the state.
+/// Several job ends of one node: each as [`complete`], one result per report.
 async fn complete_batch(
     AxState(sh): Sh,
     Extension(who): Who,
     Body(req): Body<api::JobCompleteBatch>,
 ) -> Result<Json<api::BatchResponse>, ApiErr> {
     require_slurm_user(&sh, &who)?;
+    let results = complete_reports(&sh, &req.reports)
+        .into_iter()
+        .zip(&req.reports)
+        .map(|(r, report)| api::BatchResult {
+            job_id: report.job_id,
+            error: r.err(),
+        })
+        .collect();
+    Ok(Json(api::BatchResponse { results }))
+}
+
+/// Records the ends of one request's jobs under one lock of the state, then closes the
+/// steps of the jobs that ended and wakes the scheduler.
+fn complete_reports(sh: &Arc<Shared>, reports: &[JobCompleteRequest]) -> Vec<Result<(), ApiError>> {
     sh.metrics.end_request();
-    let results: Vec<api::BatchResult> = {
+    let results: Vec<Result<(), ApiError>> = {
         let mut st = sh.lock();
         let now = now();
-        req.reports
-            .iter()
-            .map(|r| api::BatchResult {
-                job_id: r.job_id,
-                error: st.complete(r, now).err(),
-            })
-            .collect()
+        reports.iter().map(|r| st.complete(r, now)).collect()
     };
-    for r in results.iter().filter(|r| r.error.is_none()) {
-        crate::steps_api::job_ended(&sh, r.job_id);
+    for (r, report) in results.iter().zip(reports) {
+        if r.is_ok() {
+            crate::steps_api::job_ended(sh, report.job_id);
+        }
     }
     sh.wake.notify_one();
-    Ok(Json(api::BatchResponse { results }))
+    results
 }
 
 async fn nodes(AxState(sh): Sh, Extension(who): Who) -> Result<Json<NodesResponse>, ApiErr> {

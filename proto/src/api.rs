@@ -716,11 +716,12 @@ pub struct BatchResult {
 }
 
 impl BatchResponse {
-    /// The outcome of job `id` (an answer that lacks it counts as lost: `None`).
-    pub fn outcome(&self, id: JobId) -> Option<Result<(), &ApiError>> {
+    /// The outcome of job `id`, the `i`-th of the request (`None` when the answer does not
+    /// hold it there: lost).
+    pub fn outcome(&self, i: usize, id: JobId) -> Option<Result<(), &ApiError>> {
         self.results
-            .iter()
-            .find(|r| r.job_id == id)
+            .get(i)
+            .filter(|r| r.job_id == id)
             .map(|r| r.error.as_ref().map_or(Ok(()), Err))
     }
 }

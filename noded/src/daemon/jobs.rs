@@ -696,8 +696,8 @@ impl Node {
     }
 
     /// Queues a job's end report and sends it (blocking) unless another thread is sending:
-    /// the first waits [`REPORT_GATHER`] for other ends, then sends everything queued in one
-    /// request, and again until nothing is queued. Returns the reports this thread sent
+    /// the first waits [`REPORT_GATHER`] for other ends (when other jobs are still here to
+    /// end), then sends everything queued in one request, and again until nothing is queued. Returns the reports this thread sent
     /// that did not get through, with why (they go on in [`Node::report`], one by one).
     fn send_report(&self, report: JobCompleteRequest) -> Vec<(JobCompleteRequest, String)> {
         {
@@ -718,7 +718,11 @@ impl Node {
             }
         }
         let _sending = Sending(self);
-        std::thread::sleep(REPORT_GATHER);
+        // Only jobs still launching or running can end meanwhile: with none, a lone job's
+        // end (a dependency chain, a single test job) is reported at once.
+        if self.jobs().values().any(|j| j.phase != Phase::Ended) {
+            std::thread::sleep(REPORT_GATHER);
+        }
         let mut failed = Vec::new();
         loop {
             let reports = {
@@ -779,8 +783,8 @@ impl Node {
             }
         };
         let mut failed = Vec::new();
-        for r in batch.reports {
-            let outcome = match answer.outcome(r.job_id) {
+        for (i, r) in batch.reports.into_iter().enumerate() {
+            let outcome = match answer.outcome(i, r.job_id) {
                 Some(Ok(())) => Ok(()),
                 Some(Err(e)) => Err(e.clone()),
                 None => Err(ApiError::new(

@@ -114,30 +114,29 @@ async fn ping(State(node): Node_) -> Json<PingResponse> {
 }
 
 async fn launch(State(node): Node_, Body(req): Body<LaunchRequest>) -> Result<Json<Ack>, ApiErr> {
-    // The launch runs to its end in a task of its own even when the controller's connection
-    // drops half-way (gsctld killed): the request's future would otherwise be dropped after
-    // the job entered the table and before its gsstepd started, leaving a job that is listed
-    // as held here but never runs.
-    tokio::spawn(async move { node.launch(req).await })
-        .await
-        .map_err(|e| {
-            ApiErr(ApiError::new(
-                ErrorCode::Internal,
-                format!("launch task failed: {e}"),
-            ))
-        })??;
-    Ok(Json(Ack { ok: true }))
+    match launch_all(node, vec![req]).await?.pop() {
+        Some(BatchResult { error: Some(e), .. }) => Err(ApiErr(e)),
+        _ => Ok(Json(Ack { ok: true })),
+    }
 }
 
-/// Several jobs of one scheduling pass, launched one after the other as [`launch`] does
-/// (in a task of their own too); one result per job.
+/// Several jobs of one scheduling pass, one result per job.
 async fn launch_batch(
     State(node): Node_,
     Body(req): Body<LaunchBatch>,
 ) -> Result<Json<BatchResponse>, ApiErr> {
-    let results = tokio::spawn(async move {
-        let mut results = Vec::with_capacity(req.jobs.len());
-        for job in req.jobs {
+    let results = launch_all(node, req.jobs).await?;
+    Ok(Json(BatchResponse { results }))
+}
+
+/// Launches `jobs` one after the other. They run to their end in a task of their own even
+/// when the controller's connection drops half-way (gsctld killed): the request's future
+/// would otherwise be dropped after a job entered the table and before its gsstepd
+/// started, leaving a job that is listed as held here but never runs.
+async fn launch_all(node: Arc<Node>, jobs: Vec<LaunchRequest>) -> Result<Vec<BatchResult>, ApiErr> {
+    tokio::spawn(async move {
+        let mut results = Vec::with_capacity(jobs.len());
+        for job in jobs {
             let job_id = job.job_id;
             let error = node.launch(job).await.err();
             results.push(BatchResult { job_id, error });
@@ -150,8 +149,7 @@ async fn launch_batch(
             ErrorCode::Internal,
             format!("launch task failed: {e}"),
         ))
-    })?;
-    Ok(Json(BatchResponse { results }))
+    })
 }
 
 async fn signal(

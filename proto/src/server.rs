@@ -132,8 +132,11 @@ pub async fn check_request(
             )
         })?
         .to_string();
-    // Verifying may talk to a local daemon (munged): keep it off the async threads.
-    let verified = if auth.verify_blocks() {
+    // Verifying may talk to a local daemon (munged): wait for it asynchronously where the
+    // plugin can, else keep it off the async threads.
+    let verified = if let Some(check) = auth.clone().verify_async(&cred, peer) {
+        check.await
+    } else if auth.verify_blocks() {
         tokio::task::spawn_blocking(move || auth.verify_from(&cred, peer))
             .await
             .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?

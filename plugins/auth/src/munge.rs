@@ -136,6 +136,24 @@ impl Authenticator for MungeAuth {
         let decoded = self.client.decode(credential).map_err(refusal)?;
         self.accept(credential, &decoded)
     }
+
+    #[cfg(feature = "async")]
+    fn verify_async(
+        self: std::sync::Arc<Self>,
+        credential: &str,
+        _peer: Option<gsched_proto::auth::Peer>,
+    ) -> Option<gsched_proto::auth::VerifyFuture> {
+        let credential = credential.to_string();
+        Some(Box::pin(async move {
+            check_format(&credential)?;
+            let decoded = self
+                .client
+                .decode_async(&credential)
+                .await
+                .map_err(refusal)?;
+            self.accept(&credential, &decoded)
+        }))
+    }
 }
 
 impl MungeAuth {

@@ -362,13 +362,11 @@ impl MungeClient {
         }
     }
 
-    fn connect(&self) -> Result<UnixStream, MungeError> {
-        let path = &self.socket;
-        let shown = path.display();
-        let bytes = path.as_os_str().as_bytes();
+    /// libmunge's error for a socket path too long for `sockaddr_un`.
+    fn check_path_length(&self) -> Result<(), MungeError> {
         // SAFETY: sockaddr_un is plain old data; all zeroes is a valid value.
-        let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-        if bytes.len() >= addr.sun_path.len() {
+        let addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        if self.socket.as_os_str().len() >= addr.sun_path.len() {
             return Err(MungeError::new(
                 EMUNGE_OVERFLOW,
                 format!(
@@ -377,6 +375,31 @@ impl MungeClient {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// What a failed connect means, and whether to try again after a pause (`Ok`).
+    fn connect_failed(&self, err: &std::io::Error, attempt: u32) -> Result<Duration, MungeError> {
+        if attempt == 1 {
+            // libmunge's messages for a socket that is missing or not a socket; looked at
+            // only when the connection fails (one system call less per credential).
+            self.precheck()?;
+        }
+        if !transient(err) || attempt >= CONNECT_ATTEMPTS {
+            return Err(MungeError::new(
+                EMUNGE_SOCKET,
+                format!("Failed to connect to \"{}\": {err}", self.socket.display()),
+            ));
+        }
+        Ok(CONNECT_PAUSE * attempt)
+    }
+
+    fn connect(&self) -> Result<UnixStream, MungeError> {
+        self.check_path_length()?;
+        let path = &self.socket;
+        let bytes = path.as_os_str().as_bytes();
+        // SAFETY: sockaddr_un is plain old data; all zeroes is a valid value.
+        let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
         addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
         for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
             *d = *s as libc::c_char;
@@ -417,18 +440,7 @@ impl MungeClient {
             if err.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            if attempt == 1 {
-                // libmunge's messages for a socket that is missing or not a socket; looked
-                // at only when the connection fails (one system call less per credential).
-                self.precheck()?;
-            }
-            if !transient(&err) || attempt >= CONNECT_ATTEMPTS {
-                return Err(MungeError::new(
-                    EMUNGE_SOCKET,
-                    format!("Failed to connect to \"{shown}\": {err}"),
-                ));
-            }
-            std::thread::sleep(CONNECT_PAUSE * attempt);
+            std::thread::sleep(self.connect_failed(&err, attempt)?);
             attempt += 1;
         }
         let setup = stream
@@ -440,6 +452,81 @@ impl MungeClient {
         })?;
         Ok(stream)
     }
+}
+
+/// The same exchanges for a daemon's async runtime: the request waits for munged on the
+/// runtime's reactor instead of a blocking thread (see `Authenticator::verify_async`), with
+/// libmunge's retries and time limits as above.
+#[cfg(feature = "async")]
+impl MungeClient {
+    /// munged's verdict on `credential`, without blocking the calling thread.
+    pub async fn decode_async(&self, credential: &str) -> Result<Decoded, MungeError> {
+        let request = decode_request(credential)?;
+        let body = self
+            .exchange_async(MSG_DEC_REQ, &request, MSG_DEC_RSP)
+            .await?;
+        parse_decode_response(&body)
+    }
+
+    async fn exchange_async(&self, kind: u8, body: &[u8], want: u8) -> Result<Vec<u8>, MungeError> {
+        check_length(body)?;
+        let mut retry = 0u8;
+        loop {
+            let mut stream = self.connect_async().await?;
+            match transfer_async(&mut stream, kind, retry, body, want).await {
+                Ok(b) => return Ok(b),
+                Err(e) => match retry_pause(&e, retry) {
+                    None => return Err(e),
+                    Some(pause) => {
+                        retry += 1;
+                        tokio::time::sleep(pause).await;
+                    }
+                },
+            }
+        }
+    }
+
+    async fn connect_async(&self) -> Result<tokio::net::UnixStream, MungeError> {
+        self.check_path_length()?;
+        let mut attempt = 1;
+        loop {
+            match tokio::net::UnixStream::connect(&self.socket).await {
+                Ok(s) => return Ok(s),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => tokio::time::sleep(self.connect_failed(&e, attempt)?).await,
+            }
+            attempt += 1;
+        }
+    }
+}
+
+/// [`transfer`] on tokio's reactor; each step waits at most `IO_TIMEOUT`, as the blocking
+/// socket's timeouts do there.
+#[cfg(feature = "async")]
+async fn transfer_async(
+    stream: &mut tokio::net::UnixStream,
+    kind: u8,
+    retry: u8,
+    body: &[u8],
+    want: u8,
+) -> Result<Vec<u8>, MungeError> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    async fn timed<T>(
+        what: &str,
+        step: impl std::future::Future<Output = std::io::Result<T>>,
+    ) -> Result<T, MungeError> {
+        match tokio::time::timeout(IO_TIMEOUT, step).await {
+            Ok(r) => r.map_err(|e| io_error(what, e)),
+            Err(_) => Err(io_error(what, std::io::ErrorKind::TimedOut.into())),
+        }
+    }
+    timed("send message", stream.write_all(&framed(kind, retry, body))).await?;
+    let mut h = [0u8; HEADER_LEN];
+    timed("receive message header", stream.read_exact(&mut h)).await?;
+    let len = check_header(&h, want)?;
+    let mut body = vec![0u8; len as usize];
+    timed("receive message body", stream.read_exact(&mut body)).await?;
+    Ok(body)
 }
 
 fn io_error(what: &str, e: std::io::Error) -> MungeError {
@@ -649,6 +736,136 @@ mod tests {
         for cut in 0..ok.len() {
             assert!(parse_decode_response(&ok[..cut]).is_err(), "cut at {cut}");
         }
+    }
+
+    /// A munged stand-in on a socket of its own: serves `answers.len()` connections, the
+    /// n-th with `answers[n]` (given the request's header and body; `None` hangs up without
+    /// answering), and returns what it was sent.
+    #[cfg(feature = "async")]
+    fn fake_munged(
+        answers: Vec<fn(&[u8], &[u8]) -> Option<Vec<u8>>>,
+    ) -> (
+        tempfile_path::Dir,
+        std::thread::JoinHandle<Vec<(Vec<u8>, Vec<u8>)>>,
+    ) {
+        let dir = tempfile_path::Dir::new();
+        let listener = std::os::unix::net::UnixListener::bind(dir.socket()).unwrap();
+        let served = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for answer in answers {
+                let (mut s, _) = listener.accept().unwrap();
+                let mut h = [0u8; HEADER_LEN];
+                s.read_exact(&mut h).unwrap();
+                let len = u32::from_be_bytes([h[7], h[8], h[9], h[10]]) as usize;
+                let mut body = vec![0u8; len];
+                s.read_exact(&mut body).unwrap();
+                if let Some(reply) = answer(&h, &body) {
+                    s.write_all(&framed(MSG_DEC_RSP, 0, &reply)).unwrap();
+                }
+                seen.push((h.to_vec(), body));
+            }
+            seen
+        });
+        (dir, served)
+    }
+
+    /// A private folder for a test's socket, removed afterwards.
+    #[cfg(feature = "async")]
+    mod tempfile_path {
+        pub struct Dir(std::path::PathBuf);
+        impl Dir {
+            pub fn new() -> Dir {
+                use std::sync::atomic::{AtomicU32, Ordering};
+                static N: AtomicU32 = AtomicU32::new(0);
+                let p = std::env::temp_dir().join(format!(
+                    "gsched-munge-test-{}-{}",
+                    std::process::id(),
+                    N.fetch_add(1, Ordering::Relaxed)
+                ));
+                std::fs::create_dir_all(&p).unwrap();
+                Dir(p)
+            }
+            pub fn socket(&self) -> std::path::PathBuf {
+                self.0.join("munge.socket")
+            }
+        }
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    #[cfg(feature = "async")]
+    #[tokio::test]
+    async fn async_decode_sends_what_the_blocking_one_sends_and_reads_the_verdict() {
+        fn ok(_: &[u8], _: &[u8]) -> Option<Vec<u8>> {
+            Some(response(
+                0,
+                "",
+                &decode_body(300, 1_700_000_000, 1001, 1002, b""),
+            ))
+        }
+        let (dir, served) = fake_munged(vec![ok, ok]);
+        let socket = dir.socket();
+        let client = MungeClient::new(socket.to_str());
+        let want = Decoded {
+            uid: 1001,
+            gid: 1002,
+            encoded_at: 1_700_000_000,
+            ttl: 300,
+            payload: vec![],
+        };
+        assert_eq!(client.decode_async("MUNGE:abc:").await.unwrap(), want);
+        let blocking = client.clone();
+        let b = tokio::task::spawn_blocking(move || blocking.decode("MUNGE:abc:"));
+        assert_eq!(b.await.unwrap().unwrap(), want);
+        let seen = served.join().unwrap();
+        assert_eq!(seen[0], seen[1], "async and blocking requests differ");
+        assert_eq!(seen[0].1, decode_request("MUNGE:abc:").unwrap());
+        assert_eq!(seen[0].0[5], MSG_DEC_REQ);
+    }
+
+    #[cfg(feature = "async")]
+    #[tokio::test]
+    async fn async_decode_retries_a_dropped_exchange_with_the_retry_count_set() {
+        fn hang_up(_: &[u8], _: &[u8]) -> Option<Vec<u8>> {
+            None
+        }
+        fn replayed(h: &[u8], _: &[u8]) -> Option<Vec<u8>> {
+            // munged counts retries so that a retried decode is not taken for a replay.
+            assert_eq!(h[6], 1, "second attempt must carry retry 1");
+            Some(response(
+                EMUNGE_CRED_REPLAYED,
+                "Replayed credential",
+                &decode_body(300, 1, 0, 0, b""),
+            ))
+        }
+        let (dir, served) = fake_munged(vec![hang_up, replayed]);
+        let socket = dir.socket();
+        let e = MungeClient::new(socket.to_str())
+            .decode_async("MUNGE:abc:")
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, EMUNGE_CRED_REPLAYED, "{e}");
+        assert_eq!(served.join().unwrap().len(), 2);
+    }
+
+    #[cfg(feature = "async")]
+    #[tokio::test]
+    async fn async_decode_of_a_missing_socket_says_to_start_munged() {
+        let e = MungeClient::new(Some("/nonexistent/munge.socket"))
+            .decode_async("MUNGE:abc:")
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, EMUNGE_SOCKET);
+        assert!(e.message.contains("Did you start munged?"), "{e}");
+        let long = format!("/tmp/{}", "s".repeat(200));
+        let e = MungeClient::new(Some(&long))
+            .decode_async("MUNGE:abc:")
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, EMUNGE_OVERFLOW, "{e}");
     }
 
     #[test]

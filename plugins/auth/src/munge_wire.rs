@@ -738,16 +738,18 @@ mod tests {
         }
     }
 
+    /// How the stand-in answers one request (its header and body); `None` hangs up.
+    #[cfg(feature = "async")]
+    type Answer = fn(&[u8], &[u8]) -> Option<Vec<u8>>;
+    /// The stand-in's thread, which returns each request's header and body.
+    #[cfg(feature = "async")]
+    type Served = std::thread::JoinHandle<Vec<(Vec<u8>, Vec<u8>)>>;
+
     /// A munged stand-in on a socket of its own: serves `answers.len()` connections, the
     /// n-th with `answers[n]` (given the request's header and body; `None` hangs up without
     /// answering), and returns what it was sent.
     #[cfg(feature = "async")]
-    fn fake_munged(
-        answers: Vec<fn(&[u8], &[u8]) -> Option<Vec<u8>>>,
-    ) -> (
-        tempfile_path::Dir,
-        std::thread::JoinHandle<Vec<(Vec<u8>, Vec<u8>)>>,
-    ) {
+    fn fake_munged(answers: Vec<Answer>) -> (tempfile_path::Dir, Served) {
         let dir = tempfile_path::Dir::new();
         let listener = std::os::unix::net::UnixListener::bind(dir.socket()).unwrap();
         let served = std::thread::spawn(move || {

@@ -42,7 +42,14 @@ if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx "
   rustup target add "$TARGET_TRIPLE" >&2 ||
     { echo "build-static.sh: cannot install $TARGET_TRIPLE; run: rustup target add $TARGET_TRIPLE" >&2; exit 1; }
 fi
-cargo build -q "${ARGS[@]}" --target "$TARGET_TRIPLE" -p gsched-noded --bin gsstepd -p gsched-cli --bin gsbatch >&2
+cargo build -q "${ARGS[@]}" --target "$TARGET_TRIPLE" -p gsched-noded --bin gsstepd >&2
+# gsbatch is linked at a fixed address (not position-independent): a static-pie program
+# relocates its own data at every start, which writes, and so copies, each of its ~20 data
+# pages (a third of a submission's page faults; bench/RESULTS.md, "Credential checks on the
+# controller's thread"). Only the final link changes (the libraries are the same builds as
+# gsstepd's); the heap, stack and mappings stay randomized. gsstepd, which starts jobs as
+# root, stays position-independent.
+cargo rustc -q "${ARGS[@]}" --target "$TARGET_TRIPLE" -p gsched-cli --bin gsbatch -- -C relocation-model=static >&2
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
 OUT="$TARGET/$TARGET_TRIPLE/$PROFILE"

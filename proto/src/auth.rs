@@ -39,6 +39,12 @@ pub trait Authenticator: Send + Sync {
     fn name(&self) -> &'static str;
     /// A credential for a request this process sends.
     fn credential(&self) -> Result<String, AuthError>;
+    /// Starts making a credential and returns before it is made, so that the caller can
+    /// connect to the server meanwhile (auth/munge: munged works on it while the connection
+    /// is set up); [`PendingCredential::finish`] returns it. The default makes it at once.
+    fn start_credential(&self) -> PendingCredential {
+        PendingCredential::ready(self.credential())
+    }
     /// Checks a credential from a request this process received.
     fn verify(&self, credential: &str) -> Result<Identity, AuthError>;
     /// Checks a credential that came on the connection `peer`. Servers call this one; the
@@ -67,6 +73,34 @@ pub trait Authenticator: Send + Sync {
     ) -> Option<VerifyFuture> {
         let _ = (credential, peer);
         None
+    }
+}
+
+/// A credential on its way ([`Authenticator::start_credential`]).
+pub struct PendingCredential(Box<dyn FnOnce() -> Result<String, AuthError> + Send>);
+
+impl PendingCredential {
+    /// One already made (or that could not be).
+    pub fn ready(credential: Result<String, AuthError>) -> PendingCredential {
+        PendingCredential(Box::new(move || credential))
+    }
+
+    /// One that `finish` waits for.
+    pub fn new(
+        finish: impl FnOnce() -> Result<String, AuthError> + Send + 'static,
+    ) -> PendingCredential {
+        PendingCredential(Box::new(finish))
+    }
+
+    /// Waits for the credential.
+    pub fn finish(self) -> Result<String, AuthError> {
+        (self.0)()
+    }
+}
+
+impl fmt::Debug for PendingCredential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PendingCredential")
     }
 }
 

@@ -10,7 +10,7 @@
 use crate::api::{
     ApiError, ErrorCode, AUTH_HEADER, NODE_HEADER, PROTOCOL_HEADER, PROTOCOL_VERSION,
 };
-use crate::auth::Authenticator;
+use crate::auth::{Authenticator, PendingCredential};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -239,13 +239,15 @@ impl Client {
             // A kept connection the server has closed in the meantime (idle timeout, restart)
             // fails before any answer: the request never reached the server, so it is sent
             // again, with a new credential, on a new connection.
-            Some(stream) => match self.exchange(stream, method, path, body) {
-                Err(Failure {
-                    answered: false, ..
-                }) => self.exchange(self.connect()?, method, path, body),
-                other => other,
-            },
-            None => self.exchange(self.connect()?, method, path, body),
+            Some(stream) => {
+                match self.exchange(stream, self.auth.start_credential(), method, path, body) {
+                    Err(Failure {
+                        answered: false, ..
+                    }) => self.send_new(method, path, body),
+                    other => other,
+                }
+            }
+            None => self.send_new(method, path, body),
         }
         .map_err(|f| f.error)?;
         if (200..300).contains(&status) {
@@ -263,18 +265,31 @@ impl Client {
             }
         }
     }
+    /// Sends one request on a new connection; the credential is made while the connection
+    /// is set up (a lone command's request waits for both one after the other otherwise).
+    fn send_new(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<(u16, Vec<u8>), Failure> {
+        let cred = self.auth.start_credential();
+        let stream = self.connect()?;
+        self.exchange(stream, cred, method, path, body)
+    }
+
     /// Sends one request on `stream` and reads the answer; gives the connection back to the
     /// pool when there is one and the server left it open.
     fn exchange(
         &self,
         mut stream: TcpStream,
+        cred: PendingCredential,
         method: &str,
         path: &str,
         body: Option<&[u8]>,
     ) -> Result<(u16, Vec<u8>), Failure> {
-        let cred = self
-            .auth
-            .credential()
+        let cred = cred
+            .finish()
             .map_err(|e| Failure::answered(ClientError::Auth(e.to_string())))?;
         let body = body.unwrap_or(&[]);
         let mut req = Vec::with_capacity(256 + body.len());

@@ -19,7 +19,7 @@
 //! `socket=`.
 
 use crate::munge_wire::{self, MungeClient};
-use gsched_proto::auth::{AuthError, Authenticator, Identity};
+use gsched_proto::auth::{AuthError, Authenticator, Identity, PendingCredential};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
@@ -118,17 +118,15 @@ impl Authenticator for MungeAuth {
     }
 
     fn credential(&self) -> Result<String, AuthError> {
-        self.client.encode(self.ttl, b"").map_err(|e| {
-            let hint = if e.code == munge_wire::EMUNGE_SOCKET {
-                format!(
-                    "; is munged running and is {} its socket (AuthInfo=socket=PATH)?",
-                    self.client.socket().display()
-                )
-            } else {
-                String::new()
-            };
-            AuthError(format!("cannot create a MUNGE credential: {e}{hint}"))
-        })
+        self.client
+            .encode(self.ttl, b"")
+            .map_err(|e| encode_failed(e, self.client.socket()))
+    }
+
+    fn start_credential(&self) -> PendingCredential {
+        let pending = self.client.start_encode(self.ttl, b"");
+        let socket = self.client.socket().to_path_buf();
+        PendingCredential::new(move || pending.finish().map_err(|e| encode_failed(e, &socket)))
     }
 
     fn verify(&self, credential: &str) -> Result<Identity, AuthError> {
@@ -180,6 +178,19 @@ impl MungeAuth {
             gid: decoded.gid,
         })
     }
+}
+
+/// What to say when no credential could be made.
+fn encode_failed(e: munge_wire::MungeError, socket: &std::path::Path) -> AuthError {
+    let hint = if e.code == munge_wire::EMUNGE_SOCKET {
+        format!(
+            "; is munged running and is {} its socket (AuthInfo=socket=PATH)?",
+            socket.display()
+        )
+    } else {
+        String::new()
+    };
+    AuthError(format!("cannot create a MUNGE credential: {e}{hint}"))
 }
 
 fn check_format(credential: &str) -> Result<(), AuthError> {

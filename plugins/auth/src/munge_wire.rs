@@ -321,20 +321,55 @@ impl MungeClient {
         parse_decode_response(&body)
     }
 
+    /// Sends an encode request and returns without waiting for the credential, which
+    /// [`PendingEncode::finish`] reads: munged makes it while the caller does something else
+    /// (connects to the server the credential is for).
+    pub fn start_encode(&self, ttl: u32, payload: &[u8]) -> PendingEncode {
+        let body = encode_request(ttl, payload);
+        let sent = check_length(&body)
+            .and_then(|()| self.connect())
+            .map(
+                |mut stream| match send(&mut stream, MSG_ENC_REQ, 0, &body) {
+                    Ok(()) => Ok(stream),
+                    Err(e) => Err(e),
+                },
+            );
+        PendingEncode {
+            client: self.clone(),
+            body,
+            sent,
+        }
+    }
+
     /// Sends one request on a connection of its own and returns the response's body;
     /// retried as libmunge retries.
     fn exchange(&self, kind: u8, body: &[u8], want: u8) -> Result<Vec<u8>, MungeError> {
         check_length(body)?;
+        let mut stream = self.connect()?;
+        let first = transfer(&mut stream, kind, 0, body, want);
+        self.retried(first, kind, body, want)
+    }
+
+    /// The answer of a first exchange (`first`), or of libmunge's retries after it failed.
+    fn retried(
+        &self,
+        first: Result<Vec<u8>, MungeError>,
+        kind: u8,
+        body: &[u8],
+        want: u8,
+    ) -> Result<Vec<u8>, MungeError> {
+        let mut result = first;
         let mut retry = 0u8;
         loop {
-            let mut stream = self.connect()?;
-            match transfer(&mut stream, kind, retry, body, want) {
+            match result {
                 Ok(b) => return Ok(b),
                 Err(e) => match retry_pause(&e, retry) {
                     None => return Err(e),
                     Some(pause) => {
                         retry += 1;
                         std::thread::sleep(pause);
+                        let mut stream = self.connect()?;
+                        result = transfer(&mut stream, kind, retry, body, want);
                     }
                 },
             }
@@ -587,6 +622,30 @@ fn check_header(h: &[u8; HEADER_LEN], want: u8) -> Result<u32, MungeError> {
     Ok(len)
 }
 
+/// An encode request on its way ([`MungeClient::start_encode`]).
+#[derive(Debug)]
+pub struct PendingEncode {
+    client: MungeClient,
+    body: Vec<u8>,
+    /// The connection the request went on; the inner error: sending failed (retried as
+    /// any failed exchange); the outer: no connection (not retried, as in `exchange`).
+    sent: Result<Result<UnixStream, MungeError>, MungeError>,
+}
+
+impl PendingEncode {
+    /// The credential (libmunge's retries included).
+    pub fn finish(self) -> Result<String, MungeError> {
+        let first = match self.sent? {
+            Ok(mut stream) => receive(&mut stream, MSG_ENC_RSP),
+            Err(e) => Err(e),
+        };
+        let body = self
+            .client
+            .retried(first, MSG_ENC_REQ, &self.body, MSG_ENC_RSP)?;
+        parse_encode_response(&body)
+    }
+}
+
 /// One request and its response on a connected stream.
 fn transfer(
     stream: &mut UnixStream,
@@ -595,9 +654,18 @@ fn transfer(
     body: &[u8],
     want: u8,
 ) -> Result<Vec<u8>, MungeError> {
+    send(stream, kind, retry, body)?;
+    receive(stream, want)
+}
+
+fn send(stream: &mut UnixStream, kind: u8, retry: u8, body: &[u8]) -> Result<(), MungeError> {
     stream
         .write_all(&framed(kind, retry, body))
-        .map_err(|e| io_error("send message", e))?;
+        .map_err(|e| io_error("send message", e))
+}
+
+/// A response's body, once its header is checked.
+fn receive(stream: &mut UnixStream, want: u8) -> Result<Vec<u8>, MungeError> {
     let mut h = [0u8; HEADER_LEN];
     stream
         .read_exact(&mut h)
@@ -739,16 +807,13 @@ mod tests {
     }
 
     /// How the stand-in answers one request (its header and body); `None` hangs up.
-    #[cfg(feature = "async")]
     type Answer = fn(&[u8], &[u8]) -> Option<Vec<u8>>;
     /// The stand-in's thread, which returns each request's header and body.
-    #[cfg(feature = "async")]
     type Served = std::thread::JoinHandle<Vec<(Vec<u8>, Vec<u8>)>>;
 
     /// A munged stand-in on a socket of its own: serves `answers.len()` connections, the
     /// n-th with `answers[n]` (given the request's header and body; `None` hangs up without
     /// answering), and returns what it was sent.
-    #[cfg(feature = "async")]
     fn fake_munged(answers: Vec<Answer>) -> (tempfile_path::Dir, Served) {
         let dir = tempfile_path::Dir::new();
         let listener = std::os::unix::net::UnixListener::bind(dir.socket()).unwrap();
@@ -762,7 +827,7 @@ mod tests {
                 let mut body = vec![0u8; len];
                 s.read_exact(&mut body).unwrap();
                 if let Some(reply) = answer(&h, &body) {
-                    s.write_all(&framed(MSG_DEC_RSP, 0, &reply)).unwrap();
+                    s.write_all(&framed(h[5] + 1, 0, &reply)).unwrap();
                 }
                 seen.push((h.to_vec(), body));
             }
@@ -772,7 +837,6 @@ mod tests {
     }
 
     /// A private folder for a test's socket, removed afterwards.
-    #[cfg(feature = "async")]
     mod tempfile_path {
         pub struct Dir(std::path::PathBuf);
         impl Dir {
@@ -796,6 +860,48 @@ mod tests {
                 let _ = std::fs::remove_dir_all(&self.0);
             }
         }
+    }
+
+    fn encoded(_: &[u8], _: &[u8]) -> Option<Vec<u8>> {
+        let mut rest = 8u32.to_be_bytes().to_vec();
+        rest.extend_from_slice(b"MUNGE:x\0");
+        Some(response(0, "", &rest))
+    }
+
+    #[test]
+    fn a_started_encode_sends_what_encode_sends_and_finishes_with_the_credential() {
+        let (dir, served) = fake_munged(vec![encoded, encoded]);
+        let socket = dir.socket();
+        let client = MungeClient::new(socket.to_str());
+        let pending = client.start_encode(60, b"");
+        assert_eq!(pending.finish().unwrap(), "MUNGE:x");
+        assert_eq!(client.encode(60, b"").unwrap(), "MUNGE:x");
+        let seen = served.join().unwrap();
+        assert_eq!(seen[0], seen[1], "started and plain encode requests differ");
+        assert_eq!(seen[0].0[5], MSG_ENC_REQ);
+        assert_eq!(seen[0].1, encode_request(60, b""));
+    }
+
+    #[test]
+    fn a_started_encode_is_retried_as_libmunge_retries() {
+        fn hang_up(_: &[u8], _: &[u8]) -> Option<Vec<u8>> {
+            None
+        }
+        fn retried(h: &[u8], b: &[u8]) -> Option<Vec<u8>> {
+            assert_eq!(h[6], 1, "second attempt must carry retry 1");
+            encoded(h, b)
+        }
+        let (dir, served) = fake_munged(vec![hang_up, retried]);
+        let socket = dir.socket();
+        let pending = MungeClient::new(socket.to_str()).start_encode(0, b"");
+        assert_eq!(pending.finish().unwrap(), "MUNGE:x");
+        assert_eq!(served.join().unwrap().len(), 2);
+        let e = MungeClient::new(Some("/nonexistent/munge.socket"))
+            .start_encode(0, b"")
+            .finish()
+            .unwrap_err();
+        assert_eq!(e.code, EMUNGE_SOCKET);
+        assert!(e.message.contains("Did you start munged?"), "{e}");
     }
 
     #[cfg(feature = "async")]

@@ -591,6 +591,11 @@ impl TestCluster {
         self.munged.as_ref()
     }
 
+    /// The same, to stop and restart it.
+    pub fn munged_mut(&mut self) -> Option<&mut PrivateMunged> {
+        self.munged.as_mut()
+    }
+
     /// How the harness authenticates its own API calls (`auth/munge` or `auth/none`).
     pub fn auth(&self) -> Arc<dyn Authenticator> {
         self.auth.clone()

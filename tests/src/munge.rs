@@ -6,7 +6,7 @@
 //! (`GSCHED_TEST_AUTH=none` forces `auth/none`, `GSCHED_TEST_AUTH=munge` makes a missing
 //! MUNGE a failure instead of a fallback).
 
-use std::fs;
+use std::fs::{self, OpenOptions};
 use std::io::Read as _;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -81,14 +81,59 @@ impl PrivateMunged {
             .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
         fs::write(&key, &bytes).map_err(|e| format!("{}: {e}", key.display()))?;
         fs::set_permissions(&key, fs::Permissions::from_mode(0o600)).map_err(|e| e.to_string())?;
-        let socket = run.join("munge.socket");
+        let mut m = PrivateMunged {
+            dir: dir.to_path_buf(),
+            socket: run.join("munge.socket"),
+            child: None,
+        };
+        m.spawn(&munged)?;
+        Ok(m)
+    }
+
+    /// Starts munged again (after [`PrivateMunged::stop`]) with the same key and socket.
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.stop();
+        let munged = munged_path().ok_or("munged is not installed")?;
+        self.spawn(&munged)
+    }
+
+    /// Stops munged (its key and folder stay, for [`PrivateMunged::restart`]).
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Runs munged on the folder's key and waits for its socket.
+    fn spawn(&mut self, munged: &Path) -> Result<(), String> {
+        let dir = self.dir.clone();
+        let run = dir.join("run");
+        let key = dir.join("munge.key");
         let log = dir.join("munged.log");
-        // In the foreground munged logs to stderr.
-        let err = fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let child = Command::new(&munged)
+        // A socket left by a munged that did not clean up would pass for the new one's.
+        let _ = fs::remove_file(&self.socket);
+        // In the foreground munged logs to stderr (appended: a restart keeps the first log).
+        let err = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let child = Command::new(munged)
             .arg("--foreground")
             .arg(format!("--key-file={}", key.display()))
-            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--socket={}", self.socket.display()))
             .arg(format!("--pid-file={}", run.join("munged.pid").display()))
             .arg(format!("--seed-file={}", dir.join("munged.seed").display()))
             .stdin(Stdio::null())
@@ -96,11 +141,8 @@ impl PrivateMunged {
             .stderr(err)
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", munged.display()))?;
-        let mut m = PrivateMunged {
-            dir: dir.to_path_buf(),
-            socket,
-            child: Some(child),
-        };
+        let m = self;
+        m.child = Some(child);
         let deadline = Instant::now() + crate::scaled(Duration::from_secs(10));
         while !m.socket.exists() {
             if let Some(Ok(Some(st))) = m.child.as_mut().map(|c| c.try_wait()) {
@@ -119,7 +161,7 @@ impl PrivateMunged {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        Ok(m)
+        Ok(())
     }
 
     /// munged's socket (`AuthInfo=socket=...`, `munge -S ...`).
@@ -158,20 +200,6 @@ impl PrivateMunged {
 
 impl Drop for PrivateMunged {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(c.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-            let deadline = Instant::now() + Duration::from_secs(3);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = c.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.stop();
     }
 }

@@ -159,6 +159,53 @@ fn bad_munge_credentials_are_refused() {
     assert!(c.jobs().is_empty(), "a refused submission stored a job");
 }
 
+/// The daemons wait for munged on their async thread (`Authenticator::verify_async`): while
+/// munged is down a request is refused at once with what to check, the commands say munged
+/// is not running, and once munged is back the same daemons accept credentials again.
+#[test]
+fn requests_are_refused_clearly_while_munged_is_down_and_accepted_once_it_is_back() {
+    skip_unless!(munge_skip());
+    let mut c = TestCluster::start(ClusterOpts::named("sec-mdown").nodes(1));
+    let before = munged(&c).munge_cli(&["-n"], None);
+    let for_node = munged(&c).munge_cli(&["-n"], None);
+    c.munged_mut().unwrap().stop();
+
+    let (code, msg) = api_error(ctld_with(&c, &before).get::<PingResponse>(paths::PING));
+    assert_eq!(code, ErrorCode::AuthenticationFailed);
+    assert!(msg.contains("munged cannot be reached"), "{msg}");
+    let node = client_with(format!("127.0.0.1:{}", c.node_port(0)), &for_node);
+    let (code, msg) = api_error(node.get::<PingResponse>(paths::NODE_PING));
+    assert_eq!(code, ErrorCode::AuthenticationFailed);
+    assert!(msg.contains("munged cannot be reached"), "{msg}");
+    let out = c
+        .command("gsbatch")
+        .args(["--wrap", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is munged running"),
+        "{}",
+        stderr(&out)
+    );
+
+    c.munged_mut().unwrap().restart().unwrap();
+    let after = munged(&c).munge_cli(&["-n"], None);
+    let ping: PingResponse = ctld_with(&c, &after).get(paths::PING).unwrap();
+    assert_eq!(ping.cluster, "gstest");
+    let out = c
+        .command("gsbatch")
+        .args(["--parsable", "-H", "--wrap", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        c.jobs().len(),
+        1,
+        "the submission after the restart is stored"
+    );
+}
+
 #[test]
 fn users_cannot_act_on_other_users_jobs() {
     skip_unless!(multi_user_skip());

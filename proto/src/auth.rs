@@ -64,8 +64,9 @@ pub trait Authenticator: Send + Sync {
     /// when the plugin cannot, and servers then use `verify_from` as `verify_blocks` says.
     ///
     /// Why: a server on one async thread would otherwise hand every request's check to a
-    /// blocking thread and take the answer back, two thread wake-ups per request, which is
-    /// about 6% of a lone client's submission loop (bench/RESULTS.md).
+    /// blocking thread and take the answer back, two thread wake-ups per request, which cost
+    /// a lone client's submission loop about a tenth of its time (bench/RESULTS.md, "A
+    /// submission's wake-ups").
     fn verify_async(
         self: std::sync::Arc<Self>,
         credential: &str,

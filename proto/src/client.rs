@@ -274,7 +274,15 @@ impl Client {
         body: Option<&[u8]>,
     ) -> Result<(u16, Vec<u8>), Failure> {
         let cred = self.auth.start_credential();
-        let stream = self.connect()?;
+        let stream = match self.connect() {
+            Ok(s) => s,
+            Err(e) => {
+                // Read the credential all the same: munged would otherwise find its answer
+                // unwanted (a closed socket) and log a failure for every such call.
+                let _ = cred.finish();
+                return Err(Failure::answered(e));
+            }
+        };
         self.exchange(stream, cred, method, path, body)
     }
 

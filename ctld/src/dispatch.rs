@@ -203,3 +203,107 @@ fn run(sh: &Arc<Shared>, e: Effect) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::tests::{spec, ROOT};
+    use crate::state::State;
+    use crate::store::Store;
+    use gsched_proto::config::Config;
+    use gsched_proto::server::ApiErr;
+    use std::sync::Mutex;
+
+    /// What the stand-in node daemon was asked: "batch" or a single launch's job id.
+    type Seen = Arc<Mutex<Vec<String>>>;
+
+    /// A node daemon from before batch launches: `launch_batch` is a path it does not know
+    /// (gsnoded's fallback answers `not_found`), single launches are accepted.
+    async fn old_node(seen: Seen) -> u16 {
+        use axum::routing::post;
+        let batch_seen = seen.clone();
+        let app = axum::Router::new()
+            .route(
+                paths::NODE_LAUNCH,
+                post(move |axum::Json(req): axum::Json<LaunchRequest>| {
+                    let seen = seen.clone();
+                    async move {
+                        seen.lock().unwrap().push(req.job_id.to_string());
+                        axum::Json(Ack { ok: true })
+                    }
+                }),
+            )
+            .fallback(move || {
+                let seen = batch_seen.clone();
+                async move {
+                    seen.lock().unwrap().push("batch".into());
+                    ApiErr(ApiError::new(
+                        ErrorCode::NotFound,
+                        "Not found: no such path",
+                    ))
+                }
+            });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        port
+    }
+
+    /// A cluster upgraded controller first: the controller's batch request is refused by the
+    /// older node daemon, and the same jobs go as single launches, each recorded as started.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_node_without_batch_launches_gets_the_jobs_one_by_one() {
+        let seen: Seen = Arc::default();
+        let port = old_node(seen.clone()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\n\
+             SlurmdSpoolDir={d}/sp\nNodeName=n1 NodeAddr=127.0.0.1 Port={port} CPUs=2 RealMemory=1000\n\
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
+            d = dir.path().display()
+        );
+        let cfg = Arc::new(Config::parse(&text, &dir.path().join("gsched.conf")).unwrap());
+        let store = Store::open(&cfg.state_save_location, false).unwrap();
+        let mut st = State::load(cfg.clone(), store, 1000).unwrap();
+        crate::state::tests::register_node(&mut st, "n1", &[], 1000);
+        let a = st.submit(spec(1), ROOT, 1000).unwrap();
+        let b = st.submit(spec(1), ROOT, 1000).unwrap();
+        let jobs: Vec<LaunchRequest> = st
+            .schedule(1001)
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Launch { req, .. } => Some(*req),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(jobs.len(), 2, "both jobs placed on n1 in one pass");
+        let (submits, _batches) = crate::group_commit::channel();
+        let sh = Arc::new(Shared {
+            state: Mutex::new(st),
+            wake: tokio::sync::Notify::new(),
+            auth: Arc::new(gsched_auth::NoneAuth::current()),
+            cfg: cfg.clone(),
+            host: "h".into(),
+            metrics: crate::metrics::Metrics::for_config(&cfg),
+            submits,
+            node_connections: gsched_proto::client::ConnectionPool::new(),
+        });
+        let s = sh.clone();
+        tokio::task::spawn_blocking(move || launch(&s, "n1", jobs))
+            .await
+            .unwrap();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec!["batch".to_string(), a.to_string(), b.to_string()],
+            "one batch request refused, then one launch per job"
+        );
+        let st = sh.lock();
+        for id in [a, b] {
+            assert_eq!(
+                st.jobs[&id].info.state,
+                gsched_proto::job::JobState::Running,
+                "job {id}"
+            );
+        }
+    }
+}

@@ -103,8 +103,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     });
 
     // One async thread: every request takes the state lock anyway, and a single thread
-    // saves the cross-thread wake-ups that dominate a request's cost. Node calls and
-    // credential checks that may block run on the blocking pool.
+    // saves the cross-thread wake-ups that dominate a request's cost. Node calls run on the
+    // blocking pool; munged is waited for on this thread (`Authenticator::verify_async`).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

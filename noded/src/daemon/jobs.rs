@@ -1196,3 +1196,95 @@ pub fn default_stepd_path() -> std::io::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     Ok(exe.with_file_name("gsstepd"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gsched_proto::server::ApiErr;
+
+    /// What the stand-in controller was asked: "batch" or a single report's job id.
+    type Seen = Arc<std::sync::Mutex<Vec<String>>>;
+
+    /// A controller from before batch reports: `complete_batch` is a path it does not know
+    /// (gsctld's fallback answers `not_found`), single reports are acknowledged.
+    async fn old_controller(seen: Seen) -> u16 {
+        use axum::routing::post;
+        let batch_seen = seen.clone();
+        let app = axum::Router::new()
+            .route(
+                paths::JOBS_COMPLETE,
+                post(move |axum::Json(r): axum::Json<JobCompleteRequest>| {
+                    let seen = seen.clone();
+                    async move {
+                        seen.lock().unwrap().push(r.job_id.to_string());
+                        axum::Json(Ack { ok: true })
+                    }
+                }),
+            )
+            .fallback(move || {
+                let seen = batch_seen.clone();
+                async move {
+                    seen.lock().unwrap().push("batch".into());
+                    ApiErr(ApiError::new(
+                        ErrorCode::NotFound,
+                        "Not found: no such path",
+                    ))
+                }
+            });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        port
+    }
+
+    fn ended(id: JobId) -> JobCompleteRequest {
+        JobCompleteRequest {
+            job_id: id,
+            node: "n1".into(),
+            start_time: 1000,
+            exit_code: 0,
+            signal: 0,
+            end_time: 1001,
+            launch_error: None,
+            terminated_for: None,
+            oom_kills: 0,
+            usage: None,
+            gpu_failure: None,
+        }
+    }
+
+    /// A cluster upgraded nodes first: the node's batch report is refused by the older
+    /// controller, and the same ends go as single reports, none left to retry.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_controller_without_batch_reports_gets_the_ends_one_by_one() {
+        let seen: Seen = Arc::default();
+        let port = old_controller(seen.clone()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let settings = super::super::NodeSettings {
+            node: "n1".into(),
+            cluster: "t".into(),
+            cpus: 2,
+            real_memory_mb: 1000,
+            spool_dir: dir.path().join("spool"),
+            config_path: dir.path().join("gsched.conf"),
+            controller: format!("127.0.0.1:{port}"),
+            kill_wait: 1,
+            message_timeout: 10,
+            slurm_uid: None,
+            stepd: dir.path().join("gsstepd"),
+            cgroups: None,
+            gpus: crate::gpu::GpuSetup::default(),
+        };
+        let node = Node::new(settings, Arc::new(gsched_auth::NoneAuth::current())).unwrap();
+        let failed =
+            tokio::task::spawn_blocking(move || node.deliver_reports(vec![ended(7), ended(8)]))
+                .await
+                .unwrap();
+        assert!(failed.is_empty(), "{failed:?}");
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec!["batch".to_string(), "7".to_string(), "8".to_string()],
+            "one batch report refused, then one report per job"
+        );
+    }
+}

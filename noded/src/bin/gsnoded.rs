@@ -126,7 +126,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     // One async thread, as gsctld: a job's launch and end are a handful of short tasks, and
     // with two worker threads each task woke the other worker (a wasted thread switch, a
     // quarter of gsnoded's per-job CPU). Whatever may block (files, /proc walks, the
-    // controller's answers, munged) runs on the blocking pool.
+    // controller's answers) runs on the blocking pool; munged's verdict on a request's
+    // credential is waited for on this thread (`Authenticator::verify_async`).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -211,50 +211,14 @@ mod tests {
     use crate::state::State;
     use crate::store::Store;
     use gsched_proto::config::Config;
-    use gsched_proto::server::ApiErr;
+    use gsched_proto::stand_in::older_daemon;
     use std::sync::Mutex;
-
-    /// What the stand-in node daemon was asked: "batch" or a single launch's job id.
-    type Seen = Arc<Mutex<Vec<String>>>;
-
-    /// A node daemon from before batch launches: `launch_batch` is a path it does not know
-    /// (gsnoded's fallback answers `not_found`), single launches are accepted.
-    async fn old_node(seen: Seen) -> u16 {
-        use axum::routing::post;
-        let batch_seen = seen.clone();
-        let app = axum::Router::new()
-            .route(
-                paths::NODE_LAUNCH,
-                post(move |axum::Json(req): axum::Json<LaunchRequest>| {
-                    let seen = seen.clone();
-                    async move {
-                        seen.lock().unwrap().push(req.job_id.to_string());
-                        axum::Json(Ack { ok: true })
-                    }
-                }),
-            )
-            .fallback(move || {
-                let seen = batch_seen.clone();
-                async move {
-                    seen.lock().unwrap().push("batch".into());
-                    ApiErr(ApiError::new(
-                        ErrorCode::NotFound,
-                        "Not found: no such path",
-                    ))
-                }
-            });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        port
-    }
 
     /// A cluster upgraded controller first: the controller's batch request is refused by the
     /// older node daemon, and the same jobs go as single launches, each recorded as started.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_node_without_batch_launches_gets_the_jobs_one_by_one() {
-        let seen: Seen = Arc::default();
-        let port = old_node(seen.clone()).await;
+        let (port, asked) = older_daemon::<LaunchRequest>(paths::NODE_LAUNCH, |r| r.job_id).await;
         let dir = tempfile::tempdir().unwrap();
         let text = format!(
             "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\n\
@@ -293,8 +257,12 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(
-            *seen.lock().unwrap(),
-            vec!["batch".to_string(), a.to_string(), b.to_string()],
+            *asked.lock().unwrap(),
+            [
+                paths::NODE_LAUNCH_BATCH.to_string(),
+                a.to_string(),
+                b.to_string()
+            ],
             "one batch request refused, then one launch per job"
         );
         let st = sh.lock();

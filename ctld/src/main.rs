@@ -153,11 +153,12 @@ fn run(args: Args) -> anyhow::Result<()> {
                 // thousands of nodes) is followed by as long a pause, so that requests get
                 // at least half of the thread however often the pass is woken.
                 let took = t.elapsed();
-                let pause = if took >= PASS_PAUSE_FROM {
-                    took.max(min_gap)
+                let long = if took >= PASS_PAUSE_FROM {
+                    took
                 } else {
-                    min_gap
+                    Duration::ZERO
                 };
+                let pause = long.max(min_gap);
                 if !pause.is_zero() {
                     tokio::time::sleep(pause).await;
                 }

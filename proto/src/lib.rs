@@ -33,6 +33,8 @@ pub mod resv;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod slurm_import;
+#[cfg(feature = "stand-in")]
+pub mod stand_in;
 pub mod step;
 pub mod topology_conf;
 pub mod units;

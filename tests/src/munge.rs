@@ -141,12 +141,11 @@ impl PrivateMunged {
             .stderr(err)
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", munged.display()))?;
-        let m = self;
-        m.child = Some(child);
+        self.child = Some(child);
         let deadline = Instant::now() + crate::scaled(Duration::from_secs(10));
-        while !m.socket.exists() {
-            if let Some(Ok(Some(st))) = m.child.as_mut().map(|c| c.try_wait()) {
-                m.child = None;
+        while !self.socket.exists() {
+            if let Some(Ok(Some(st))) = self.child.as_mut().map(|c| c.try_wait()) {
+                self.child = None;
                 return Err(format!(
                     "munged exited with {st}: {}",
                     crate::tail(&log, 10)
@@ -155,7 +154,7 @@ impl PrivateMunged {
             if Instant::now() >= deadline {
                 return Err(format!(
                     "munged did not create {} in time: {}",
-                    m.socket.display(),
+                    self.socket.display(),
                     crate::tail(&log, 10)
                 ));
             }

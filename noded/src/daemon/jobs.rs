@@ -697,8 +697,9 @@ impl Node {
 
     /// Queues a job's end report and sends it (blocking) unless another thread is sending:
     /// the first waits [`REPORT_GATHER`] for other ends (when other jobs are still here to
-    /// end), then sends everything queued in one request, and again until nothing is queued. Returns the reports this thread sent
-    /// that did not get through, with why (they go on in [`Node::report`], one by one).
+    /// end), then sends everything queued in one request, and again until nothing is
+    /// queued. Returns the reports this thread sent that did not get through, with why
+    /// (they go on in [`Node::report`], one by one).
     fn send_report(&self, report: JobCompleteRequest) -> Vec<(JobCompleteRequest, String)> {
         {
             let mut out = self.outbox();
@@ -1200,42 +1201,7 @@ pub fn default_stepd_path() -> std::io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gsched_proto::server::ApiErr;
-
-    /// What the stand-in controller was asked: "batch" or a single report's job id.
-    type Seen = Arc<std::sync::Mutex<Vec<String>>>;
-
-    /// A controller from before batch reports: `complete_batch` is a path it does not know
-    /// (gsctld's fallback answers `not_found`), single reports are acknowledged.
-    async fn old_controller(seen: Seen) -> u16 {
-        use axum::routing::post;
-        let batch_seen = seen.clone();
-        let app = axum::Router::new()
-            .route(
-                paths::JOBS_COMPLETE,
-                post(move |axum::Json(r): axum::Json<JobCompleteRequest>| {
-                    let seen = seen.clone();
-                    async move {
-                        seen.lock().unwrap().push(r.job_id.to_string());
-                        axum::Json(Ack { ok: true })
-                    }
-                }),
-            )
-            .fallback(move || {
-                let seen = batch_seen.clone();
-                async move {
-                    seen.lock().unwrap().push("batch".into());
-                    ApiErr(ApiError::new(
-                        ErrorCode::NotFound,
-                        "Not found: no such path",
-                    ))
-                }
-            });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        port
-    }
+    use gsched_proto::stand_in::older_daemon;
 
     fn ended(id: JobId) -> JobCompleteRequest {
         JobCompleteRequest {
@@ -1257,8 +1223,8 @@ mod tests {
     /// controller, and the same ends go as single reports, none left to retry.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_controller_without_batch_reports_gets_the_ends_one_by_one() {
-        let seen: Seen = Arc::default();
-        let port = old_controller(seen.clone()).await;
+        let (port, asked) =
+            older_daemon::<JobCompleteRequest>(paths::JOBS_COMPLETE, |r| r.job_id).await;
         let dir = tempfile::tempdir().unwrap();
         let settings = super::super::NodeSettings {
             node: "n1".into(),
@@ -1282,8 +1248,8 @@ mod tests {
                 .unwrap();
         assert!(failed.is_empty(), "{failed:?}");
         assert_eq!(
-            *seen.lock().unwrap(),
-            vec!["batch".to_string(), "7".to_string(), "8".to_string()],
+            *asked.lock().unwrap(),
+            [paths::JOBS_COMPLETE_BATCH, "7", "8"],
             "one batch report refused, then one report per job"
         );
     }

@@ -311,8 +311,7 @@ impl MungeClient {
 
     /// A new credential carrying `payload`, valid for `ttl` seconds (0: munged's default).
     pub fn encode(&self, ttl: u32, payload: &[u8]) -> Result<String, MungeError> {
-        let body = self.exchange(MSG_ENC_REQ, &encode_request(ttl, payload), MSG_ENC_RSP)?;
-        parse_encode_response(&body)
+        self.start_encode(ttl, payload).finish()
     }
 
     /// munged's verdict on `credential`.
@@ -328,12 +327,7 @@ impl MungeClient {
         let body = encode_request(ttl, payload);
         let sent = check_length(&body)
             .and_then(|()| self.connect())
-            .map(
-                |mut stream| match send(&mut stream, MSG_ENC_REQ, 0, &body) {
-                    Ok(()) => Ok(stream),
-                    Err(e) => Err(e),
-                },
-            );
+            .map(|mut stream| send(&mut stream, MSG_ENC_REQ, 0, &body).map(|()| stream));
         PendingEncode {
             client: self.clone(),
             body,

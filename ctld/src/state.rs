@@ -264,6 +264,8 @@ pub struct State {
     pub arrays: HashMap<JobId, ArrayRt>,
     /// Fair-share usage (priority/multifactor).
     pub usage: Usage,
+    /// The fair-share factors of the last pass, for priorities computed at submission.
+    fairshare: priority::FairshareCache,
     /// Each job's state when its record was last committed (to react to transitions).
     committed_state: HashMap<JobId, JobState>,
     /// Job notices (`--mail-type`, webhooks).
@@ -467,6 +469,7 @@ impl State {
             predict: Default::default(),
             ladder: Default::default(),
             usage,
+            fairshare: priority::FairshareCache::default(),
             acct,
             resvs,
             switch_of,
@@ -956,6 +959,8 @@ impl State {
             suspended_secs: 0,
             invalid: None,
         };
+        let mut info = info;
+        self.priority_at_submit(&mut info, now);
         Ok((info, array))
     }
 

@@ -3,7 +3,10 @@
 //! Every scheduling pass recomputes the priority of each pending job (except held ones, which
 //! stay at 0, and jobs whose priority an administrator set) with
 //! [`gsched_sched::multifactor_priority`], and keeps the weighted factors in
-//! [`JobInfo::priority_factors`] for `gscontrol show job` and `gsprio`.
+//! [`JobInfo::priority_factors`] for `gscontrol show job` and `gsprio`. As in slurmctld, a
+//! job gets its priority when it is submitted too (with the fair-share factors of the last
+//! pass), so that `gsqueue` and `gscontrol show job` never show a pending job without one
+//! while passes are spaced by `sched_min_interval`.
 //!
 //! **Fair-share.** Usage is CPU-seconds per association: the job's account (`-A`, or the
 //! user's default account) and its user. Each pass first decays every association's usage by
@@ -265,7 +268,106 @@ fn fairshare_by_assoc<'a>(
     out
 }
 
+/// The fair-share factors of the last pass and the associations it saw: a job submitted
+/// before the next pass gets its factor from here.
+#[derive(Debug, Default)]
+pub struct FairshareCache {
+    factors: Factors,
+    seen: HashSet<Assoc>,
+}
+
+/// What every job's priority in one computation shares.
+struct PriorityContext {
+    weights: PriorityWeights,
+    cluster_nodes: u32,
+    cluster_cpus: u32,
+    qos_max: u32,
+}
+
+impl PriorityContext {
+    fn of(st: &State) -> PriorityContext {
+        PriorityContext {
+            weights: weights_from(&st.cfg),
+            cluster_nodes: st.nodes.len() as u32,
+            cluster_cpus: st.nodes.iter().map(|n| n.cpus).sum(),
+            qos_max: st.acct.max_qos_priority(),
+        }
+    }
+
+    /// Sets `j`'s priority and factors; `eligible`: since when it may start (None while a
+    /// dependency holds it, which keeps its age at 0).
+    fn apply(
+        &self,
+        j: &mut JobInfo,
+        eligible: Option<i64>,
+        fairshare: f64,
+        acct: &crate::acct::AcctDb,
+        now: i64,
+    ) {
+        let inputs = PriorityInputs {
+            eligible_time: eligible,
+            nodes: j.num_nodes,
+            cpus: j.num_cpus,
+            cluster_nodes: self.cluster_nodes,
+            cluster_cpus: self.cluster_cpus,
+            fairshare,
+            partition_factor: 1,
+            partition_factor_max: 1,
+            qos_priority: acct.qos.get(j.qos()).map_or(0, |q| q.priority),
+            qos_priority_max: self.qos_max,
+            nice: j.nice(),
+        };
+        let b = multifactor_priority(&inputs, &self.weights, now);
+        j.priority = b.total;
+        j.priority_factors = Some(PriorityFactors {
+            age: b.age,
+            fairshare: b.fairshare,
+            job_size: b.job_size,
+            partition: b.partition,
+            qos: b.qos,
+            nice: b.nice,
+        });
+    }
+}
+
 impl State {
+    /// Under priority/multifactor: the priority of a job being submitted (held ones keep 0).
+    /// Its fair-share factor is the last pass's; an association that pass did not see gets
+    /// the tree of that pass with it added, as the next pass will have it.
+    pub(super) fn priority_at_submit(&self, j: &mut JobInfo, now: i64) {
+        if self.cfg.priority.priority_type != PriorityType::Multifactor || j.held {
+            return;
+        }
+        let account = j.spec.account.as_deref().unwrap_or("");
+        let cached = self
+            .fairshare
+            .factors
+            .get(account)
+            .and_then(|m| m.get(&j.user_name))
+            .copied();
+        let fairshare = cached.unwrap_or_else(|| {
+            let seen = self
+                .fairshare
+                .seen
+                .iter()
+                .map(|(a, u)| (a.as_str(), u.as_str()))
+                .chain([(account, j.user_name.as_str())])
+                .collect();
+            fairshare_by_assoc(&self.acct, &self.usage.by_assoc, seen)
+                .get(account)
+                .and_then(|m| m.get(&j.user_name))
+                .copied()
+                .unwrap_or(1.0)
+        });
+        // A job waiting for a dependency ages only once it is free (the next pass).
+        let eligible = if j.dependency.is_some() {
+            None
+        } else {
+            j.eligible_time
+        };
+        PriorityContext::of(self).apply(j, eligible, fairshare, &self.acct, now);
+    }
+
     /// Under priority/multifactor: updates usage and every pending job's priority.
     pub(super) fn update_priorities(&mut self, now: i64, dep_blocked: &HashMap<JobId, Reason>) {
         if self.cfg.priority.priority_type != PriorityType::Multifactor {
@@ -285,9 +387,7 @@ impl State {
                 tracing::error!("cannot save fair-share usage: {e}");
             }
         }
-        let weights = weights_from(&self.cfg);
-        let cluster_nodes = self.nodes.len() as u32;
-        let cluster_cpus: u32 = self.nodes.iter().map(|n| n.cpus).sum();
+        let ctx = PriorityContext::of(self);
         let seen: HashSet<(&str, &str)> = self
             .jobs
             .values()
@@ -298,8 +398,11 @@ impl State {
                 )
             })
             .collect();
+        let seen_owned: HashSet<Assoc> = seen
+            .iter()
+            .map(|(a, u)| (a.to_string(), u.to_string()))
+            .collect();
         let fs = fairshare_by_assoc(&self.acct, &self.usage.by_assoc, seen);
-        let qos_max = self.acct.max_qos_priority();
         let acct = &self.acct;
         for job in self.jobs.values_mut() {
             let j = &mut job.info;
@@ -310,38 +413,22 @@ impl State {
                 j.priority_factors = None;
                 continue;
             }
-            let inputs = PriorityInputs {
-                eligible_time: if dep_blocked.contains_key(&j.job_id) {
-                    None
-                } else {
-                    j.eligible_time
-                },
-                nodes: j.num_nodes,
-                cpus: j.num_cpus,
-                cluster_nodes,
-                cluster_cpus,
-                fairshare: fs
-                    .get(j.spec.account.as_deref().unwrap_or(""))
-                    .and_then(|m| m.get(&j.user_name))
-                    .copied()
-                    .unwrap_or(1.0),
-                partition_factor: 1,
-                partition_factor_max: 1,
-                qos_priority: acct.qos.get(j.qos()).map_or(0, |q| q.priority),
-                qos_priority_max: qos_max,
-                nice: j.nice(),
+            let eligible = if dep_blocked.contains_key(&j.job_id) {
+                None
+            } else {
+                j.eligible_time
             };
-            let b = multifactor_priority(&inputs, &weights, now);
-            j.priority = b.total;
-            j.priority_factors = Some(PriorityFactors {
-                age: b.age,
-                fairshare: b.fairshare,
-                job_size: b.job_size,
-                partition: b.partition,
-                qos: b.qos,
-                nice: b.nice,
-            });
+            let fairshare = fs
+                .get(j.spec.account.as_deref().unwrap_or(""))
+                .and_then(|m| m.get(&j.user_name))
+                .copied()
+                .unwrap_or(1.0);
+            ctx.apply(j, eligible, fairshare, acct, now);
         }
+        self.fairshare = FairshareCache {
+            factors: fs,
+            seen: seen_owned,
+        };
     }
 }
 
@@ -422,6 +509,49 @@ mod tests {
         st.schedule(1250);
         let alice = st.usage.by_assoc[&key];
         assert!((alice - 900.0).abs() < 1.0, "{alice}");
+    }
+
+    #[test]
+    fn a_job_has_its_priority_from_submission_as_the_next_pass_gives_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(
+            dir.path(),
+            "PriorityWeightFairshare=10000\nPriorityWeightAge=1000\nPriorityWeightJobSize=100\n",
+        );
+        register_all(&mut st, 1000);
+        let a1 = st.submit(spec(2), ALICE, 1000).unwrap();
+        let a2 = st.submit(spec(2), ALICE, 1000).unwrap();
+        st.schedule(1000);
+        st.schedule(1100);
+        assert_eq!(st.jobs[&a1].info.state, JobState::Running);
+        assert_eq!(st.jobs[&a2].info.state, JobState::Running);
+        // No pass between these submissions and the reads: Alice's association is in the
+        // last pass's factors, Bob's is not (his factor comes from the tree with him added).
+        let a3 = st.submit(spec(2), ALICE, 1150).unwrap();
+        let b1 = st.submit(spec(2), BOB, 1150).unwrap();
+        let mut held = spec(2);
+        held.hold = true;
+        let h = st.submit(held, BOB, 1150).unwrap();
+        let at_submit = |st: &State, id: JobId| {
+            let j = &st.jobs[&id].info;
+            (j.priority, j.priority_factors)
+        };
+        let (pa, fa) = at_submit(&st, a3);
+        let (pb, fb) = at_submit(&st, b1);
+        assert!(pb > pa, "bob {pb} alice {pa}");
+        let (fa, fb) = (fa.expect("alice's factors"), fb.expect("bob's factors"));
+        // Alice: the last pass's tree (her and root's association, half the shares each):
+        // 2^(-1/(1/2)) = 1/4. Bob: the tree with him added, where he has no usage: 1.
+        assert!((fa.fairshare - 2500.0).abs() < 1.0, "{fa:?}");
+        assert!((fb.fairshare - 10_000.0).abs() < 1e-6, "{fb:?}");
+        assert!(fa.job_size > 0.0, "{fa:?}");
+        assert_eq!(at_submit(&st, h), (0, None));
+        // The next pass at the same time: Bob's as at submission; Alice's share is now a
+        // third (Bob's association is seen), 2^(-3) = 1/8.
+        st.schedule(1150);
+        assert_eq!(at_submit(&st, b1), (pb, Some(fb)));
+        let fa = st.jobs[&a3].info.priority_factors.unwrap();
+        assert!((fa.fairshare - 1250.0).abs() < 1.0, "{fa:?}");
     }
 
     #[test]

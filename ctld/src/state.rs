@@ -1221,6 +1221,12 @@ impl State {
                     let begin = job.info.spec.begin_time;
                     job.info.eligible_time = Some(begin.map_or(now, |b| b.max(now)));
                 }
+                // Under priority/multifactor, its priority at once, as at submission.
+                if let Some((p, f)) = self.fresh_priority(&self.jobs[&id].info, now) {
+                    let job = self.jobs.get_mut(&id).expect("checked");
+                    job.info.priority = p;
+                    job.info.priority_factors = Some(f);
+                }
             } else {
                 job.info.held = true;
                 job.info.priority = 0;

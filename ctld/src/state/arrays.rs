@@ -80,7 +80,9 @@ impl State {
                 }
             };
             info.array = Some(task_of(k));
-            if !info.held {
+            // Basic priority falls with the id; a multifactor one (computed at submission)
+            // is every task's alike, as their factors are.
+            if !info.held && info.priority_factors.is_none() {
                 info.priority = priority_for(id);
             }
             let rec = StoredRecord {

@@ -294,16 +294,16 @@ impl PriorityContext {
         }
     }
 
-    /// Sets `j`'s priority and factors; `eligible`: since when it may start (None while a
+    /// `j`'s priority and factors; `eligible`: since when it may start (None while a
     /// dependency holds it, which keeps its age at 0).
-    fn apply(
+    fn compute(
         &self,
-        j: &mut JobInfo,
+        j: &JobInfo,
         eligible: Option<i64>,
         fairshare: f64,
         acct: &crate::acct::AcctDb,
         now: i64,
-    ) {
+    ) -> (u32, PriorityFactors) {
         let inputs = PriorityInputs {
             eligible_time: eligible,
             nodes: j.num_nodes,
@@ -318,25 +318,34 @@ impl PriorityContext {
             nice: j.nice(),
         };
         let b = multifactor_priority(&inputs, &self.weights, now);
-        j.priority = b.total;
-        j.priority_factors = Some(PriorityFactors {
+        let factors = PriorityFactors {
             age: b.age,
             fairshare: b.fairshare,
             job_size: b.job_size,
             partition: b.partition,
             qos: b.qos,
             nice: b.nice,
-        });
+        };
+        (b.total, factors)
     }
 }
 
 impl State {
-    /// Under priority/multifactor: the priority of a job being submitted (held ones keep 0).
-    /// Its fair-share factor is the last pass's; an association that pass did not see gets
-    /// the tree of that pass with it added, as the next pass will have it.
+    /// Under priority/multifactor: the priority of a job being submitted or released from
+    /// hold (held ones keep 0 and no factors). Its fair-share factor is the last pass's; an
+    /// association that pass did not see gets the tree of that pass with it added, as the
+    /// next pass will have it.
     pub(super) fn priority_at_submit(&self, j: &mut JobInfo, now: i64) {
+        if let Some((p, f)) = self.fresh_priority(j, now) {
+            j.priority = p;
+            j.priority_factors = Some(f);
+        }
+    }
+
+    /// [`State::priority_at_submit`]'s figures, or None where it leaves the job alone.
+    pub(super) fn fresh_priority(&self, j: &JobInfo, now: i64) -> Option<(u32, PriorityFactors)> {
         if self.cfg.priority.priority_type != PriorityType::Multifactor || j.held {
-            return;
+            return None;
         }
         let account = j.spec.account.as_deref().unwrap_or("");
         let cached = self
@@ -359,13 +368,13 @@ impl State {
                 .copied()
                 .unwrap_or(1.0)
         });
-        // A job waiting for a dependency ages only once it is free (the next pass).
+        // A job waiting for a dependency ages only once it is free (the next pass says).
         let eligible = if j.dependency.is_some() {
             None
         } else {
             j.eligible_time
         };
-        PriorityContext::of(self).apply(j, eligible, fairshare, &self.acct, now);
+        Some(PriorityContext::of(self).compute(j, eligible, fairshare, &self.acct, now))
     }
 
     /// Under priority/multifactor: updates usage and every pending job's priority.
@@ -423,7 +432,9 @@ impl State {
                 .and_then(|m| m.get(&j.user_name))
                 .copied()
                 .unwrap_or(1.0);
-            ctx.apply(j, eligible, fairshare, acct, now);
+            let (p, f) = ctx.compute(j, eligible, fairshare, acct, now);
+            j.priority = p;
+            j.priority_factors = Some(f);
         }
         self.fairshare = FairshareCache {
             factors: fs,
@@ -552,6 +563,15 @@ mod tests {
         assert_eq!(at_submit(&st, b1), (pb, Some(fb)));
         let fa = st.jobs[&a3].info.priority_factors.unwrap();
         assert!((fa.fairshare - 1250.0).abs() < 1.0, "{fa:?}");
+        // Released from hold: its priority at once, Bob's as the pass gave b1's.
+        st.hold(&[h], &[], &[], true, BOB, 1150).unwrap();
+        assert_eq!(at_submit(&st, h), (pb, Some(fb)));
+        // Every task of an array has the priority the array was submitted with.
+        let mut arr = spec(2);
+        arr.array = Some("0-2".into());
+        let first = st.submit(arr, BOB, 1150).unwrap();
+        let tasks: Vec<_> = (first..first + 3).map(|id| at_submit(&st, id)).collect();
+        assert_eq!(tasks, vec![(pb, Some(fb)); 3]);
     }
 
     #[test]

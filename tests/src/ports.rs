@@ -47,15 +47,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ports_are_distinct_and_bindable() {
-        let ports = free_ports(8);
+    fn ports_are_never_handed_out_twice() {
+        // More than a cluster's worth: the kernel hands the same free port out again and
+        // again once it is closed; this process must not.
+        let ports = free_ports(200);
         let set: HashSet<u16> = ports.iter().copied().collect();
-        assert_eq!(set.len(), 8);
-        for p in ports {
-            assert!(p > 0);
-            // Free right now (nothing in this test binds them).
-            let _l = TcpListener::bind((Ipv4Addr::LOCALHOST, p)).unwrap();
-            assert!(is_listening(p));
-        }
+        assert_eq!(set.len(), ports.len());
+        assert!(ports.iter().all(|&p| p > 0));
+        // Whether each is still free is not asserted: any process (or another test of this
+        // binary, connecting out from an ephemeral port) may take one meanwhile, which is
+        // why cluster start-up retries.
+    }
+
+    #[test]
+    fn a_listener_is_seen_listening() {
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert!(is_listening(port));
     }
 }

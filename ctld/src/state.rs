@@ -264,8 +264,9 @@ pub struct State {
     pub arrays: HashMap<JobId, ArrayRt>,
     /// Fair-share usage (priority/multifactor).
     pub usage: Usage,
-    /// The fair-share factors of the last pass, for priorities computed at submission.
-    fairshare: priority::FairshareCache,
+    /// The fair-share factors of the last pass (priority/multifactor), for priorities
+    /// computed at submission before the next pass.
+    fairshare: priority::Factors,
     /// Each job's state when its record was last committed (to react to transitions).
     committed_state: HashMap<JobId, JobState>,
     /// Job notices (`--mail-type`, webhooks).
@@ -310,11 +311,9 @@ pub struct State {
 /// copied for it (rebuilt once a second from the job map, copying each job's node name, it
 /// was a fifth of gsctld's CPU with 64,000 jobs running on 1,000 nodes). It may miss a job
 /// started since the last pass, which the node's next heartbeat checks; every job it names
-/// is looked up again, so a stale entry changes nothing.
+/// is looked up again, so a stale entry changes nothing. [`State::load`] builds the first.
 #[derive(Debug, Default)]
 struct BatchIndex {
-    /// Whether a pass (or a heartbeat before the first pass) built it.
-    built: bool,
     by_node: Vec<Vec<JobId>>,
 }
 
@@ -329,7 +328,6 @@ impl BatchIndex {
         for r in running {
             self.add(r.job_id, r.nodes.first().map(|a| a.node));
         }
-        self.built = true;
     }
 
     fn add(&mut self, id: JobId, batch_node: Option<usize>) {
@@ -495,7 +493,7 @@ impl State {
             predict: Default::default(),
             ladder: Default::default(),
             usage,
-            fairshare: priority::FairshareCache::default(),
+            fairshare: HashMap::new(),
             acct,
             resvs,
             switch_of,
@@ -515,6 +513,8 @@ impl State {
             .map(|j| (j.info.job_id, j.info.state))
             .collect();
         st.init_predictor();
+        let running = st.running_allocs();
+        st.batch_index.rebuild(st.nodes.len(), &running);
         st.rebuild_arrays()?;
         st.usage.adopt_finished(st.jobs.values().map(|j| &j.info));
         Ok(st)
@@ -938,7 +938,7 @@ impl State {
             Some(MemRequest::PerCpu(m)) => m * spec.cpus_per_task() as u64,
             None => 0,
         };
-        let info = JobInfo {
+        let mut info = JobInfo {
             gpus: Vec::new(),
             job_id: id,
             name: spec.name.clone(),
@@ -985,7 +985,6 @@ impl State {
             suspended_secs: 0,
             invalid: None,
         };
-        let mut info = info;
         self.priority_at_submit(&mut info, now);
         Ok((info, array))
     }
@@ -2326,11 +2325,6 @@ impl State {
                 kill.push(r.job_id);
             }
         }
-        if !self.batch_index.built {
-            // Before the first pass.
-            let allocs = self.running_allocs();
-            self.batch_index.rebuild(self.nodes.len(), &allocs);
-        }
         let listed_runs: std::collections::HashSet<(JobId, i64)> =
             running.iter().map(|r| (r.job_id, r.start_time)).collect();
         let mut lost = Vec::new();
@@ -2932,20 +2926,8 @@ pub(crate) mod tests {
         let mut st = state(dir.path());
         let j = &st.jobs[&b].info;
         assert_eq!(j.state, JobState::Running);
-        let r = NodeReport {
-            gpus: &[],
-            name: &j.nodes[0].clone(),
-            cpus: 2,
-            mem_mb: 1000,
-            version: "x",
-            boot_time: 0,
-            daemon_start: 0,
-            running: &[],
-        };
-        assert!(st
-            .register(&r, 1000 + LOST_JOB_GRACE_SECS)
-            .unwrap()
-            .is_empty());
+        let node_of_b = j.nodes[0].clone();
+        register_node(&mut st, &node_of_b, &[], 1000 + LOST_JOB_GRACE_SECS);
         assert_eq!(st.jobs[&b].info.state, JobState::Pending);
     }
 

@@ -82,7 +82,9 @@ impl State {
             info.array = Some(task_of(k));
             // Basic priority falls with the id; a multifactor one (computed at submission)
             // is every task's alike, as their factors are.
-            if !info.held && info.priority_factors.is_none() {
+            let basic =
+                self.cfg.priority.priority_type != gsched_proto::config::PriorityType::Multifactor;
+            if !info.held && basic {
                 info.priority = priority_for(id);
             }
             let rec = StoredRecord {

@@ -183,7 +183,7 @@ pub fn weights_from(cfg: &Config) -> PriorityWeights {
 }
 
 /// The fair-share factor of each association: `factors[account][user]`.
-type Factors = HashMap<String, HashMap<String, f64>>;
+pub type Factors = HashMap<String, HashMap<String, f64>>;
 
 /// The fair-share tree of the table plus the associations seen in usage and jobs (as
 /// borrowed (account, user) pairs): the factor per association.
@@ -268,12 +268,9 @@ fn fairshare_by_assoc<'a>(
     out
 }
 
-/// The fair-share factors of the last pass and the associations it saw: a job submitted
-/// before the next pass gets its factor from here.
-#[derive(Debug, Default)]
-pub struct FairshareCache {
-    factors: Factors,
-    seen: HashSet<Assoc>,
+/// The fair-share factor of `account`/`user` in `factors`.
+fn factor_of(factors: &Factors, account: &str, user: &str) -> Option<f64> {
+    factors.get(account).and_then(|m| m.get(user)).copied()
 }
 
 /// What every job's priority in one computation shares.
@@ -347,26 +344,17 @@ impl State {
         if self.cfg.priority.priority_type != PriorityType::Multifactor || j.held {
             return None;
         }
-        let account = j.spec.account.as_deref().unwrap_or("");
-        let cached = self
-            .fairshare
-            .factors
-            .get(account)
-            .and_then(|m| m.get(&j.user_name))
-            .copied();
-        let fairshare = cached.unwrap_or_else(|| {
+        let (account, user) = (j.spec.account.as_deref().unwrap_or(""), &j.user_name);
+        let fairshare = factor_of(&self.fairshare, account, user).unwrap_or_else(|| {
+            // The last pass's associations are those it has factors for.
             let seen = self
                 .fairshare
-                .seen
                 .iter()
-                .map(|(a, u)| (a.as_str(), u.as_str()))
-                .chain([(account, j.user_name.as_str())])
+                .flat_map(|(a, users)| users.keys().map(move |u| (a.as_str(), u.as_str())))
+                .chain([(account, user.as_str())])
                 .collect();
-            fairshare_by_assoc(&self.acct, &self.usage.by_assoc, seen)
-                .get(account)
-                .and_then(|m| m.get(&j.user_name))
-                .copied()
-                .unwrap_or(1.0)
+            let tree = fairshare_by_assoc(&self.acct, &self.usage.by_assoc, seen);
+            factor_of(&tree, account, user).unwrap_or(1.0)
         });
         // A job waiting for a dependency ages only once it is free (the next pass says).
         let eligible = if j.dependency.is_some() {
@@ -407,10 +395,6 @@ impl State {
                 )
             })
             .collect();
-        let seen_owned: HashSet<Assoc> = seen
-            .iter()
-            .map(|(a, u)| (a.to_string(), u.to_string()))
-            .collect();
         let fs = fairshare_by_assoc(&self.acct, &self.usage.by_assoc, seen);
         let acct = &self.acct;
         for job in self.jobs.values_mut() {
@@ -427,19 +411,13 @@ impl State {
             } else {
                 j.eligible_time
             };
-            let fairshare = fs
-                .get(j.spec.account.as_deref().unwrap_or(""))
-                .and_then(|m| m.get(&j.user_name))
-                .copied()
-                .unwrap_or(1.0);
+            let account = j.spec.account.as_deref().unwrap_or("");
+            let fairshare = factor_of(&fs, account, &j.user_name).unwrap_or(1.0);
             let (p, f) = ctx.compute(j, eligible, fairshare, acct, now);
             j.priority = p;
             j.priority_factors = Some(f);
         }
-        self.fairshare = FairshareCache {
-            factors: fs,
-            seen: seen_owned,
-        };
+        self.fairshare = fs;
     }
 }
 
@@ -572,6 +550,29 @@ mod tests {
         let first = st.submit(arr, BOB, 1150).unwrap();
         let tasks: Vec<_> = (first..first + 3).map(|id| at_submit(&st, id)).collect();
         assert_eq!(tasks, vec![(pb, Some(fb)); 3]);
+    }
+
+    #[test]
+    fn a_new_association_under_a_busy_account_gets_the_next_pass_factor_at_submission() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path(), "PriorityWeightFairshare=10000\n");
+        register_all(&mut st, 1000);
+        let mut physics = spec(2);
+        physics.account = Some("physics".into());
+        let a = st.submit(physics.clone(), ALICE, 1000).unwrap();
+        st.schedule(1000);
+        st.schedule(1100);
+        assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        // Bob's association in physics was in no pass: his factor comes from the last
+        // pass's tree with him added, where his account's usage lowers it below 1.
+        let b = st.submit(physics, BOB, 1150).unwrap();
+        let at_submit = st.jobs[&b].info.priority_factors.expect("factors");
+        assert!(
+            at_submit.fairshare > 0.0 && at_submit.fairshare < 9_999.0,
+            "{at_submit:?}"
+        );
+        st.schedule(1150);
+        assert_eq!(st.jobs[&b].info.priority_factors, Some(at_submit));
     }
 
     #[test]

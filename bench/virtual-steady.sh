@@ -12,12 +12,15 @@
 #
 #   bench/virtual-steady.sh                       NODES=1000 JOBS=100000 WINDOW=20
 #   NODES=10000 JOBS=1000 bench/virtual-steady.sh   (registration of 10,000 nodes)
-# Uses the release build; auth/none on loopback. bench/virtual-nodes.sh measures the rest.
+# Uses the release build (or, with BIN=DIR, the binaries in DIR: one build against another);
+# auth/none on loopback. bench/virtual-nodes.sh measures the rest.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="$ROOT/target/release"
 NODES="${NODES:-1000}" JOBS="${JOBS:-100000}" WINDOW="${WINDOW:-20}"
-(cd "$ROOT" && cargo build --release --bins -q)
+if [[ -z ${BIN:-} ]]; then
+  BIN="$ROOT/target/release"
+  (cd "$ROOT" && cargo build --release --bins -q)
+fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gsched-steady.XXXXXX")
 # shellcheck source=bench/virtual-conf.sh
 source "$ROOT/bench/virtual-conf.sh"

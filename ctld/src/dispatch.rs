@@ -24,22 +24,53 @@ fn client(sh: &Shared, node: &str) -> Option<Client> {
     )
 }
 
+/// How many nodes' launches are built and in flight at once. A pass that fills a large
+/// cluster starts jobs on thousands of nodes; building and sending them all at once held
+/// every request (and its serialised batch) in memory together. A node that does not answer
+/// holds its slot until the client's timeout, and a node found unreachable gets no new jobs.
+pub const LAUNCH_SLOTS: usize = 32;
+
 /// Sends every effect in the background. The launches of one pass go to each node in one
-/// request ([`paths::NODE_LAUNCH_BATCH`]) when there are several.
+/// request ([`paths::NODE_LAUNCH_BATCH`]) when there are several, built when they are sent,
+/// [`LAUNCH_SLOTS`] nodes at a time.
 pub fn send(sh: Arc<Shared>, effects: Vec<Effect>) {
-    let mut launches: BTreeMap<String, Vec<LaunchRequest>> = BTreeMap::new();
+    let mut launches: BTreeMap<String, Vec<(JobId, i64)>> = BTreeMap::new();
     for e in effects {
         match e {
-            Effect::Launch { node, req } => launches.entry(node).or_default().push(*req),
+            Effect::Launch {
+                node,
+                job_id,
+                start_time,
+            } => launches.entry(node).or_default().push((job_id, start_time)),
             e => {
                 let sh = sh.clone();
                 tokio::task::spawn_blocking(move || run(&sh, e));
             }
         }
     }
-    for (node, jobs) in launches {
+    for (node, runs) in launches {
         let sh = sh.clone();
-        tokio::task::spawn_blocking(move || launch(&sh, &node, jobs));
+        tokio::spawn(async move {
+            let Ok(_slot) = sh.launch_slots.acquire().await else {
+                return;
+            };
+            let s = sh.clone();
+            if let Err(e) = tokio::task::spawn_blocking(move || launch_runs(&s, &node, &runs)).await
+            {
+                tracing::error!("a launch task failed: {e}");
+            }
+        });
+    }
+}
+
+/// Builds `runs`' requests from the jobs as they are now and sends them to `node`.
+fn launch_runs(sh: &Arc<Shared>, node: &str, runs: &[(JobId, i64)]) {
+    let (jobs, failed) = sh.lock().launch_requests(runs, now());
+    if failed {
+        sh.wake.notify_one();
+    }
+    if !jobs.is_empty() {
+        launch(sh, node, jobs);
     }
 }
 
@@ -131,7 +162,11 @@ fn launch(sh: &Arc<Shared>, node: &str, jobs: Vec<LaunchRequest>) {
 
 fn run(sh: &Arc<Shared>, e: Effect) {
     match e {
-        Effect::Launch { node, req } => launch(sh, &node, vec![*req]),
+        Effect::Launch {
+            node,
+            job_id,
+            start_time,
+        } => launch_runs(sh, &node, &[(job_id, start_time)]),
         Effect::Terminate {
             node,
             job_id,
@@ -214,35 +249,29 @@ mod tests {
     use gsched_proto::stand_in::older_daemon;
     use std::sync::Mutex;
 
-    /// A cluster upgraded controller first: the controller's batch request is refused by the
-    /// older node daemon, and the same jobs go as single launches, each recorded as started.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_node_without_batch_launches_gets_the_jobs_one_by_one() {
-        let (port, asked) = older_daemon::<LaunchRequest>(paths::NODE_LAUNCH, |r| r.job_id).await;
-        let dir = tempfile::tempdir().unwrap();
+    /// A controller's state with nodes `nodes` (a config line's `NodeName=` value) of
+    /// `cpus` CPUs, all served by the daemon on `port`; `tmp` holds its store.
+    fn state_with_nodes(tmp: &std::path::Path, nodes: &str, cpus: u32, port: u16) -> State {
         let text = format!(
             "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\n\
-             SlurmdSpoolDir={d}/sp\nNodeName=n1 NodeAddr=127.0.0.1 Port={port} CPUs=2 RealMemory=1000\n\
+             SlurmdSpoolDir={d}/sp\nNodeName={nodes} NodeAddr=127.0.0.1 Port={port} CPUs={cpus} RealMemory=1000\n\
              PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
-            d = dir.path().display()
+            d = tmp.display()
         );
-        let cfg = Arc::new(Config::parse(&text, &dir.path().join("gsched.conf")).unwrap());
+        let cfg = Arc::new(Config::parse(&text, &tmp.join("gsched.conf")).unwrap());
         let store = Store::open(&cfg.state_save_location, false).unwrap();
         let mut st = State::load(cfg.clone(), store, 1000).unwrap();
-        crate::state::tests::register_node(&mut st, "n1", &[], 1000);
-        let a = st.submit(spec(1), ROOT, 1000).unwrap();
-        let b = st.submit(spec(1), ROOT, 1000).unwrap();
-        let jobs: Vec<LaunchRequest> = st
-            .schedule(1001)
-            .into_iter()
-            .filter_map(|e| match e {
-                Effect::Launch { req, .. } => Some(*req),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(jobs.len(), 2, "both jobs placed on n1 in one pass");
+        let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
+        for n in names {
+            crate::state::tests::register_node(&mut st, &n, &[], 1000);
+        }
+        st
+    }
+
+    fn shared(st: State) -> Arc<Shared> {
+        let cfg = st.cfg.clone();
         let (submits, _batches) = crate::group_commit::channel();
-        let sh = Arc::new(Shared {
+        Arc::new(Shared {
             state: Mutex::new(st),
             wake: tokio::sync::Notify::new(),
             auth: Arc::new(gsched_auth::NoneAuth::current()),
@@ -251,7 +280,23 @@ mod tests {
             metrics: crate::metrics::Metrics::for_config(&cfg),
             submits,
             node_connections: gsched_proto::client::ConnectionPool::new(),
-        });
+            launch_slots: tokio::sync::Semaphore::new(LAUNCH_SLOTS),
+        })
+    }
+
+    /// A cluster upgraded controller first: the controller's batch request is refused by the
+    /// older node daemon, and the same jobs go as single launches, each recorded as started.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_node_without_batch_launches_gets_the_jobs_one_by_one() {
+        let (port, asked) = older_daemon::<LaunchRequest>(paths::NODE_LAUNCH, |r| r.job_id).await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state_with_nodes(dir.path(), "n1", 2, port);
+        let a = st.submit(spec(1), ROOT, 1000).unwrap();
+        let b = st.submit(spec(1), ROOT, 1000).unwrap();
+        let effects = st.schedule(1001);
+        let jobs = crate::state::launches(&mut st, &effects, 1001);
+        assert_eq!(jobs.len(), 2, "both jobs placed on n1 in one pass");
+        let sh = shared(st);
         let s = sh.clone();
         tokio::task::spawn_blocking(move || launch(&s, "n1", jobs))
             .await
@@ -273,5 +318,70 @@ mod tests {
                 "job {id}"
             );
         }
+    }
+
+    /// A pass that starts jobs on many nodes: their launches are built and sent
+    /// [`LAUNCH_SLOTS`] nodes at a time (the node daemon here is slow to answer and counts
+    /// the requests it holds at once), and every job is launched and acknowledged.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn launches_go_to_a_bounded_number_of_nodes_at_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        let held = Arc::new((
+            AtomicUsize::new(0),
+            AtomicUsize::new(0),
+            AtomicUsize::new(0),
+        ));
+        let h = held.clone();
+        let app = axum::Router::new().route(
+            paths::NODE_LAUNCH,
+            axum::routing::post(move |axum::Json(_): axum::Json<LaunchRequest>| {
+                let h = h.clone();
+                async move {
+                    let now = h.0.fetch_add(1, SeqCst) + 1;
+                    h.1.fetch_max(now, SeqCst);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    h.0.fetch_sub(1, SeqCst);
+                    h.2.fetch_add(1, SeqCst);
+                    axum::Json(Ack { ok: true })
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let nodes = 2 * LAUNCH_SLOTS + 5;
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state_with_nodes(dir.path(), &format!("n[1-{nodes}]"), 1, port);
+        let ids: Vec<JobId> = (0..nodes)
+            .map(|_| st.submit(spec(1), ROOT, 1000).unwrap())
+            .collect();
+        let effects = st.schedule(1001);
+        assert_eq!(effects.len(), nodes, "one job on each node: {effects:?}");
+        let sh = shared(st);
+        send(sh.clone(), effects);
+        let acked = |sh: &Shared| {
+            let st = sh.lock();
+            ids.iter()
+                .filter(|id| {
+                    matches!(
+                        st.jobs[id].launch,
+                        Some(crate::state::LaunchState::Acked(_))
+                    )
+                })
+                .count()
+        };
+        for _ in 0..300 {
+            if acked(&sh) == nodes {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(acked(&sh), nodes, "every launch acknowledged");
+        assert_eq!(held.2.load(SeqCst), nodes, "one request per node");
+        let most = held.1.load(SeqCst);
+        assert!(
+            (2..=LAUNCH_SLOTS).contains(&most),
+            "{most} launches held at once by the node daemon; at most {LAUNCH_SLOTS} expected"
+        );
     }
 }

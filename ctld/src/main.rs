@@ -100,6 +100,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         metrics: gsched_ctld::metrics::Metrics::for_config(&cfg),
         submits,
         node_connections: gsched_proto::client::ConnectionPool::new(),
+        launch_slots: tokio::sync::Semaphore::new(gsched_ctld::dispatch::LAUNCH_SLOTS),
     });
 
     // One async thread: every request takes the state lock anyway, and a single thread
@@ -136,7 +137,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                     let started: Vec<u32> = effects
                         .iter()
                         .filter_map(|e| match e {
-                            gsched_ctld::state::Effect::Launch { req, .. } => Some(req.job_id),
+                            gsched_ctld::state::Effect::Launch { job_id, .. } => Some(*job_id),
                             _ => None,
                         })
                         .collect();

@@ -37,6 +37,8 @@ pub struct Shared {
     pub submits: crate::group_commit::Submitter,
     /// Connections to the node daemons, kept between calls.
     pub node_connections: Arc<gsched_proto::client::ConnectionPool>,
+    /// Nodes whose launches are being built and sent ([`crate::dispatch::LAUNCH_SLOTS`]).
+    pub launch_slots: tokio::sync::Semaphore,
 }
 
 impl Shared {

@@ -6,8 +6,8 @@
 use crate::depend::{self, DepStatus, TargetState};
 use crate::store::{Store, StoreError};
 use gsched_proto::api::{
-    ApiError, ErrorCode, JobCompleteRequest, JobFilter, JobUpdateRequest, LaunchRequest,
-    NodeStateUpdate, RunningJob, SignalScope, TerminateReason, TestOnlyAnswer,
+    ApiError, ErrorCode, JobCompleteRequest, JobFilter, JobUpdateRequest, NodeStateUpdate,
+    RunningJob, SignalScope, TerminateReason, TestOnlyAnswer,
 };
 use gsched_proto::auth::Identity;
 use gsched_proto::config::{Config, ConfiguredNodeState, PartitionState};
@@ -38,6 +38,9 @@ pub use arrays::ArrayRt;
 mod gpu_fail;
 mod gpu_samples;
 mod ladder;
+mod launch;
+#[cfg(test)]
+pub(crate) use launch::launches;
 mod limits;
 mod live_usage;
 pub mod monitor;
@@ -71,9 +74,12 @@ pub const REQUEUE_DELAY_SECS: i64 = 1;
 /// A message for a node daemon, sent after the state lock is released.
 #[derive(Debug, Clone)]
 pub enum Effect {
+    /// Start a run that a pass placed: its request is built when it is sent
+    /// ([`State::launch_requests`], `state/launch.rs`).
     Launch {
         node: String,
-        req: Box<LaunchRequest>,
+        job_id: JobId,
+        start_time: i64,
     },
     Terminate {
         node: String,
@@ -1949,9 +1955,6 @@ impl State {
                 };
             }
         }
-        let mut het_leaders = Vec::new();
-        // Started jobs whose payload could not be read: they fail once the starts are stored.
-        let mut unreadable: Vec<(JobId, String)> = Vec::new();
         for start in decisions.starts {
             let part = self.parts[start.partition].name.clone();
             let names: Vec<String> = start
@@ -1998,65 +2001,16 @@ impl State {
             job.terminate_sent_at = None;
             job.terminate_acked = false;
             changed.push(start.job_id);
-            if let Some(h) = job.info.het {
-                // Only the leader launches, once every component has its nodes.
-                if h.offset == 0 {
-                    het_leaders.push(start.job_id);
-                } else {
-                    job.launch = None;
-                }
+            // A heterogeneous job launches once, from its leader, when every component
+            // has its nodes (they all start in the same pass).
+            if job.info.het.is_some_and(|h| h.offset != 0) {
+                job.launch = None;
                 continue;
             }
-            let a = &start.placement.nodes[0];
-            let info = job.info.clone();
-            let full = match self.with_payload(&info) {
-                Ok(full) => full,
-                Err(e) => {
-                    unreadable.push((start.job_id, e));
-                    continue;
-                }
-            };
-            let req = crate::env::launch_request(
-                &self.cfg,
-                full.as_ref().unwrap_or(&info),
-                a.cpus,
-                a.mem_mb,
-            );
-            let Some(job) = self.jobs.get(&start.job_id) else {
-                continue;
-            };
             effects.push(Effect::Launch {
                 node: job.info.nodes[0].clone(),
-                req: Box::new(req),
-            });
-        }
-        for id in het_leaders {
-            let Some(job) = self.jobs.get(&id) else {
-                continue;
-            };
-            let full = match self.with_payload(&job.info) {
-                Ok(full) => full,
-                Err(e) => {
-                    unreadable.push((id, e));
-                    continue;
-                }
-            };
-            let info = full.as_ref().unwrap_or(&job.info);
-            let mut req = crate::env::launch_request(
-                &self.cfg,
-                info,
-                info.cpus_per_node[0],
-                job.extra.alloc_mem[0],
-            );
-            for (k, v) in self.het_environment(info) {
-                match req.environment.iter_mut().find(|(x, _)| *x == k) {
-                    Some(e) => e.1 = v,
-                    None => req.environment.push((k, v)),
-                }
-            }
-            effects.push(Effect::Launch {
-                node: info.nodes[0].clone(),
-                req: Box::new(req),
+                job_id: start.job_id,
+                start_time: now,
             });
         }
         if let Err(e) = self.persist_many(&changed) {
@@ -2075,12 +2029,6 @@ impl State {
                 }
             }
             return Vec::new();
-        }
-        for (id, why) in unreadable {
-            let start = self.jobs.get(&id).and_then(|j| j.info.start_time);
-            if let Some(start) = start {
-                self.launch_result(id, start, Err(LaunchFailure::Refused(why)), now);
-            }
         }
         effects
     }

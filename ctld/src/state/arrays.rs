@@ -310,10 +310,9 @@ mod tests {
         register_all(&mut st, 1000);
         let eff = st.schedule(1001);
         assert_eq!(eff.len(), 3);
-        for e in eff {
-            let Effect::Launch { req, .. } = e else {
-                panic!("launch expected")
-            };
+        let reqs = super::launches(&mut st, &eff, 1001);
+        assert_eq!(reqs.len(), 3, "{eff:?}");
+        for req in reqs {
             assert!(req.script.starts_with("#!"));
             let v = |k: &str| {
                 req.environment

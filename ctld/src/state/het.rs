@@ -293,13 +293,7 @@ mod tests {
         let n = st.submit_het(vec![spec(2), second], ROOT, 1000).unwrap();
         assert_eq!(st.jobs[&(n + 1)].info.het.map(|h| h.offset), Some(1));
         let effects = st.schedule(1000);
-        let launches: Vec<&LaunchRequest> = effects
-            .iter()
-            .filter_map(|e| match e {
-                Effect::Launch { req, .. } => Some(&**req),
-                _ => None,
-            })
-            .collect();
+        let launches = super::launches(&mut st, &effects, 1000);
         assert_eq!(launches.len(), 1, "only the leader launches");
         assert_eq!(launches[0].job_id, n);
         let (leader_node, other_node) = (

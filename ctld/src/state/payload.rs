@@ -123,14 +123,9 @@ mod tests {
         }
     }
 
-    fn launches(effects: Vec<Effect>) -> Vec<LaunchRequest> {
-        effects
-            .into_iter()
-            .filter_map(|e| match e {
-                Effect::Launch { req, .. } => Some(*req),
-                _ => None,
-            })
-            .collect()
+    fn launches(st: &mut State, now: i64) -> Vec<gsched_proto::api::LaunchRequest> {
+        let effects = st.schedule(now);
+        super::super::launches(st, &effects, now)
     }
 
     fn outside(dir: &std::path::Path) -> Connection {
@@ -158,7 +153,7 @@ mod tests {
         // After a restart too.
         let mut st = state(dir.path());
         register_all(&mut st, 1000);
-        let l = launches(st.schedule(1001));
+        let l = launches(&mut st, 1001);
         assert_eq!(l.len(), 1);
         assert_eq!(l[0].script, "#!/bin/sh\ntrue\n");
         assert_eq!(l[0].argv, vec!["a1".to_string()]);
@@ -194,7 +189,7 @@ mod tests {
         assert!(brief[0].spec.script.is_empty() && brief[0].spec.argv.is_empty());
         assert_eq!(st.query(&JobFilter::default(), false)[0].spec.argv, ["o1"]);
         register_all(&mut st, 1000);
-        let l = launches(st.schedule(1001));
+        let l = launches(&mut st, 1001);
         assert_eq!(l[0].script, "#!/bin/sh\nold\n");
         assert_eq!(l[0].argv, ["o1"]);
     }
@@ -209,7 +204,7 @@ mod tests {
             .execute("UPDATE job_payloads SET payload = '{' WHERE id = ?1", [a])
             .unwrap();
         register_all(&mut st, 1000);
-        let l = launches(st.schedule(1001));
+        let l = launches(&mut st, 1001);
         assert_eq!(l.iter().map(|r| r.job_id).collect::<Vec<_>>(), vec![b]);
         let j = &st.jobs[&a].info;
         assert_eq!(j.state, JobState::Failed);
@@ -265,7 +260,7 @@ mod tests {
         assert!(Arc::ptr_eq(&arc(b), &arc(d)));
         assert!(!Arc::ptr_eq(&arc(a), &arc(b)));
         register_all(&mut st, 1000);
-        let l = launches(st.schedule(1001));
+        let l = launches(&mut st, 1001);
         let argv = |id: JobId| l.iter().find(|r| r.job_id == id).map(|r| r.argv.clone());
         assert_eq!(argv(a), Some(vec!["a1".to_string()]));
         assert_eq!(argv(b), Some(vec!["b1".to_string()]));

@@ -734,7 +734,7 @@ impl Opts {
 }
 
 /// Slurm's largest `--nice` magnitude (`NICE_OFFSET - 3`).
-pub const MAX_NICE: i64 = 2_147_483_645;
+pub const MAX_NICE: i64 = gsched_proto::job::NICE_LIMIT as i64;
 
 /// `--nice[=N]`: 100 without a value; Slurm's range check. Negative values are checked by
 /// the controller (only root and SlurmUser may use them).

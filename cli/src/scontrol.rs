@@ -1163,6 +1163,23 @@ impl Session<'_> {
                         return;
                     }
                 }
+            } else if kw(&tag, "Nice", 2) {
+                let limit = gsched_proto::job::NICE_LIMIT;
+                match val.trim().parse::<i64>() {
+                    Ok(n) if n.abs() <= i64::from(limit) => other.nice = Some(n as i32),
+                    Ok(_) => {
+                        out.err(format!(
+                            "{}: error: Nice value out of range (+/- {limit}). Value ignored",
+                            self.prog
+                        ));
+                        return;
+                    }
+                    // (Slurm would read a word as 0.)
+                    Err(_) => {
+                        out.err(format!("{}: error: Invalid Nice value: {val}", self.prog));
+                        return;
+                    }
+                }
             } else if kw(&tag, "Partition", 2) {
                 other.partition = Some(val.clone());
             } else if kw(&tag, "QOS", 2) {
@@ -1186,14 +1203,7 @@ impl Session<'_> {
                 return;
             }
         }
-        let has_other = other.name.is_some()
-            || other.dependency.is_some()
-            || other.begin_time.is_some()
-            || other.priority.is_some()
-            || other.partition.is_some()
-            || other.time_min.is_some()
-            || other.qos.is_some()
-            || other.account.is_some();
+        let has_other = other.has_other_changes();
         if limit.is_none() && !has_other {
             out.err("No changes specified");
             return;
@@ -2137,7 +2147,9 @@ pub fn usage_text() -> String {
      \x20    suspend <job_list>       suspend specified job (root/SlurmUser only).\n\
      \x20    uhold <job_list>         place user hold on specified job.\n\
      \x20    update <SPECIFICATIONS>  update job or node configuration\n\
-     \x20                             (JobId=<id> TimeLimit=<limit>,\n\
+     \x20                             (JobId=<id> with TimeLimit= TimeMin= Partition=\n\
+     \x20                             QOS= Account= Name= Dependency= StartTime= Nice=\n\
+     \x20                             Priority= (root/SlurmUser),\n\
      \x20                             NodeName=<list> State=DRAIN|RESUME|DOWN|IDLE Reason=...\n\
      \x20                             [MigrateBy=<time>], ReservationName=<name> ...).\n\
      \x20    verbose                  enable detailed logging.\n\
@@ -2655,6 +2667,28 @@ mod tests {
             assert!(sent.iter().any(
                 |x| x.contains("names: [\"n[1-2]\"], state: Drain, reason: Some(\"bad disk\")")
             ));
+        });
+    }
+
+    /// `Nice=` sets the value (negative ones are the controller's to refuse); out of Slurm's
+    /// range or not a number, nothing is sent.
+    #[test]
+    fn update_nice() {
+        with_session(|s, fk| {
+            assert!(!cmd(s, "update JobId=42 Nice=100").failed);
+            assert!(!cmd(s, "update JobId=43 ni -5").failed);
+            let o = cmd(s, "update JobId=42 Nice=2147483646");
+            assert_eq!(
+                o.stderr,
+                vec!["scontrol: error: Nice value out of range (+/- 2147483645). Value ignored"]
+            );
+            assert!(o.failed);
+            let o = cmd(s, "update JobId=42 Nice=low");
+            assert_eq!(o.stderr, vec!["scontrol: error: Invalid Nice value: low"]);
+            let sent = fk.sent.borrow();
+            assert_eq!(sent.len(), 2, "{sent:?}");
+            assert!(sent[0].contains("job_id: 42") && sent[0].contains("nice: Some(100)"));
+            assert!(sent[1].contains("job_id: 43") && sent[1].contains("nice: Some(-5)"));
         });
     }
 

@@ -411,15 +411,7 @@ async fn update_job(
         if let Some(limit) = req.time_limit {
             sh.lock().update_time_limit(req.job_id, limit, who)?;
         }
-        let others = req.dependency.is_some()
-            || req.begin_time.is_some()
-            || req.name.is_some()
-            || req.priority.is_some()
-            || req.partition.is_some()
-            || req.time_min.is_some()
-            || req.account.is_some()
-            || req.qos.is_some();
-        if others {
+        if req.has_other_changes() {
             sh.lock().update_job(&req, who, now())?;
         }
     }

@@ -10,7 +10,7 @@ use gsched_proto::api::{
     RunningJob, SignalScope, TerminateReason, TestOnlyAnswer,
 };
 use gsched_proto::auth::Identity;
-use gsched_proto::config::{Config, ConfiguredNodeState, PartitionState};
+use gsched_proto::config::{Config, ConfiguredNodeState, PartitionState, PriorityType};
 use gsched_proto::depend::DependencySpec;
 use gsched_proto::hostlist;
 use gsched_proto::job::{JobId, JobInfo, JobSpec, JobState, MemRequest, Reason};
@@ -803,12 +803,7 @@ impl State {
             }
         }
         self.check_reservation(&spec, who)?;
-        if spec.nice.is_some_and(|n| n < 0) && !self.is_admin(who) {
-            return Err(ApiError::new(
-                ErrorCode::AccessDenied,
-                "Access/permission denied: only root or SlurmUser may set a negative --nice",
-            ));
-        }
+        check_nice(spec.nice, self.is_admin(who), "--nice")?;
         spec.account = spec
             .account
             .take()
@@ -959,7 +954,11 @@ impl State {
                 Reason::None
             },
             partition: self.parts[part].name.clone(),
-            priority: if held { 0 } else { priority_for(id) },
+            priority: if held {
+                0
+            } else {
+                priority_for(id, spec.nice.unwrap_or(0))
+            },
             time_limit,
             submit_time: now,
             // As slurmctld: a job submitted held is not eligible (EligibleTime=Unknown,
@@ -1246,7 +1245,7 @@ impl State {
                     continue;
                 }
                 job.info.held = false;
-                job.info.priority = priority_for(id);
+                job.info.priority = priority_for(id, job.info.nice());
                 job.info.reason = Reason::None;
                 if job.info.eligible_time.is_none() {
                     let begin = job.info.spec.begin_time;
@@ -1524,6 +1523,9 @@ impl State {
         if let Some(m) = req.time_min {
             check_time_min(m, job.info.time_limit)?;
         }
+        // Nice=: a new value (not a change) for a job that has not ended, as slurmctld.
+        let nice = req.nice.filter(|&n| n != job.info.nice());
+        check_nice(nice, admin, "Nice")?;
         let acct = if req.account.is_some() || req.qos.is_some() {
             Some(self.recheck_acct(&job.info, req.account.as_deref(), req.qos.as_deref())?)
         } else {
@@ -1566,6 +1568,27 @@ impl State {
         if let Some(p) = partition {
             job.info.partition = p.clone();
             job.info.spec.partitions = vec![p];
+        }
+        let fixed = job.extra.priority_fixed || job.info.priority == 0;
+        let basic = self.cfg.priority.priority_type != PriorityType::Multifactor;
+        if let Some(n) = nice {
+            let old = job.info.nice();
+            job.info.spec.nice = (n != 0).then_some(n);
+            // priority/basic moves the job by the difference at once (as slurmctld); a
+            // priority an administrator set, or a hold, stays as it is.
+            if basic && !fixed {
+                let p = i64::from(job.info.priority) + i64::from(old) - i64::from(n);
+                job.info.priority = p.clamp(1, i64::from(u32::MAX)) as u32;
+            }
+        }
+        // Under priority/multifactor a pending job's priority follows what changed (nice,
+        // QOS, account, partition) at once, as it does at submission.
+        if !fixed && job.info.state == JobState::Pending {
+            if let Some((p, f)) = self.fresh_priority(&self.jobs[&id].info, now) {
+                let job = self.jobs.get_mut(&id).expect("checked");
+                job.info.priority = p;
+                job.info.priority_factors = Some(f);
+            }
         }
         self.persist(id).map_err(internal)
     }
@@ -2594,9 +2617,32 @@ fn corresponding_task_state(
         })
 }
 
-/// FIFO priority like Slurm's priority/basic: older jobs rank higher.
-fn priority_for(id: JobId) -> u32 {
-    (u32::MAX / 2).saturating_sub(id)
+/// A nice value given at submission (`--nice`) or later (`Nice=`): within Slurm's range, and
+/// negative only for an administrator.
+fn check_nice(nice: Option<i32>, admin: bool, what: &str) -> Result<(), ApiError> {
+    let Some(n) = nice else { return Ok(()) };
+    let limit = gsched_proto::job::NICE_LIMIT;
+    if !(-limit..=limit).contains(&n) {
+        return Err(ApiError::new(
+            ErrorCode::BadRequest,
+            format!("Invalid {what} value, out of range (+/- {limit})"),
+        ));
+    }
+    if n < 0 && !admin {
+        return Err(ApiError::new(
+            ErrorCode::AccessDenied,
+            format!("Access/permission denied: only root or SlurmUser may set a negative {what}"),
+        ));
+    }
+    Ok(())
+}
+
+/// FIFO priority like Slurm's priority/basic: older jobs rank higher, and a job's `--nice`
+/// moves it down by as much (up, when negative, as Slurm's `lowest_prio - 1 - nice`); never
+/// below 1, which is still above a hold's 0.
+fn priority_for(id: JobId, nice: i32) -> u32 {
+    let p = i64::from(u32::MAX / 2) - i64::from(id) - i64::from(nice);
+    p.clamp(1, i64::from(u32::MAX)) as u32
 }
 
 #[cfg(test)]

@@ -645,6 +645,39 @@ pub struct JobUpdateRequest {
     /// `QOS=` (pending jobs only; checked as at submit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<String>,
+    /// `Nice=`: the job's new nice value (not a change to it), within
+    /// ±[`crate::job::NICE_LIMIT`]; negative only for administrators (jobs not yet ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
+}
+
+impl JobUpdateRequest {
+    /// Whether it changes anything beyond the time limit (which has a call of its own in
+    /// the controller, `TimeLimit=` being the one key that running jobs take from users).
+    pub fn has_other_changes(&self) -> bool {
+        let JobUpdateRequest {
+            job_id: _,
+            time_limit: _,
+            dependency,
+            begin_time,
+            name,
+            priority,
+            partition,
+            time_min,
+            account,
+            qos,
+            nice,
+        } = self;
+        dependency.is_some()
+            || begin_time.is_some()
+            || name.is_some()
+            || priority.is_some()
+            || partition.is_some()
+            || time_min.is_some()
+            || account.is_some()
+            || qos.is_some()
+            || nice.is_some()
+    }
 }
 
 /// `POST /v1/jobs/requeue`: `scontrol requeue`.

@@ -475,7 +475,7 @@ pub enum SchedulerType {
 /// `PriorityType=`: how pending jobs are ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PriorityType {
-    /// `priority/basic` (Slurm's default): first in, first out.
+    /// `priority/basic` (Slurm's default): first in, first out, less each job's nice value.
     #[default]
     Basic,
     /// `priority/multifactor`: age, fair-share, job size, partition and QOS, weighted.

@@ -230,6 +230,9 @@ pub enum OpenMode {
     Append,
 }
 
+/// The largest `--nice` / `Nice=` magnitude: Slurm's `NICE_OFFSET - 3`.
+pub const NICE_LIMIT: i32 = 2_147_483_645;
+
 /// What the user submitted, after the command merged command line, `SBATCH_*` variables and
 /// `#SBATCH` lines. Fields that Slurm distinguishes as "given or not" are `Option`s, because
 /// the job's environment differs (e.g. `SLURM_NTASKS` only when `-n` was given).
@@ -333,7 +336,7 @@ pub struct JobSpec {
     /// `-A/--account`, lower-cased; `None` = no account (`Account=(null)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
-    /// `--nice[=N]`; `None` = 0. Negative only for root and SlurmUser.
+    /// `--nice[=N]`; `None` = 0. Negative only for root and SlurmUser; within ±[`NICE_LIMIT`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nice: Option<i32>,
     /// `-w/--nodelist` as given (a hostlist): nodes the job must be given.

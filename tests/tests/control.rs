@@ -1,7 +1,7 @@
 //! Administration through the commands against real daemons: `gscontrol update` of a job's
 //! time limit and of a node's state (a drained node gets no new jobs, resuming it lets them
 //! start), `gscancel --signal` reaching the job's steps, `-b` the batch shell and `-f` every
-//! process, and `gscancel`'s filters.
+//! process, and `gscancel`'s filters; `Nice=` of a pending job.
 
 use gsched_tests::{secs, ClusterOpts, JobState, Reason, TestCluster};
 
@@ -37,6 +37,62 @@ fn update_time_limit_is_shown_and_enforced() {
     assert_eq!(j.time_limit, Some(1));
     c.cmd_ok("gscancel", [id.to_string()]);
     c.wait_terminal(id, secs(30));
+}
+
+/// `gscontrol update JobId=N Nice=V` (priority/basic): the pending job moves down (or, for
+/// root, up) the queue at once by the change, as slurmctld does, and gsqueue and gscontrol
+/// show the new nice value; a value out of Slurm's range is refused by the command.
+#[test]
+fn nice_update_moves_a_pending_job_at_once() {
+    let c = TestCluster::start(ClusterOpts::named("nice").nodes(1));
+    let a = c.submit(["--begin=now+1hour", "--wrap", "true"]);
+    let b = c.submit(["--begin=now+1hour", "--nice=1", "--wrap", "true"]);
+    let queue = || {
+        let out = c.cmd_ok("gsqueue", ["-h", "-o", "%i %y %Q"]);
+        out.lines()
+            .map(|l| {
+                let f: Vec<i64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+                (f[0] as u32, (f[1], f[2]))
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let q = queue();
+    let (pa, pb) = (q[&a].1, q[&b].1);
+    assert_eq!((q[&a].0, q[&b].0), (0, 1), "{q:?}");
+    assert_eq!(pa - pb, 2, "one for its place, one for its nice: {q:?}");
+    let update = |nice: &str| {
+        c.cmd(
+            "gscontrol",
+            [
+                "update".to_string(),
+                format!("JobId={a}"),
+                format!("Nice={nice}"),
+            ],
+        )
+    };
+    assert!(update("5").status.success());
+    let q = queue();
+    assert_eq!(q[&a], (5, pa - 5), "{q:?}");
+    assert!(q[&a].1 < q[&b].1, "a now ranks behind b: {q:?}");
+    // Root may go below 0.
+    assert!(update("-3").status.success());
+    assert_eq!(queue()[&a], (-3, pa + 3));
+    let show = c.cmd_ok(
+        "gscontrol",
+        ["show".to_string(), "job".into(), a.to_string()],
+    );
+    assert!(
+        show.contains(&format!("Priority={} Nice=-3 ", pa + 3)),
+        "{show}"
+    );
+    let out = update("9999999999");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        gsched_tests::stderr(&out).contains("Nice value out of range (+/- 2147483645)"),
+        "{}",
+        gsched_tests::stderr(&out)
+    );
+    assert_eq!(queue()[&a], (-3, pa + 3), "unchanged");
 }
 
 #[test]

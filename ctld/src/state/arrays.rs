@@ -85,7 +85,7 @@ impl State {
             let basic =
                 self.cfg.priority.priority_type != gsched_proto::config::PriorityType::Multifactor;
             if !info.held && basic {
-                info.priority = priority_for(id);
+                info.priority = priority_for(id, info.nice());
             }
             let rec = StoredRecord {
                 info,

@@ -735,6 +735,110 @@ mod tests {
         assert_eq!(p(&st, big), 5);
     }
 
+    /// priority/basic: `--nice` moves a job down the FIFO order by its value (Slurm's
+    /// `lowest_prio - 1 - nice`), and `Nice=` later moves it by the difference at once;
+    /// a hold stays a hold, and its release takes the nice into account.
+    #[test]
+    fn basic_priority_follows_nice_at_submission_and_update() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = super::super::tests::state(dir.path());
+        let p = |st: &State, id: JobId| st.jobs[&id].info.priority;
+        let a = st.submit(spec(1), ALICE, 1000).unwrap();
+        let mut s = spec(1);
+        s.nice = Some(2);
+        let b = st.submit(s, ALICE, 1000).unwrap();
+        let c = st.submit(spec(1), ALICE, 1000).unwrap();
+        let d = st.submit(spec(1), ALICE, 1000).unwrap();
+        let e = st.submit(spec(1), ALICE, 1000).unwrap();
+        assert_eq!(
+            p(&st, a) - p(&st, b),
+            3,
+            "one for its place, two for its nice"
+        );
+        assert!(p(&st, c) > p(&st, b) && p(&st, e) < p(&st, b));
+        assert_eq!(p(&st, d), p(&st, b), "level with the job two places later");
+        let update = |st: &mut State, id: JobId, nice: i32, who: Identity| {
+            let req = JobUpdateRequest {
+                job_id: id,
+                nice: Some(nice),
+                ..JobUpdateRequest::default()
+            };
+            st.update_job(&req, who, 1001)
+        };
+        let before = p(&st, c);
+        update(&mut st, c, 10, ALICE).unwrap();
+        assert_eq!(p(&st, c), before - 10);
+        assert_eq!(st.jobs[&c].info.nice(), 10);
+        // Back down to 0 is the user's to do; below 0 is not.
+        update(&mut st, c, 0, ALICE).unwrap();
+        assert_eq!(p(&st, c), before);
+        let err = update(&mut st, c, -5, ALICE).unwrap_err();
+        assert_eq!(err.code, ErrorCode::AccessDenied);
+        assert_eq!(
+            (p(&st, c), st.jobs[&c].info.nice()),
+            (before, 0),
+            "unchanged"
+        );
+        update(&mut st, c, -5, ROOT).unwrap();
+        assert_eq!(p(&st, c), before + 5);
+        let err = update(&mut st, c, i32::MIN, ROOT).unwrap_err();
+        assert_eq!(err.code, ErrorCode::BadRequest);
+        // A held job keeps priority 0; released, it gets its place less its nice.
+        let mut s = spec(1);
+        s.hold = true;
+        let h = st.submit(s, ALICE, 1000).unwrap();
+        update(&mut st, h, 7, ALICE).unwrap();
+        assert_eq!(p(&st, h), 0);
+        st.hold(&[h], &[], &[], true, ALICE, 1002).unwrap();
+        assert_eq!(p(&st, h), p(&st, e) - (h - e) - 7);
+        // Persisted: a new controller reads the same.
+        let (pc, ph) = (p(&st, c), p(&st, h));
+        drop(st);
+        let st = super::super::tests::state(dir.path());
+        assert_eq!((p(&st, c), p(&st, h)), (pc, ph));
+    }
+
+    /// priority/multifactor: `Nice=`, and a pending job's new QOS, give it its priority at
+    /// once (not at the next pass), and that pass agrees.
+    #[test]
+    fn multifactor_priority_follows_an_update_at_once() {
+        use gsched_proto::acct::{AcctChange, AcctEntity, AcctOp};
+        let dir = tempfile::tempdir().unwrap();
+        let conf = "PriorityWeightQOS=1000\nPriorityWeightPartition=100\nPriorityWeightAge=0\n";
+        let mut st = state(dir.path(), conf);
+        let c = AcctChange {
+            op: AcctOp::Add,
+            entity: AcctEntity::Qos,
+            names: vec!["high".into()],
+            conditions: Vec::new(),
+            settings: vec![("Priority".into(), "=".into(), "100".into())],
+        };
+        st.acct_change(&c, ROOT).unwrap();
+        let a = st.submit(spec(1), ALICE, 1000).unwrap();
+        st.schedule(1000);
+        let p = |st: &State| st.jobs[&a].info.priority;
+        let before = p(&st);
+        let req = JobUpdateRequest {
+            job_id: a,
+            nice: Some(40),
+            ..JobUpdateRequest::default()
+        };
+        st.update_job(&req, ALICE, 1001).unwrap();
+        assert_eq!(p(&st), before - 40);
+        assert_eq!(st.jobs[&a].info.priority_factors.unwrap().nice, 40);
+        let req = JobUpdateRequest {
+            job_id: a,
+            qos: Some("high".into()),
+            ..JobUpdateRequest::default()
+        };
+        st.update_job(&req, ROOT, 1002).unwrap();
+        assert_eq!(p(&st), before - 40 + 1000);
+        assert_eq!(st.jobs[&a].info.priority_factors.unwrap().qos, 1000.0);
+        let now = p(&st);
+        st.schedule(1003);
+        assert_eq!(p(&st), now, "the next pass gives the same");
+    }
+
     #[test]
     fn basic_keeps_fifo() {
         let dir = tempfile::tempdir().unwrap();

@@ -24,15 +24,49 @@ fn client(sh: &Shared, node: &str) -> Option<Client> {
     )
 }
 
-/// How many nodes' launches are built and in flight at once. A pass that fills a large
-/// cluster starts jobs on thousands of nodes; building and sending them all at once held
-/// every request (and its serialised batch) in memory together. A node that does not answer
-/// holds its slot until the client's timeout, and a node found unreachable gets no new jobs.
-pub const LAUNCH_SLOTS: usize = 32;
+/// How many jobs' launch requests may be built and in flight at once, over all nodes. A
+/// pass that fills a large cluster starts jobs on thousands of nodes; building and sending
+/// them all at once held every request (a few KiB of environment each) and its serialised
+/// batch in memory together. Counted in jobs, not nodes: passes that start a job or two per
+/// node reach every node at once (a node daemon starts its batch's jobs one after the
+/// other before it answers, so each node's answer takes as long as its batch), and only
+/// passes that start many jobs per node are spread out. A node that does not answer keeps
+/// its share until the client's timeout; a node found unreachable gets no new jobs.
+pub const LAUNCH_JOBS_IN_FLIGHT: usize = 4096;
+
+/// The budget of [`LAUNCH_JOBS_IN_FLIGHT`]: a node's batch takes as many units as it has
+/// jobs (all of them, for a batch larger than the whole budget).
+#[derive(Debug)]
+pub struct LaunchSlots {
+    jobs: tokio::sync::Semaphore,
+    total: usize,
+}
+
+impl LaunchSlots {
+    pub fn new(total: usize) -> Self {
+        let total = total.max(1);
+        LaunchSlots {
+            jobs: tokio::sync::Semaphore::new(total),
+            total,
+        }
+    }
+
+    /// Waits until `n` jobs' launches may go; held until the returned permit is dropped.
+    async fn take(&self, n: usize) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        let n = n.clamp(1, self.total) as u32;
+        self.jobs.acquire_many(n).await.ok()
+    }
+}
+
+impl Default for LaunchSlots {
+    fn default() -> Self {
+        LaunchSlots::new(LAUNCH_JOBS_IN_FLIGHT)
+    }
+}
 
 /// Sends every effect in the background. The launches of one pass go to each node in one
 /// request ([`paths::NODE_LAUNCH_BATCH`]) when there are several, built when they are sent,
-/// [`LAUNCH_SLOTS`] nodes at a time.
+/// at most [`LAUNCH_JOBS_IN_FLIGHT`] jobs' at a time.
 pub fn send(sh: Arc<Shared>, effects: Vec<Effect>) {
     let mut launches: BTreeMap<String, Vec<(JobId, i64)>> = BTreeMap::new();
     for e in effects {
@@ -51,7 +85,7 @@ pub fn send(sh: Arc<Shared>, effects: Vec<Effect>) {
     for (node, runs) in launches {
         let sh = sh.clone();
         tokio::spawn(async move {
-            let Ok(_slot) = sh.launch_slots.acquire().await else {
+            let Some(_slots) = sh.launch_slots.take(runs.len()).await else {
                 return;
             };
             let s = sh.clone();
@@ -268,7 +302,8 @@ mod tests {
         st
     }
 
-    fn shared(st: State) -> Arc<Shared> {
+    /// The shared state of a controller whose launch budget is `slots` jobs.
+    fn shared(st: State, slots: usize) -> Arc<Shared> {
         let cfg = st.cfg.clone();
         let (submits, _batches) = crate::group_commit::channel();
         Arc::new(Shared {
@@ -280,7 +315,7 @@ mod tests {
             metrics: crate::metrics::Metrics::for_config(&cfg),
             submits,
             node_connections: gsched_proto::client::ConnectionPool::new(),
-            launch_slots: tokio::sync::Semaphore::new(LAUNCH_SLOTS),
+            launch_slots: LaunchSlots::new(slots),
         })
     }
 
@@ -296,7 +331,7 @@ mod tests {
         let effects = st.schedule(1001);
         let jobs = crate::state::launches(&mut st, &effects, 1001);
         assert_eq!(jobs.len(), 2, "both jobs placed on n1 in one pass");
-        let sh = shared(st);
+        let sh = shared(st, LAUNCH_JOBS_IN_FLIGHT);
         let s = sh.clone();
         tokio::task::spawn_blocking(move || launch(&s, "n1", jobs))
             .await
@@ -320,44 +355,68 @@ mod tests {
         }
     }
 
-    /// A pass that starts jobs on many nodes: their launches are built and sent
-    /// [`LAUNCH_SLOTS`] nodes at a time (the node daemon here is slow to answer and counts
-    /// the requests it holds at once), and every job is launched and acknowledged.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn launches_go_to_a_bounded_number_of_nodes_at_once() {
-        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-        let held = Arc::new((
-            AtomicUsize::new(0),
-            AtomicUsize::new(0),
-            AtomicUsize::new(0),
-        ));
+    /// What a slow node daemon saw: the most jobs and node requests it held at once, and
+    /// the jobs it was asked to launch.
+    #[derive(Default)]
+    struct Held {
+        jobs: std::sync::atomic::AtomicUsize,
+        requests: std::sync::atomic::AtomicUsize,
+        most_jobs: std::sync::atomic::AtomicUsize,
+        most_requests: std::sync::atomic::AtomicUsize,
+        launched: std::sync::atomic::AtomicUsize,
+    }
+
+    /// A node daemon that takes 100 ms to answer a batch launch (each node's, routed by
+    /// the port alone) and counts what it holds meanwhile.
+    async fn slow_node_daemon() -> (u16, Arc<Held>) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let held = Arc::new(Held::default());
         let h = held.clone();
         let app = axum::Router::new().route(
-            paths::NODE_LAUNCH,
-            axum::routing::post(move |axum::Json(_): axum::Json<LaunchRequest>| {
+            paths::NODE_LAUNCH_BATCH,
+            axum::routing::post(move |axum::Json(batch): axum::Json<LaunchBatch>| {
                 let h = h.clone();
                 async move {
-                    let now = h.0.fetch_add(1, SeqCst) + 1;
-                    h.1.fetch_max(now, SeqCst);
+                    let n = batch.jobs.len();
+                    h.most_jobs
+                        .fetch_max(h.jobs.fetch_add(n, SeqCst) + n, SeqCst);
+                    h.most_requests
+                        .fetch_max(h.requests.fetch_add(1, SeqCst) + 1, SeqCst);
                     tokio::time::sleep(Duration::from_millis(100)).await;
-                    h.0.fetch_sub(1, SeqCst);
-                    h.2.fetch_add(1, SeqCst);
-                    axum::Json(Ack { ok: true })
+                    h.jobs.fetch_sub(n, SeqCst);
+                    h.requests.fetch_sub(1, SeqCst);
+                    h.launched.fetch_add(n, SeqCst);
+                    let results = batch
+                        .jobs
+                        .iter()
+                        .map(|j| gsched_proto::api::BatchResult {
+                            job_id: j.job_id,
+                            error: None,
+                        })
+                        .collect();
+                    axum::Json(BatchResponse { results })
                 }
             }),
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         tokio::spawn(async move { axum::serve(listener, app).await });
-        let nodes = 2 * LAUNCH_SLOTS + 5;
+        (port, held)
+    }
+
+    /// Starts a job on every CPU of the nodes `nodes` (`cpus` each) in one pass, sends the
+    /// launches with a budget of `slots` jobs, and waits until every job is acknowledged.
+    async fn fill(nodes: &str, count: usize, cpus: u32, slots: usize) -> Arc<Held> {
+        let (port, held) = slow_node_daemon().await;
         let dir = tempfile::tempdir().unwrap();
-        let mut st = state_with_nodes(dir.path(), &format!("n[1-{nodes}]"), 1, port);
-        let ids: Vec<JobId> = (0..nodes)
+        let mut st = state_with_nodes(dir.path(), nodes, cpus, port);
+        let jobs = count * cpus as usize;
+        let ids: Vec<JobId> = (0..jobs)
             .map(|_| st.submit(spec(1), ROOT, 1000).unwrap())
             .collect();
         let effects = st.schedule(1001);
-        assert_eq!(effects.len(), nodes, "one job on each node: {effects:?}");
-        let sh = shared(st);
+        assert_eq!(effects.len(), jobs, "{effects:?}");
+        let sh = shared(st, slots);
         send(sh.clone(), effects);
         let acked = |sh: &Shared| {
             let st = sh.lock();
@@ -371,17 +430,30 @@ mod tests {
                 .count()
         };
         for _ in 0..300 {
-            if acked(&sh) == nodes {
+            if acked(&sh) == jobs {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        assert_eq!(acked(&sh), nodes, "every launch acknowledged");
-        assert_eq!(held.2.load(SeqCst), nodes, "one request per node");
-        let most = held.1.load(SeqCst);
+        assert_eq!(acked(&sh), jobs, "every launch acknowledged");
+        let launched = held.launched.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(launched, jobs, "each job launched once");
+        held
+    }
+
+    /// A pass that starts jobs on many nodes: their launches are built and sent within a
+    /// budget counted in jobs (10 here): five 2-job batches at a time at most, and more than
+    /// one node at a time. A node's batch larger than the whole budget still goes, alone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn launches_are_sent_within_a_budget_of_jobs() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let held = fill("n[1-20]", 20, 2, 10).await;
+        let (jobs, requests) = (held.most_jobs.load(SeqCst), held.most_requests.load(SeqCst));
         assert!(
-            (2..=LAUNCH_SLOTS).contains(&most),
-            "{most} launches held at once by the node daemon; at most {LAUNCH_SLOTS} expected"
+            jobs <= 10 && requests >= 2,
+            "{jobs} jobs in {requests} requests held at once by the node daemons; at most 10 jobs expected, on several nodes"
         );
+        let held = fill("big", 1, 12, 10).await;
+        assert_eq!(held.most_jobs.load(SeqCst), 12);
     }
 }

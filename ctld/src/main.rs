@@ -100,7 +100,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         metrics: gsched_ctld::metrics::Metrics::for_config(&cfg),
         submits,
         node_connections: gsched_proto::client::ConnectionPool::new(),
-        launch_slots: tokio::sync::Semaphore::new(gsched_ctld::dispatch::LAUNCH_SLOTS),
+        launch_slots: gsched_ctld::dispatch::LaunchSlots::default(),
     });
 
     // One async thread: every request takes the state lock anyway, and a single thread

@@ -37,8 +37,8 @@ pub struct Shared {
     pub submits: crate::group_commit::Submitter,
     /// Connections to the node daemons, kept between calls.
     pub node_connections: Arc<gsched_proto::client::ConnectionPool>,
-    /// Nodes whose launches are being built and sent ([`crate::dispatch::LAUNCH_SLOTS`]).
-    pub launch_slots: tokio::sync::Semaphore,
+    /// The budget of launches being built and sent ([`crate::dispatch::LAUNCH_JOBS_IN_FLIGHT`]).
+    pub launch_slots: crate::dispatch::LaunchSlots,
 }
 
 impl Shared {

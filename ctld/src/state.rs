@@ -1978,6 +1978,8 @@ impl State {
                 };
             }
         }
+        // The jobs this pass starts (a het job's components included, which do not launch).
+        let mut started_now = Vec::with_capacity(decisions.starts.len());
         for start in decisions.starts {
             let part = self.parts[start.partition].name.clone();
             let names: Vec<String> = start
@@ -2024,6 +2026,7 @@ impl State {
             job.terminate_sent_at = None;
             job.terminate_acked = false;
             changed.push(start.job_id);
+            started_now.push(start.job_id);
             // A heterogeneous job launches once, from its leader, when every component
             // has its nodes (they all start in the same pass).
             if job.info.het.is_some_and(|h| h.offset != 0) {
@@ -2038,17 +2041,18 @@ impl State {
         }
         if let Err(e) = self.persist_many(&changed) {
             // Could not record the starts: launch nothing, reload what the store has.
+            // Every job this pass started goes back to pending, a het job's components
+            // alike (they hold no launch of their own).
             tracing::error!("cannot record scheduling decisions, not launching: {e}");
-            for id in &changed {
+            for id in &started_now {
                 if let Some(j) = self.jobs.get_mut(id) {
-                    if j.launch == Some(LaunchState::InFlight) {
-                        j.info.state = JobState::Pending;
-                        j.info.nodes.clear();
-                        j.info.cpus_per_node.clear();
-                        j.info.gpus.clear();
-                        j.info.start_time = None;
-                        j.launch = None;
-                    }
+                    j.info.state = JobState::Pending;
+                    j.info.nodes.clear();
+                    j.info.cpus_per_node.clear();
+                    j.info.gpus.clear();
+                    j.info.start_time = None;
+                    j.extra.alloc_mem.clear();
+                    j.launch = None;
                 }
             }
             return Vec::new();

@@ -280,6 +280,37 @@ mod tests {
     use crate::state::tests::ended;
     use gsched_proto::api::RunningJob;
 
+    /// A pass whose starts cannot be written (another process holds the store's write
+    /// lock) launches nothing and leaves every component of the het job pending, not only
+    /// the leader; once the store takes writes again, the next pass starts them.
+    #[test]
+    fn a_pass_whose_starts_cannot_be_stored_leaves_every_component_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state(dir.path());
+        register_all(&mut st, 1000);
+        let n = st.submit_het(vec![spec(2), spec(2)], ROOT, 1000).unwrap();
+        let other =
+            rusqlite::Connection::open(dir.path().join("s").join(crate::store::DB_FILE)).unwrap();
+        other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        // (The store waits its busy timeout, 5 s, before it gives up.)
+        let effects = st.schedule(1001);
+        assert!(effects.is_empty(), "{effects:?}");
+        for id in [n, n + 1] {
+            let j = &st.jobs[&id];
+            assert_eq!(j.info.state, JobState::Pending, "job {id}");
+            assert!(
+                j.info.nodes.is_empty() && j.info.start_time.is_none(),
+                "job {id}"
+            );
+        }
+        other.execute_batch("ROLLBACK").unwrap();
+        let effects = st.schedule(1002);
+        assert_eq!(super::launches(&mut st, &effects, 1002).len(), 1);
+        for id in [n, n + 1] {
+            assert_eq!(st.jobs[&id].info.state, JobState::Running, "job {id}");
+        }
+    }
+
     #[test]
     fn leader_launches_alone_components_survive_restart_and_follow_the_leader() {
         let dir = tempfile::tempdir().unwrap();

@@ -733,19 +733,20 @@ impl Opts {
     }
 }
 
-/// Slurm's largest `--nice` magnitude (`NICE_OFFSET - 3`).
-pub const MAX_NICE: i64 = gsched_proto::job::NICE_LIMIT as i64;
-
 /// `--nice[=N]`: 100 without a value; Slurm's range check. Negative values are checked by
 /// the controller (only root and SlurmUser may use them).
 fn parse_nice(prog: &str, arg: Option<&str>) -> Result<i32, Fail> {
     let Some(v) = arg else { return Ok(100) };
     match v.trim().parse::<i64>() {
-        Ok(n) if n.abs() <= MAX_NICE => Ok(n as i32),
-        Ok(_) => Err(Fail::error(
-            prog,
-            format!("Invalid --nice value, out of range (+/- {MAX_NICE})"),
-        )),
+        Ok(n) => gsched_proto::job::nice_in_range(n).ok_or_else(|| {
+            Fail::error(
+                prog,
+                format!(
+                    "Invalid --nice value, out of range (+/- {})",
+                    gsched_proto::job::NICE_LIMIT
+                ),
+            )
+        }),
         Err(_) => Err(Fail::error(prog, format!("Invalid --nice value \"{v}\""))),
     }
 }

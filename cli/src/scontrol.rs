@@ -1164,13 +1164,17 @@ impl Session<'_> {
                     }
                 }
             } else if kw(&tag, "Nice", 2) {
-                let limit = gsched_proto::job::NICE_LIMIT;
-                match val.trim().parse::<i64>() {
-                    Ok(n) if n.abs() <= i64::from(limit) => other.nice = Some(n as i32),
-                    Ok(_) => {
+                match val
+                    .trim()
+                    .parse::<i64>()
+                    .map(gsched_proto::job::nice_in_range)
+                {
+                    Ok(Some(n)) => other.nice = Some(n),
+                    Ok(None) => {
                         out.err(format!(
-                            "{}: error: Nice value out of range (+/- {limit}). Value ignored",
-                            self.prog
+                            "{}: error: Nice value out of range (+/- {}). Value ignored",
+                            self.prog,
+                            gsched_proto::job::NICE_LIMIT
                         ));
                         return;
                     }

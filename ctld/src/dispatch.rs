@@ -196,11 +196,8 @@ fn launch(sh: &Arc<Shared>, node: &str, jobs: Vec<LaunchRequest>) {
 
 fn run(sh: &Arc<Shared>, e: Effect) {
     match e {
-        Effect::Launch {
-            node,
-            job_id,
-            start_time,
-        } => launch_runs(sh, &node, &[(job_id, start_time)]),
+        // `send` groups launches by node within the budget; none comes here.
+        Effect::Launch { .. } => unreachable!("launches are sent by dispatch::send"),
         Effect::Terminate {
             node,
             job_id,

@@ -28,7 +28,8 @@ pub fn run_length(values: &[u32]) -> String {
     out.join(",")
 }
 
-fn set(env: &mut Vec<(String, String)>, key: &str, value: impl Into<String>) {
+/// Sets `key` in `env`, in place when it is there already.
+pub(crate) fn set(env: &mut Vec<(String, String)>, key: &str, value: impl Into<String>) {
     let value = value.into();
     match env.iter_mut().find(|(k, _)| k == key) {
         Some(e) => e.1 = value,

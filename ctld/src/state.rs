@@ -1572,13 +1572,12 @@ impl State {
         let fixed = job.extra.priority_fixed || job.info.priority == 0;
         let basic = self.cfg.priority.priority_type != PriorityType::Multifactor;
         if let Some(n) = nice {
-            let old = job.info.nice();
             job.info.spec.nice = (n != 0).then_some(n);
-            // priority/basic moves the job by the difference at once (as slurmctld); a
-            // priority an administrator set, or a hold, stays as it is.
+            // priority/basic moves the job by the change at once (as slurmctld): its place
+            // (a het job's is its leader's) less its new nice. A priority an administrator
+            // set, or a hold, stays as it is.
             if basic && !fixed {
-                let p = i64::from(job.info.priority) + i64::from(old) - i64::from(n);
-                job.info.priority = p.clamp(1, i64::from(u32::MAX)) as u32;
+                job.info.priority = priority_for(job.info.het.map_or(id, |h| h.job_id), n);
             }
         }
         // Under priority/multifactor a pending job's priority follows what changed (nice,
@@ -2625,11 +2624,13 @@ fn corresponding_task_state(
 /// negative only for an administrator.
 fn check_nice(nice: Option<i32>, admin: bool, what: &str) -> Result<(), ApiError> {
     let Some(n) = nice else { return Ok(()) };
-    let limit = gsched_proto::job::NICE_LIMIT;
-    if !(-limit..=limit).contains(&n) {
+    if gsched_proto::job::nice_in_range(n.into()).is_none() {
         return Err(ApiError::new(
             ErrorCode::BadRequest,
-            format!("Invalid {what} value, out of range (+/- {limit})"),
+            format!(
+                "Invalid {what} value, out of range (+/- {})",
+                gsched_proto::job::NICE_LIMIT
+            ),
         ));
     }
     if n < 0 && !admin {

@@ -55,16 +55,8 @@ pub struct StdioPaths {
     pub stdin: PathBuf,
 }
 
-fn env_value<'a>(req: &'a LaunchRequest, key: &str) -> Option<&'a str> {
-    req.environment
-        .iter()
-        .rev()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
-}
-
 fn env_number(req: &LaunchRequest, key: &str) -> Option<u32> {
-    env_value(req, key).and_then(|v| v.trim().parse().ok())
+    req.env(key).and_then(|v| v.trim().parse().ok())
 }
 
 fn given(p: &Option<String>) -> Option<&str> {

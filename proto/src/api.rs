@@ -908,6 +908,17 @@ pub struct LaunchRequest {
     pub gpus: Vec<crate::gpu::GpuAlloc>,
 }
 
+impl LaunchRequest {
+    /// The value of `key` in the job's environment (the last one, as a shell would see it).
+    pub fn env(&self, key: &str) -> Option<&str> {
+        self.environment
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 /// `POST /v1/node/signal`: deliver a signal to a job's processes (which ones:
 /// [`SignalScope`]).
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]

@@ -233,6 +233,11 @@ pub enum OpenMode {
 /// The largest `--nice` / `Nice=` magnitude: Slurm's `NICE_OFFSET - 3`.
 pub const NICE_LIMIT: i32 = 2_147_483_645;
 
+/// `n` as a nice value, when within ±[`NICE_LIMIT`].
+pub fn nice_in_range(n: i64) -> Option<i32> {
+    (n.abs() <= i64::from(NICE_LIMIT)).then_some(n as i32)
+}
+
 /// What the user submitted, after the command merged command line, `SBATCH_*` variables and
 /// `#SBATCH` lines. Fields that Slurm distinguishes as "given or not" are `Option`s, because
 /// the job's environment differs (e.g. `SLURM_NTASKS` only when `-n` was given).

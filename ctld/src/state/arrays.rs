@@ -314,12 +314,7 @@ mod tests {
         assert_eq!(reqs.len(), 3, "{eff:?}");
         for req in reqs {
             assert!(req.script.starts_with("#!"));
-            let v = |k: &str| {
-                req.environment
-                    .iter()
-                    .find(|(a, _)| a == k)
-                    .map(|(_, b)| b.clone())
-            };
+            let v = |k: &str| req.env(k).map(str::to_string);
             assert_eq!(v("SLURM_ARRAY_JOB_ID"), Some(n.to_string()));
             assert_eq!(v("SLURM_ARRAY_TASK_COUNT").as_deref(), Some("3"));
             assert_eq!(v("X").as_deref(), Some("1"));

@@ -332,13 +332,7 @@ mod tests {
             st.jobs[&(n + 1)].info.nodes[0].clone(),
         );
         assert_ne!(leader_node, other_node);
-        let env = |k: &str| {
-            launches[0]
-                .environment
-                .iter()
-                .find(|(x, _)| x == k)
-                .map(|(_, v)| v.clone())
-        };
+        let env = |k: &str| launches[0].env(k).map(str::to_string);
         assert_eq!(env("SLURM_HET_SIZE").as_deref(), Some("2"));
         assert_eq!(env("SLURM_JOB_ID_HET_GROUP_1"), Some((n + 1).to_string()));
         assert_eq!(

@@ -56,10 +56,7 @@ impl State {
         let info = full.as_ref().unwrap_or(&job.info);
         let mut req = crate::env::launch_request(&self.cfg, info, cpus, mem_mb);
         for (k, v) in self.het_environment(info) {
-            match req.environment.iter_mut().find(|(x, _)| *x == k) {
-                Some(e) => e.1 = v,
-                None => req.environment.push((k, v)),
-            }
+            crate::env::set(&mut req.environment, &k, v);
         }
         Ok(Some(req))
     }
@@ -123,17 +120,10 @@ mod tests {
         assert_eq!(reqs.len(), 1, "only the run still waiting is sent");
         assert_eq!(reqs[0].job_id, b);
         assert_eq!(reqs[0].start_time, 1001);
-        let var = |k: &str| {
-            reqs[0]
-                .environment
-                .iter()
-                .find(|(x, _)| x == k)
-                .map(|(_, v)| v.clone())
-        };
-        assert_eq!(var("SLURM_JOB_ID"), Some(b.to_string()));
+        assert_eq!(reqs[0].env("SLURM_JOB_ID"), Some(b.to_string().as_str()));
         assert_eq!(
-            var("SLURM_JOB_NODELIST").as_ref(),
-            st.jobs[&b].info.nodes.first()
+            reqs[0].env("SLURM_JOB_NODELIST"),
+            st.jobs[&b].info.nodes.first().map(String::as_str)
         );
         let reqs = launches(&mut st, &again, 1011);
         assert_eq!(reqs.len(), 1, "{again:?}");

@@ -781,6 +781,11 @@ mod tests {
         );
         update(&mut st, c, -5, ROOT).unwrap();
         assert_eq!(p(&st, c), before + 5);
+        // The largest nice takes it to 1 (never 0, a hold); back to 0, its place again.
+        update(&mut st, c, gsched_proto::job::NICE_LIMIT, ALICE).unwrap();
+        assert_eq!(p(&st, c), 1);
+        update(&mut st, c, 0, ALICE).unwrap();
+        assert_eq!(p(&st, c), before);
         let err = update(&mut st, c, i32::MIN, ROOT).unwrap_err();
         assert_eq!(err.code, ErrorCode::BadRequest);
         // A held job keeps priority 0; released, it gets its place less its nice.

@@ -1245,7 +1245,9 @@ impl State {
                     continue;
                 }
                 job.info.held = false;
-                job.info.priority = priority_for(id, job.info.nice());
+                // A het job's components queue with their leader's place.
+                job.info.priority =
+                    priority_for(job.info.het.map_or(id, |h| h.job_id), job.info.nice());
                 job.info.reason = Reason::None;
                 if job.info.eligible_time.is_none() {
                     let begin = job.info.spec.begin_time;
@@ -1977,8 +1979,9 @@ impl State {
                 };
             }
         }
-        // The jobs this pass starts (a het job's components included, which do not launch).
-        let mut started_now = Vec::with_capacity(decisions.starts.len());
+        // The jobs this pass starts (a het job's components included, which do not launch),
+        // with what each was before, should the starts fail to be stored.
+        let mut started_now: Vec<Unstart> = Vec::with_capacity(decisions.starts.len());
         for start in decisions.starts {
             let part = self.parts[start.partition].name.clone();
             let names: Vec<String> = start
@@ -1992,6 +1995,7 @@ impl State {
             };
             self.batch_index
                 .add(start.job_id, start.placement.nodes.first().map(|a| a.node));
+            started_now.push(Unstart::before(start.job_id, job));
             job.info.state = JobState::Running;
             job.info.reason = Reason::None;
             self.active.note(start.job_id, JobState::Running);
@@ -2025,7 +2029,6 @@ impl State {
             job.terminate_sent_at = None;
             job.terminate_acked = false;
             changed.push(start.job_id);
-            started_now.push(start.job_id);
             // A heterogeneous job launches once, from its leader, when every component
             // has its nodes (they all start in the same pass).
             if job.info.het.is_some_and(|h| h.offset != 0) {
@@ -2039,19 +2042,13 @@ impl State {
             });
         }
         if let Err(e) = self.persist_many(&changed) {
-            // Could not record the starts: launch nothing, reload what the store has.
-            // Every job this pass started goes back to pending, a het job's components
-            // alike (they hold no launch of their own).
+            // Could not record the starts: launch nothing. Every job this pass started is
+            // put back as the store still has it, a het job's components alike (they hold
+            // no launch of their own); the next pass tries again.
             tracing::error!("cannot record scheduling decisions, not launching: {e}");
-            for id in &started_now {
-                if let Some(j) = self.jobs.get_mut(id) {
-                    j.info.state = JobState::Pending;
-                    j.info.nodes.clear();
-                    j.info.cpus_per_node.clear();
-                    j.info.gpus.clear();
-                    j.info.start_time = None;
-                    j.extra.alloc_mem.clear();
-                    j.launch = None;
+            for u in started_now {
+                if let Some(j) = self.jobs.get_mut(&u.id) {
+                    u.restore(j);
                 }
             }
             return Vec::new();
@@ -2642,6 +2639,70 @@ fn check_nice(nice: Option<i32>, admin: bool, what: &str) -> Result<(), ApiError
     Ok(())
 }
 
+/// What a start changes in a pending job, kept until the pass's starts are stored: a pass
+/// whose commit fails puts each job back as it was (the store still has it so), its
+/// partition and time limit included (a start may choose among `--partition`s and lower a
+/// `--time-min` job's limit). The run itself (nodes, CPUs, memory, GPUs, start time, launch)
+/// goes back to a pending job's nothing. A few words per job, not a copy of the record: one
+/// pass may start tens of thousands of jobs.
+struct Unstart {
+    id: JobId,
+    partition: String,
+    time_limit: Option<u32>,
+    end_time: Option<i64>,
+    reason: Reason,
+    num_nodes: u32,
+    num_cpus: u32,
+    terminate: Option<TerminateReason>,
+    warn_signal_sent: bool,
+    mail_sent: u32,
+    predicted_secs: Option<i64>,
+    terminate_sent_at: Option<i64>,
+    terminate_acked: bool,
+}
+
+impl Unstart {
+    fn before(id: JobId, j: &Job) -> Unstart {
+        Unstart {
+            id,
+            partition: j.info.partition.clone(),
+            time_limit: j.info.time_limit,
+            end_time: j.info.end_time,
+            reason: j.info.reason,
+            num_nodes: j.info.num_nodes,
+            num_cpus: j.info.num_cpus,
+            terminate: j.extra.terminate,
+            warn_signal_sent: j.extra.warn_signal_sent,
+            mail_sent: j.extra.mail_sent,
+            predicted_secs: j.extra.predicted_secs,
+            terminate_sent_at: j.terminate_sent_at,
+            terminate_acked: j.terminate_acked,
+        }
+    }
+
+    fn restore(self, j: &mut Job) {
+        j.info.state = JobState::Pending;
+        j.info.partition = self.partition;
+        j.info.time_limit = self.time_limit;
+        j.info.start_time = None;
+        j.info.end_time = self.end_time;
+        j.info.reason = self.reason;
+        j.info.nodes.clear();
+        j.info.cpus_per_node.clear();
+        j.info.gpus.clear();
+        j.info.num_nodes = self.num_nodes;
+        j.info.num_cpus = self.num_cpus;
+        j.extra.alloc_mem.clear();
+        j.extra.terminate = self.terminate;
+        j.extra.warn_signal_sent = self.warn_signal_sent;
+        j.extra.mail_sent = self.mail_sent;
+        j.extra.predicted_secs = self.predicted_secs;
+        j.launch = None;
+        j.terminate_sent_at = self.terminate_sent_at;
+        j.terminate_acked = self.terminate_acked;
+    }
+}
+
 /// FIFO priority like Slurm's priority/basic: older jobs rank higher, and a job's `--nice`
 /// moves it down by as much (up, when negative, as Slurm's `lowest_prio - 1 - nice`); never
 /// below 1, which is still above a hold's 0.
@@ -2652,6 +2713,7 @@ fn priority_for(id: JobId, nice: i32) -> u32 {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use super::launch::launches;
     use super::*;
     use gsched_proto::config::Config;
 
@@ -2964,5 +3026,75 @@ pub(crate) mod tests {
             .signal_jobs(&f, None, SignalScope::Full, other, 1002)
             .unwrap();
         assert_eq!(res[0].1.as_ref().unwrap().code, ErrorCode::AccessDenied);
+    }
+
+    #[test]
+    fn a_pass_whose_starts_cannot_be_stored_puts_partition_and_time_limit_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
+             NodeName=n[1-3] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+             PartitionName=a Nodes=n1 Default=YES MaxTime=INFINITE\nPartitionName=b Nodes=n[2-3] MaxTime=INFINITE\n",
+            d = dir.path().display()
+        );
+        let cfg = Arc::new(Config::parse(&text, &dir.path().join("gsched.conf")).unwrap());
+        let store = Store::open(&cfg.state_save_location, false).unwrap();
+        let mut st = State::load(cfg, store, 1000).unwrap();
+        for n in ["n1", "n2", "n3"] {
+            register_node(&mut st, n, &[], 1000);
+        }
+        let job = |tasks: u32, parts: &[&str], minutes: u32| JobSpec {
+            partitions: parts.iter().map(|p| p.to_string()).collect(),
+            time_limit: Some(minutes),
+            ..spec(tasks)
+        };
+        // n1 (partition a) full for an hour, n2 half full for an hour.
+        let x = st.submit(job(2, &["a"], 60), ROOT, 1000).unwrap();
+        let r = st.submit(job(1, &["b"], 60), ROOT, 1000).unwrap();
+        let effects = st.schedule(1000);
+        for l in launches(&mut st, &effects, 1000) {
+            st.launch_result(l.job_id, 1000, Ok(()), 1000);
+        }
+        assert_eq!(st.jobs[&x].info.state, JobState::Running);
+        assert_eq!(st.jobs[&r].info.state, JobState::Running);
+        // p waits for r's end; c (--time-min) fits before it with a lower limit; m may
+        // run in a or b and fits in b.
+        let p = st.submit(job(4, &["b"], 60), ROOT, 1001).unwrap();
+        let c = st
+            .submit(
+                JobSpec {
+                    time_min: Some(30),
+                    ..job(1, &["b"], 120)
+                },
+                ROOT,
+                1001,
+            )
+            .unwrap();
+        let m = st.submit(job(1, &["a", "b"], 10), ROOT, 1001).unwrap();
+        let before = |st: &State, id: JobId| {
+            let i = &st.jobs[&id].info;
+            (i.state, i.partition.clone(), i.time_limit, i.num_cpus)
+        };
+        let (c0, m0) = (before(&st, c), before(&st, m));
+        assert_eq!(m0.1, "a");
+
+        let other =
+            rusqlite::Connection::open(dir.path().join("s").join(crate::store::DB_FILE)).unwrap();
+        other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        // (The store waits its busy timeout, 5 s, before it gives up.)
+        assert!(st.schedule(1002).is_empty());
+        assert_eq!(before(&st, c), c0);
+        assert_eq!(before(&st, m), m0);
+        assert!(st.jobs[&c].info.nodes.is_empty() && st.jobs[&c].info.start_time.is_none());
+        other.execute_batch("ROLLBACK").unwrap();
+
+        // The same pass again, stored: what the failed one had changed.
+        let effects = st.schedule(1003);
+        assert_eq!(launches(&mut st, &effects, 1003).len(), 2);
+        assert_eq!(st.jobs[&p].info.state, JobState::Pending);
+        let (ci, mi) = (&st.jobs[&c].info, &st.jobs[&m].info);
+        assert_eq!((ci.state, mi.state), (JobState::Running, JobState::Running));
+        assert!(ci.time_limit.unwrap() < 120, "{:?}", ci.time_limit);
+        assert_eq!(mi.partition, "b");
     }
 }

@@ -388,6 +388,8 @@ mod tests {
             ..spec(1)
         };
         let n = st.submit_het(vec![spec(1), held], ROOT, 1000).unwrap();
+        // A later job, to tell places apart.
+        let later = st.submit(spec(1), ROOT, 1000).unwrap();
         st.schedule(1000);
         // The leader alone would fit: it waits with its held component's reason.
         let l = &st.jobs[&n].info;
@@ -395,6 +397,11 @@ mod tests {
             (l.state, l.reason),
             (JobState::Pending, Reason::JobHeldUser)
         );
+        // Released, the component queues with its leader's place, ahead of the later job.
+        st.hold(&[n + 1], &[], &[], true, ROOT, 1001).unwrap();
+        let prio = |id: JobId| st.jobs[&id].info.priority;
+        assert_eq!(prio(n + 1), prio(n));
+        assert!(prio(n) > prio(later));
         // Arrays of het jobs are refused.
         let arr = JobSpec {
             array: Some("1-2".into()),

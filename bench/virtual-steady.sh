@@ -8,7 +8,9 @@
 #   latency     20 × `gsbatch -H --wrap true` meanwhile (ms, sorted)
 #   RSS         gsctld's resident memory
 # With PERF=FILE, `perf record --call-graph dwarf` of gsctld over the window writes FILE;
-# with REGPERF=SECONDS, another records the registration (to FILE.reg).
+# with REGPERF=SECONDS, another records the registration (to FILE.reg). PERF_CALLS=fp uses
+# frame pointers, PERF_CALLS=none a flat profile at 999 Hz: dwarf unwinding's own cache
+# misses can land on the code it samples (results/virtual-nodes.md, fourth round).
 #
 #   bench/virtual-steady.sh                       NODES=1000 JOBS=100000 WINDOW=20
 #   NODES=10000 JOBS=1000 bench/virtual-steady.sh   (registration of 10,000 nodes)
@@ -36,8 +38,14 @@ for _ in $(seq 100); do "$BIN/gscontrol" ping >/dev/null 2>&1 && break; sleep 0.
 secs_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
 metric() { curl -s "http://127.0.0.1:$CTLD_PORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 ticks() { awk '{ print $14 + $15 }' "/proc/$ctld/stat"; }
+case "${PERF_CALLS:-dwarf}" in
+  dwarf) PERF_ARGS=(-F 200 --call-graph dwarf,16384) ;;
+  fp) PERF_ARGS=(-F 499 --call-graph fp) ;;
+  none) PERF_ARGS=(-F 999) ;;
+  *) echo "virtual-steady.sh: PERF_CALLS is dwarf, fp or none" >&2; exit 2 ;;
+esac
 if [[ -n ${REGPERF:-} ]]; then
-  perf record -q -F 200 --call-graph dwarf,16384 -p "$ctld" -o "${PERF:-perf.data}.reg" \
+  perf record -q "${PERF_ARGS[@]}" -p "$ctld" -o "${PERF:-perf.data}.reg" \
     -- sleep "$REGPERF" >/dev/null 2>&1 &
 fi
 t0=$EPOCHREALTIME
@@ -55,7 +63,7 @@ echo "submitted: $JOBS jobs in $(secs_since "$t0") s"
 sleep 15
 p0=$(metric gsched_scheduler_passes_total) s0=$(metric gsched_scheduler_pass_seconds_sum) c0=$(ticks)
 if [[ -n ${PERF:-} ]]; then
-  perf record -q -F 200 --call-graph dwarf,16384 -p "$ctld" -o "$PERF" -- sleep "$WINDOW" >/dev/null 2>&1
+  perf record -q "${PERF_ARGS[@]}" -p "$ctld" -o "$PERF" -- sleep "$WINDOW" >/dev/null 2>&1
 else
   sleep "$WINDOW"
 fi

@@ -55,6 +55,13 @@ pub struct LadderRt {
 impl State {
     /// Takes in the progress counters of a heartbeat.
     pub fn record_progress(&mut self, progress: &[JobProgress], now: i64) {
+        if !self.ladder_enabled() {
+            // Nothing would read the tracks, and nothing would forget those of ended jobs:
+            // kept, they grew by one per job ever run. A policy set later starts its clocks
+            // at the next heartbeat (a step comes later, never earlier).
+            self.ladder.tracks = HashMap::new();
+            return;
+        }
         let idle_pct = self.cfg.invalid_jobs.idle_gpu_percent;
         for p in progress {
             let Some(job) = self.jobs.get(&p.job_id) else {
@@ -94,15 +101,20 @@ impl State {
         }
     }
 
-    /// Flags jobs and takes the steps that are due; returns what the nodes must do.
-    pub(super) fn run_ladder(&mut self, now: i64) -> Vec<Effect> {
-        let policy = &self.cfg.invalid_jobs;
-        if !policy.any_enabled(
+    /// Whether the cluster, a partition or a QOS asks for any step of the ladder.
+    fn ladder_enabled(&self) -> bool {
+        self.cfg.invalid_jobs.any_enabled(
             self.cfg.partitions.iter().map(|p| &p.ladder),
             self.acct.qos.values().map(|q| q.ladder()),
-        ) {
+        )
+    }
+
+    /// Flags jobs and takes the steps that are due; returns what the nodes must do.
+    pub(super) fn run_ladder(&mut self, now: i64) -> Vec<Effect> {
+        if !self.ladder_enabled() {
             return Vec::new();
         }
+        let policy = &self.cfg.invalid_jobs;
         let jobs = &self.jobs;
         self.ladder.tracks.retain(|id, t| {
             jobs.get(id)
@@ -347,6 +359,21 @@ mod tests {
 
     fn reason(st: &State, id: JobId) -> Reason {
         st.jobs[&id].info.reason
+    }
+
+    #[test]
+    fn without_a_policy_progress_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = super::super::tests::state(dir.path());
+        register_all(&mut st, 1000);
+        st.submit(spec(1), ROOT, 1000).unwrap();
+        st.schedule(1000);
+        still(&mut st, 1010);
+        assert!(st.ladder.tracks.is_empty(), "{:?}", st.ladder.tracks);
+        // With a QOS that asks for the ladder, it is.
+        qos(&mut st, AcctOp::Add, "strict", &[("HangMinutes", "1")]);
+        still(&mut st, 1020);
+        assert_eq!(st.ladder.tracks.len(), 1);
     }
 
     #[test]

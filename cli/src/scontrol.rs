@@ -141,6 +141,9 @@ mod resv;
 pub struct Flags {
     pub one_liner: bool,
     pub details: bool,
+    /// `-a`, the `all` command: `show partition` lists partitions hidden from the user too
+    /// (`Hidden=YES`, an `AllowGroups=` it is not in); `hide` undoes it.
+    pub all: bool,
     /// 1 quiet, 0 normal, -1 verbose (scontrol's `quiet_flag`).
     pub quiet: i32,
     /// `--json`/`--yaml` (Slurm 23.02's): `show job|node|partition` print the records as
@@ -341,6 +344,11 @@ impl Session<'_> {
         if kw(tag, "abort", 5) {
             self.unsupported(&mut out, "abort");
         } else if kw(tag, "all", 2) {
+            if n > 1 {
+                too_many(&mut out);
+            } else {
+                self.flags.all = true;
+            }
         } else if kw(tag, "cancel_reboot", 3) {
             self.unsupported(&mut out, "cancel_reboot");
         } else if kw(tag, "completing", 2) {
@@ -370,6 +378,7 @@ impl Session<'_> {
             }
             out.print(&usage_text());
         } else if kw(tag, "hide", 2) {
+            self.flags.all = false;
             self.flags.details = false;
         } else if kw(tag, "oneliner", 1) {
             if n > 1 {
@@ -698,6 +707,8 @@ impl Session<'_> {
                 filter.ids = vec![n];
             }
         }
+        // Every job: those of partitions hidden from the user only with -a (as scontrol).
+        filter.visible_only = id.is_none() && !self.flags.all;
         let Some(api) = self.connect(out) else { return };
         match api.jobs(filter) {
             Ok(r) => {
@@ -879,6 +890,7 @@ impl Session<'_> {
         let shown: Vec<&PartitionInfo> = parts
             .iter()
             .filter(|p| name.is_none_or(|n| n == p.name))
+            .filter(|p| self.flags.all || !p.unlisted)
             .collect();
         if shown.is_empty() {
             if let Some(n) = name {
@@ -1881,7 +1893,8 @@ pub fn format_partition(p: &PartitionInfo, nodes: &[NodeInfo], one_liner: bool) 
     let mut o = String::new();
     o.push_str(&format!("PartitionName={}{le}", p.name));
     let (accounts, qos) = p.access.scontrol_items();
-    o.push_str(&format!("AllowGroups=ALL {accounts} {qos}{le}"));
+    let groups = p.access.allow_groups_item();
+    o.push_str(&format!("AllowGroups={groups} {accounts} {qos}{le}"));
     o.push_str(&format!(
         "AllocNodes=ALL Default={} QoS=N/A{le}",
         if p.default { "YES" } else { "NO" }
@@ -1891,7 +1904,8 @@ pub fn format_partition(p: &PartitionInfo, nodes: &[NodeInfo], one_liner: bool) 
         Some(m) => units::format_secs_scontrol(u64::from(m) * 60),
     };
     o.push_str(&format!(
-        "DefaultTime={default_time} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO{le}"
+        "DefaultTime={default_time} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden={}{le}",
+        if p.hidden { "YES" } else { "NO" }
     ));
     let max_time = match p.max_time {
         None => "UNLIMITED".to_string(),
@@ -1985,6 +1999,7 @@ pub fn parse_args(prog: &str, args: &[String]) -> Result<Parsed, Fail> {
         match id {
             "oneliner" => flags.one_liner = true,
             "details" => flags.details = true,
+            "all" => flags.all = true,
             "quiet" => flags.quiet = 1,
             "verbose" => flags.quiet = -1,
             "json" | "yaml" => flags.mime = crate::slurm_json::Mime::from_option(id),
@@ -2277,6 +2292,8 @@ mod tests {
             total_cpus: 8,
             total_nodes: 2,
             access: Default::default(),
+            hidden: false,
+            unlisted: false,
         }
     }
 

@@ -369,6 +369,9 @@ pub struct Params {
     pub reasons: bool,
     pub exact: bool,
     pub dead: bool,
+    /// `-a/--all` (or `SINFO_ALL`): partitions hidden from the user too (`Hidden=YES`, an
+    /// `AllowGroups=` it is not in), and the nodes only they hold.
+    pub all: bool,
     pub responding: bool,
     pub partitions: Option<Vec<String>>,
     pub nodes: Option<Vec<String>>,
@@ -401,6 +404,7 @@ pub fn parse_args(
         sort: env("SINFO_SORT"),
         partitions: env("SINFO_PARTITION").map(|v| split_list(&v)),
         clusters: env("SLURM_CLUSTERS"),
+        all: env("SINFO_ALL").is_some(),
         ..Default::default()
     };
     let mut format: Option<String> = None;
@@ -412,7 +416,9 @@ pub fn parse_args(
         }
         let arg = arg.unwrap_or_default();
         match id {
-            "all" | "hide" | "local" | "federation" | "noconvert" => {}
+            "all" => p.all = true,
+            "hide" => p.all = false,
+            "local" | "federation" | "noconvert" => {}
             "dead" => p.dead = true,
             "exact" => p.exact = true,
             "noheader" => p.no_header = true,
@@ -886,7 +892,15 @@ fn value(kind: F, r: &Record, cluster: &str, slurmd_port: u16) -> String {
             Some(s) if !s.is_empty() && !s.starts_with("(null)") => s,
             _ => "none".to_string(),
         },
-        F::Groups | F::AllocNodes => part.map(|_| "all".to_string()).unwrap_or_else(na),
+        F::Groups => part
+            .map(|x| {
+                x.access
+                    .allow_groups
+                    .as_ref()
+                    .map_or_else(|| "all".to_string(), |g| g.join(","))
+            })
+            .unwrap_or_else(na),
+        F::AllocNodes => part.map(|_| "all".to_string()).unwrap_or_else(na),
         F::Gres => or_null(first.map(|n| n.gres.as_str()).unwrap_or("")).to_string(),
         F::GresUsed => or_null(first.map(|n| n.gres_used.as_str()).unwrap_or("")).to_string(),
         F::OverSubscribe => "NO".to_string(),
@@ -1006,6 +1020,34 @@ pub fn listing(
     cluster: &str,
     slurmd_port: u16,
 ) -> String {
+    let (shown_parts, shown_nodes);
+    let (parts, nodes) = if p.all || !parts.iter().any(|x| x.unlisted) {
+        (parts, nodes)
+    } else {
+        let hidden: Vec<&str> = parts
+            .iter()
+            .filter(|x| x.unlisted)
+            .map(|x| x.name.as_str())
+            .collect();
+        shown_parts = parts
+            .iter()
+            .filter(|x| !x.unlisted)
+            .cloned()
+            .collect::<Vec<_>>();
+        shown_nodes = nodes
+            .iter()
+            .filter(|n| {
+                n.partitions.is_empty()
+                    || n.partitions.iter().any(|x| !hidden.contains(&x.as_str()))
+            })
+            .map(|n| {
+                let mut n = n.clone();
+                n.partitions.retain(|x| !hidden.contains(&x.as_str()));
+                n
+            })
+            .collect::<Vec<_>>();
+        (&shown_parts[..], &shown_nodes[..])
+    };
     if let Some(m) = p.mime {
         // -p and -n narrow the dump (Slurm 22.05 dumps everything; later releases filter).
         let parts: Vec<PartitionInfo> = parts
@@ -1249,6 +1291,8 @@ mod tests {
             total_cpus: 4 * nodes.len() as u32,
             total_nodes: nodes.len() as u32,
             access: Default::default(),
+            hidden: false,
+            unlisted: false,
         }
     }
 

@@ -1339,6 +1339,8 @@ mod tests {
             total_cpus: 4,
             total_nodes: 1,
             access: Default::default(),
+            hidden: false,
+            unlisted: false,
         };
         let v = parse(&Mime::Json.render(&nodes_and_partitions(&[n], &[p])));
         assert_eq!(v["nodes"][0]["name"], "n1");

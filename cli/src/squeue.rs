@@ -1184,6 +1184,9 @@ pub struct Params {
     /// with the `-o` format as given.
     pub steps: Option<Vec<String>>,
     pub step_format: Option<String>,
+    /// `-a/--all`: the jobs of partitions hidden from the user too (`Hidden=YES`, an
+    /// `AllowGroups=` it is not in); `--hide` is the default.
+    pub all: bool,
 }
 
 /// What the command decided.
@@ -1204,13 +1207,17 @@ pub fn parse_args(
     let mut job_flag = false;
     let mut start = false;
     let mut sort = env("SQUEUE_SORT");
+    // SQUEUE_ALL: as -a (whatever its value, as squeue reads it); --hide undoes it.
+    p.all = env("SQUEUE_ALL").is_some();
     for (id, arg) in split.opts {
         if let Some(text) = common::info_text(id, help_text, usage_text) {
             return Ok(Parsed::Print(text));
         }
         let val = arg.clone().unwrap_or_default();
         match id {
-            "all" | "hide" | "local" | "federation" | "sibling" | "array-unique" | "priority" => {}
+            "all" => p.all = true,
+            "hide" => p.all = false,
+            "local" | "federation" | "sibling" | "array-unique" | "priority" => {}
             "array" => p.expand_arrays = true,
             "noheader" => p.no_header = true,
             "iterate" => {
@@ -1458,6 +1465,7 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
     // `-u`, when no job is named (a named job must come back to tell "unknown id" from
     // "filtered out"). The filters of `render` still apply in full.
     if p.filters.jobs.is_none() {
+        filter.visible_only = !p.all;
         match &p.filters.states {
             None => {
                 filter.states = JobState::ALL

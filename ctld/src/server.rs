@@ -220,6 +220,9 @@ async fn query(
     Body(mut q): Body<JobQuery>,
 ) -> Result<Response, ApiErr> {
     let allowed = restrict_private_jobs(&sh, &who, &mut q.filter);
+    if q.filter.visible_only {
+        q.filter.hidden_partitions = sh.lock().hidden_partitions(&who);
+    }
     if !q.fields.is_empty() {
         // Projected: written straight from the records under the lock (no copies), the
         // same JSON as a JobsResponse with the other fields left out.
@@ -604,9 +607,9 @@ async fn heartbeat(
     }))
 }
 
-async fn partitions(AxState(sh): Sh) -> Json<PartitionsResponse> {
+async fn partitions(AxState(sh): Sh, Extension(who): Who) -> Json<PartitionsResponse> {
     Json(PartitionsResponse {
-        partitions: sh.lock().partition_infos(),
+        partitions: sh.lock().partition_infos(&who),
     })
 }
 

@@ -2399,11 +2399,30 @@ impl State {
             .collect()
     }
 
-    pub fn partition_infos(&self) -> Vec<PartitionInfo> {
+    /// The partitions hidden from `who` (Slurm's "visible partitions", reversed):
+    /// `Hidden=YES` ones and those whose `AllowGroups=` it is not in; none for root,
+    /// SlurmUser and `AdminUsers` (slurmctld's operators see every partition).
+    pub fn hidden_partitions(&self, who: &Identity) -> Vec<String> {
+        if self.is_admin(who) {
+            return Vec::new();
+        }
+        self.cfg
+            .partitions
+            .iter()
+            .filter(|c| c.hidden || self.check_partition_groups(&c.access, who.uid).is_err())
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// Every partition, as `who` sees them (`PartitionInfo::unlisted`).
+    pub fn partition_infos(&self, who: &Identity) -> Vec<PartitionInfo> {
+        let hidden = self.hidden_partitions(who);
         self.parts
             .iter()
             .zip(&self.cfg.partitions)
             .map(|(p, c)| PartitionInfo {
+                hidden: c.hidden,
+                unlisted: hidden.contains(&c.name),
                 name: p.name.clone(),
                 nodes: p
                     .nodes
@@ -2421,6 +2440,7 @@ impl State {
                     deny_accounts: c.access.deny_accounts.clone(),
                     allow_qos: c.access.allow_qos.clone(),
                     deny_qos: c.access.deny_qos.clone(),
+                    allow_groups: c.access.allow_groups.clone(),
                 },
             })
             .collect()

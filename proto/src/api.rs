@@ -140,6 +140,12 @@ pub enum ErrorCode {
     ReservationNameDup,
     InvalidGres,
     ReservationAccess,
+    /// The job's user is in none of the partition's `AllowGroups=`.
+    PartitionGroupDenied,
+    /// A code this build does not know (a newer controller's): the commands print the
+    /// answer's message, which has the words. Never sent.
+    #[serde(other)]
+    Unknown,
 }
 
 impl ErrorCode {
@@ -168,7 +174,7 @@ impl ErrorCode {
             ErrorCode::InvalidArray => crate::array::INVALID_ARRAY,
             ErrorCode::NotFound => "Not found",
             ErrorCode::Unavailable => "Service unavailable",
-            ErrorCode::Internal => "Unexpected error",
+            ErrorCode::Internal | ErrorCode::Unknown => "Unexpected error",
             ErrorCode::DependencyProblem => "Job dependency problem",
             ErrorCode::Disabled => "Requested operation is presently disabled",
             ErrorCode::InvalidFeature => "Invalid feature specification",
@@ -192,6 +198,7 @@ impl ErrorCode {
             ErrorCode::ReservationNameDup => "Duplicate reservation name",
             ErrorCode::InvalidGres => "Invalid generic resource (gres) specification",
             ErrorCode::ReservationAccess => "Access denied to requested reservation",
+            ErrorCode::PartitionGroupDenied => "User's group not permitted to use this partition",
         }
     }
 
@@ -224,10 +231,10 @@ impl ErrorCode {
             ErrorCode::JobAlreadyDone | ErrorCode::JobNotPending => 409,
             ErrorCode::JobPending | ErrorCode::JobSuspended | ErrorCode::JobNotSuspended => 409,
             ErrorCode::Unavailable => 503,
-            ErrorCode::Internal => 500,
+            ErrorCode::Internal | ErrorCode::Unknown => 500,
             ErrorCode::NodesBusy | ErrorCode::ReservationNameDup => 409,
             ErrorCode::ReservationInvalid => 400,
-            ErrorCode::ReservationAccess => 403,
+            ErrorCode::ReservationAccess | ErrorCode::PartitionGroupDenied => 403,
         }
     }
 }
@@ -350,6 +357,14 @@ pub struct JobFilter {
     /// job's id names every component.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub het_components: Vec<(JobId, u32)>,
+    /// Leave out the jobs of partitions hidden from the caller (`Hidden=YES`, or an
+    /// `AllowGroups=` it is not in; none for root, SlurmUser and `AdminUsers`), as squeue
+    /// does without `-a`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub visible_only: bool,
+    /// The partitions `visible_only` leaves out (the controller fills it in).
+    #[serde(skip)]
+    pub hidden_partitions: Vec<String>,
 }
 
 impl JobFilter {
@@ -374,6 +389,7 @@ impl JobFilter {
             && (self.names.is_empty() || self.names.contains(&job.name))
             && (self.states.is_empty() || self.states.contains(&job.state))
             && (self.partitions.is_empty() || self.partitions.contains(&job.partition))
+            && !self.hidden_partitions.contains(&job.partition)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -958,6 +974,15 @@ pub struct TerminateRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_code_from_a_newer_controller_keeps_its_message() {
+        let e: ApiError =
+            serde_json::from_str(r#"{"code":"something_new","message":"What to do next"}"#)
+                .unwrap();
+        assert_eq!(e.code, ErrorCode::Unknown);
+        assert_eq!(e.to_string(), "What to do next");
+    }
 
     #[test]
     fn error_text_is_slurms_unless_detailed() {

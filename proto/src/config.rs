@@ -235,7 +235,6 @@ pub const IGNORED_NODE_KEYS: &[&str] = &[
 /// Slurm `PartitionName=` attributes gsched accepts but does not use yet.
 pub const IGNORED_PARTITION_KEYS: &[&str] = &[
     "AllocNodes",
-    "AllowGroups",
     "Alternate",
     "CpuBind",
     "DefCpuPerGPU",
@@ -246,7 +245,6 @@ pub const IGNORED_PARTITION_KEYS: &[&str] = &[
     "ExclusiveTopo",
     "ExclusiveUser",
     "GraceTime",
-    "Hidden",
     "LLN",
     "MaxCPUsPerNode",
     "MaxCPUsPerSocket",
@@ -396,6 +394,8 @@ pub const PARTITION_KEYS: &[&str] = &[
     "DenyAccounts",
     "AllowQos",
     "DenyQos",
+    "AllowGroups",
+    "Hidden",
     "HangMinutes",
     "IdleGpuMinutes",
     // gsched's own: `user` (default) or `multiuser` MPS sharing of GPUs.
@@ -871,8 +871,10 @@ pub struct PartitionConfig {
     /// `DefaultTime=` in minutes; `None` is NONE (jobs get `max_time`).
     pub default_time: Option<u32>,
     pub state: PartitionState,
-    /// `AllowAccounts=`, `DenyAccounts=`, `AllowQos=`, `DenyQos=`.
+    /// `AllowAccounts=`, `DenyAccounts=`, `AllowQos=`, `DenyQos=`, `AllowGroups=`.
     pub access: PartitionAccess,
+    /// `Hidden=YES`: listed only with `-a` (gsinfo, gscontrol, gsqueue), usable all the same.
+    pub hidden: bool,
     /// `HangMinutes=`, `IdleGpuMinutes=` of the partition (gsched's invalid-job policy).
     pub ladder: crate::ladder_conf::PartitionLadder,
     /// gsched's `GpuSharing=multiuser`: several users' jobs may share one GPU through MPS
@@ -885,14 +887,16 @@ pub struct PartitionConfig {
 }
 
 /// Who may use a partition: `AllowAccounts=`/`DenyAccounts=` and `AllowQos=`/`DenyQos=`
-/// (names lower-cased; `None` = no such list). As in Slurm, an allow list wins over a deny
-/// list of the same kind, and `ALL` means no restriction.
+/// (names lower-cased; `None` = no such list), and `AllowGroups=` (Unix group names, as
+/// written). As in Slurm, an allow list wins over a deny list of the same kind, and `ALL`
+/// means no restriction.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PartitionAccess {
     pub allow_accounts: Option<Vec<String>>,
     pub deny_accounts: Option<Vec<String>>,
     pub allow_qos: Option<Vec<String>>,
     pub deny_qos: Option<Vec<String>>,
+    pub allow_groups: Option<Vec<String>>,
 }
 
 impl PartitionAccess {
@@ -904,6 +908,14 @@ impl PartitionAccess {
     /// Whether a job of QOS `qos` may use the partition.
     pub fn allows_qos(&self, qos: &str) -> bool {
         allowed(&self.allow_qos, &self.deny_qos, qos)
+    }
+
+    /// Whether a user in `groups` (every group it is in, by name) may use the partition;
+    /// root and SlurmUser may use any partition (the caller checks that).
+    pub fn allows_groups(&self, groups: &[String]) -> bool {
+        self.allow_groups
+            .as_ref()
+            .is_none_or(|a| a.iter().any(|g| groups.contains(g)))
     }
 }
 
@@ -994,6 +1006,20 @@ fn parse_acct_enforce(v: &str) -> Result<(AcctEnforce, Vec<String>), String> {
         }
     }
     Ok((e, ignored))
+}
+
+/// `AllowGroups=`: group names as written (Unix names are case-sensitive); `ALL` is none.
+fn group_list(v: &str) -> Option<Vec<String>> {
+    let items: Vec<String> = v
+        .split(',')
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect();
+    if items.iter().any(|x| x.eq_ignore_ascii_case("all")) {
+        None
+    } else {
+        Some(items)
+    }
 }
 
 fn name_list(v: &str) -> Option<Vec<String>> {
@@ -1612,6 +1638,8 @@ struct PartAttrs {
     deny_accounts: Option<Option<Vec<String>>>,
     allow_qos: Option<Option<Vec<String>>>,
     deny_qos: Option<Option<Vec<String>>>,
+    allow_groups: Option<Option<Vec<String>>>,
+    hidden: Option<bool>,
     ladder: crate::ladder_conf::PartitionLadder,
     gpu_multiuser: Option<bool>,
     gpu_compute_pct: Option<u32>,
@@ -1630,6 +1658,8 @@ impl PartAttrs {
             deny_accounts: self.deny_accounts.or(d.deny_accounts),
             allow_qos: self.allow_qos.or(d.allow_qos),
             deny_qos: self.deny_qos.or(d.deny_qos),
+            allow_groups: self.allow_groups.or(d.allow_groups),
+            hidden: self.hidden.or(d.hidden),
             ladder: crate::ladder_conf::PartitionLadder {
                 hang_secs: self.ladder.hang_secs.or(d.ladder.hang_secs),
                 idle_gpu_secs: self.ladder.idle_gpu_secs.or(d.ladder.idle_gpu_secs),
@@ -2192,6 +2222,8 @@ impl Parser {
                 "DenyAccounts" => attrs.deny_accounts = Some(name_list(value)),
                 "AllowQos" => attrs.allow_qos = Some(name_list(value)),
                 "DenyQos" => attrs.deny_qos = Some(name_list(value)),
+                "AllowGroups" => attrs.allow_groups = Some(group_list(value)),
+                "Hidden" => attrs.hidden = Some(parse_bool(value).map_err(err)?),
                 "HangMinutes" => {
                     attrs.ladder.hang_secs =
                         Some(crate::ladder_conf::parse_minutes(value).map_err(err)?)
@@ -2333,7 +2365,9 @@ impl Parser {
                     deny_accounts: attrs.deny_accounts.unwrap_or(None),
                     allow_qos: attrs.allow_qos.unwrap_or(None),
                     deny_qos: attrs.deny_qos.unwrap_or(None),
+                    allow_groups: attrs.allow_groups.unwrap_or(None),
                 },
+                hidden: attrs.hidden.unwrap_or(false),
                 ladder: attrs.ladder,
                 gpu_multiuser: attrs.gpu_multiuser.unwrap_or(false),
                 gpu_compute_pct: attrs.gpu_compute_pct.unwrap_or(100),
@@ -2439,6 +2473,33 @@ mod tests {
     }
 
     const MIN: &str = "SlurmctldHost=head\n";
+
+    #[test]
+    fn allow_groups_and_hidden() {
+        let c = parse(&format!(
+            "{MIN}NodeName=n1 CPUs=2\nPartitionName=DEFAULT Hidden=YES\n\
+             PartitionName=a Nodes=n1 AllowGroups=Staff,gpu\n\
+             PartitionName=b Nodes=n1 AllowGroups=ALL Hidden=NO\n"
+        ));
+        let (a, b) = (c.partition("a").unwrap(), c.partition("b").unwrap());
+        assert_eq!(
+            a.access.allow_groups,
+            Some(vec!["Staff".to_string(), "gpu".to_string()])
+        );
+        assert!(a.hidden && !b.hidden);
+        assert_eq!(b.access.allow_groups, None);
+        assert!(a.access.allows_groups(&["users".into(), "Staff".into()]));
+        assert!(
+            !a.access.allows_groups(&["staff".into()]),
+            "group names keep their case"
+        );
+        assert!(b.access.allows_groups(&[]));
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        assert!(parse_err(&format!(
+            "{MIN}NodeName=n1\nPartitionName=a Nodes=n1 Hidden=maybe\n"
+        ))
+        .contains("Hidden"));
+    }
 
     const REALISTIC: &str = r#"# slurm.conf file generated by configurator.html.
 # Put this file on all nodes of your cluster.
@@ -2584,6 +2645,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 default_time: Some(60),
                 state: PartitionState::Up,
                 access: PartitionAccess::default(),
+                hidden: false,
                 ladder: Default::default(),
                 gpu_multiuser: false,
                 gpu_compute_pct: 100,

@@ -210,6 +210,14 @@ pub struct PartitionInfo {
     /// `AllowAccounts`/`DenyAccounts`/`AllowQos`/`DenyQos` (`None` = no such list).
     #[serde(default)]
     pub access: PartitionAccessInfo,
+    /// `Hidden=YES`.
+    #[serde(default)]
+    pub hidden: bool,
+    /// Hidden from the caller: `Hidden=YES`, or an `AllowGroups=` it is not in (never for
+    /// root, SlurmUser and `AdminUsers`). gsinfo, gscontrol and gsqueue leave such
+    /// partitions (and gsqueue their jobs) out unless `-a`, as Slurm's commands do.
+    #[serde(default)]
+    pub unlisted: bool,
 }
 
 /// Who may use a partition, as `scontrol show partition` prints it.
@@ -219,9 +227,19 @@ pub struct PartitionAccessInfo {
     pub deny_accounts: Option<Vec<String>>,
     pub allow_qos: Option<Vec<String>>,
     pub deny_qos: Option<Vec<String>>,
+    /// `AllowGroups=` (`None`: ALL).
+    #[serde(default)]
+    pub allow_groups: Option<Vec<String>>,
 }
 
 impl PartitionAccessInfo {
+    /// scontrol's `AllowGroups=` value.
+    pub fn allow_groups_item(&self) -> String {
+        self.allow_groups
+            .as_ref()
+            .map_or_else(|| "ALL".to_string(), |g| g.join(","))
+    }
+
     /// scontrol's `AllowAccounts=ALL` or `DenyAccounts=a,b` (an allow list wins), and the
     /// same for QOS: the two `Key=Value` items.
     pub fn scontrol_items(&self) -> (String, String) {

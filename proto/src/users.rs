@@ -165,6 +165,39 @@ pub fn group_by_name(name: &str) -> Option<u32> {
     .map(|(_, gid)| gid)
 }
 
+/// The names of the groups a user is in (its primary group and every group that lists it),
+/// as `id -Gn` prints them; `None` when the password database does not know the uid.
+pub fn group_names_of(uid: u32) -> Option<Vec<String>> {
+    let user = user_by_uid(uid)?;
+    let cname = CString::new(user.name).ok()?;
+    let mut gids: Vec<libc::gid_t> = vec![0; 64];
+    loop {
+        let mut n = gids.len() as libc::c_int;
+        // SAFETY: `gids` has room for `n` entries; `cname` outlives the call.
+        let rc = unsafe { libc::getgrouplist(cname.as_ptr(), user.gid, gids.as_mut_ptr(), &mut n) };
+        if rc >= 0 {
+            gids.truncate(n.max(0) as usize);
+            break;
+        }
+        // Too small: `n` says how many there are.
+        let want = (n.max(0) as usize).max(gids.len() * 2);
+        if want > 65_536 {
+            return None;
+        }
+        gids.resize(want, 0);
+    }
+    Some(gids.into_iter().map(group_name).collect())
+}
+
+/// [`group_names_of`], remembered for a minute (the controller checks a partition's
+/// `AllowGroups=` at every submission).
+pub fn cached_group_names_of(uid: u32) -> Option<Vec<String>> {
+    static CACHE: std::sync::OnceLock<LookupCache<u32, Vec<String>>> = std::sync::OnceLock::new();
+    CACHE
+        .get_or_init(Default::default)
+        .get(uid, std::time::Instant::now(), group_names_of)
+}
+
 /// The system's `getent`, for the static builds (see the module's notes); the glibc builds
 /// already asked NSS and never call it.
 mod getent {
@@ -326,6 +359,13 @@ pub fn current_ids() -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn root_is_in_its_primary_group() {
+        let groups = group_names_of(0).expect("root is in the password database");
+        assert!(groups.contains(&group_name(0)), "{groups:?}");
+        assert_eq!(group_names_of(u32::MAX - 7), None);
+    }
 
     #[test]
     fn root_is_known() {

@@ -720,3 +720,105 @@ fn malformed_and_oversize_requests_are_refused_and_store_nothing() {
     let id = c.submit(["--wrap", "true"]);
     assert_eq!(c.wait_terminal(id, secs(30)).state, JobState::Completed);
 }
+
+#[test]
+fn allow_groups_admits_only_the_partitions_groups_and_root() {
+    skip_unless!(multi_user_skip());
+    let (_, gid) = user_ids(TEST_USER).unwrap();
+    let theirs = gsched_proto::users::group_name(gid);
+    // `daemon` (gid 1 on Debian) is a group the test user is not in.
+    let c = TestCluster::start(
+        ClusterOpts::named("sec-groups")
+            .nodes(1)
+            .config_line("PartitionName=closed Nodes=ALL AllowGroups=daemon")
+            .config_line(&format!(
+                "PartitionName=theirs Nodes=ALL AllowGroups=daemon,{theirs}"
+            ))
+            .config_line("PartitionName=secret Nodes=ALL Hidden=YES"),
+    );
+    let as_user = |args: &[&str]| {
+        c.command_as("gsbatch", TEST_USER)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = as_user(&["-H", "-p", "closed", "--wrap", "true"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(
+        stderr_lines(&out, "gsbatch"),
+        vec![
+            "error: Batch job submission failed: User's group not permitted to use this partition"
+        ]
+    );
+    // Any partition of a list that the user may not use refuses the job (slurmctld 22.05).
+    let out = as_user(&["-H", "-p", "theirs,closed", "--wrap", "true"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(c.jobs().is_empty(), "nothing stored");
+    let out = as_user(&["-H", "--parsable", "-p", "theirs", "--wrap", "true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mine: u32 = stdout(&out).trim().parse().unwrap();
+    // Root may use any partition; a job moved there is checked for its own user.
+    c.submit(["-H", "-p", "closed", "--wrap", "true"]);
+    let out = c.cmd(
+        "gscontrol",
+        ["update", &format!("JobId={mine}"), "Partition=closed"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("User's group not permitted to use this partition"),
+        "{}",
+        stderr(&out)
+    );
+    let shown = c.cmd_ok("gscontrol", ["show", "partition", "theirs"]);
+    assert!(
+        shown.contains(&format!("AllowGroups=daemon,{theirs} ")),
+        "{shown}"
+    );
+
+    // What the user is not allowed, and Hidden=YES, is listed only with -a (root sees all).
+    let listed = |cmd: &str, args: &[&str]| {
+        let out = c.command_as(cmd, TEST_USER).args(args).output().unwrap();
+        assert!(out.status.success(), "{cmd} {args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    let parts = |args: &[&str]| {
+        let mut a = vec!["-h", "-o", "%R %g"];
+        a.extend_from_slice(args);
+        let mut l: Vec<String> = listed("gsinfo", &a).lines().map(str::to_string).collect();
+        l.sort();
+        l
+    };
+    let g = |p: &str, groups: &str| format!("{p} {groups}");
+    assert_eq!(
+        parts(&[]),
+        vec![g("debug", "all"), g("theirs", &format!("daemon,{theirs}"))]
+    );
+    assert_eq!(
+        parts(&["-a"]),
+        vec![
+            g("closed", "daemon"),
+            g("debug", "all"),
+            g("secret", "all"),
+            g("theirs", &format!("daemon,{theirs}"))
+        ]
+    );
+    assert_eq!(c.cmd_ok("gsinfo", ["-h", "-o", "%R"]).lines().count(), 4);
+    let queued = |args: &[&str]| {
+        let mut a = vec!["-h", "-o", "%P"];
+        a.extend_from_slice(args);
+        let mut l: Vec<String> = listed("gsqueue", &a).lines().map(str::to_string).collect();
+        l.sort();
+        l
+    };
+    assert_eq!(queued(&[]), vec!["theirs"]);
+    assert_eq!(queued(&["-a"]), vec!["closed", "theirs"]);
+    let out = c
+        .command_as("gscontrol", TEST_USER)
+        .args(["show", "partition", "secret"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "Partition secret not found\n");
+    let shown = listed("gscontrol", &["-a", "show", "partition", "secret"]);
+    assert!(shown.contains(" Hidden=YES"), "{shown}");
+}

@@ -182,6 +182,7 @@ impl State {
         // The partitions' lists (always, as in Slurm).
         for &p in parts {
             let access = &self.cfg.partitions[p].access;
+            self.check_partition_groups(access, uid)?;
             if !access.allows_account(account.as_deref().unwrap_or("")) {
                 return Err(invalid_account());
             }
@@ -229,10 +230,30 @@ impl State {
         Ok(())
     }
 
+    /// `AllowGroups=`: a job of user `uid` may use the partition when the user is in one of
+    /// its groups (primary or supplementary, as NSS says on the controller), or is root or
+    /// SlurmUser. A uid NSS does not know is in no group (refused, as slurmctld does).
+    pub(super) fn check_partition_groups(
+        &self,
+        access: &gsched_proto::config::PartitionAccess,
+        uid: u32,
+    ) -> Result<(), ApiError> {
+        if access.allow_groups.is_none() || uid == 0 || Some(uid) == self.slurm_uid {
+            return Ok(());
+        }
+        let groups = gsched_proto::users::cached_group_names_of(uid).unwrap_or_default();
+        if access.allows_groups(&groups) {
+            Ok(())
+        } else {
+            Err(ApiError::plain(ErrorCode::PartitionGroupDenied))
+        }
+    }
+
     /// `gscontrol update JobId=.. Partition=`: the new partition must admit the job's account
     /// and QOS, and with `associations` the user needs an association there.
     pub(super) fn check_partition_change(&self, j: &JobInfo, p: usize) -> Result<(), ApiError> {
         let access = &self.cfg.partitions[p].access;
+        self.check_partition_groups(access, j.user_id)?;
         let account = j.spec.account.as_deref().unwrap_or("");
         if !access.allows_account(account) {
             return Err(ApiError::plain(ErrorCode::InvalidAccount));

@@ -25,7 +25,7 @@
 # local cluster's first job), ok (exit 0), fail (exit 3), cancelled (held, then cancelled),
 # run (sleep), held (-H), a job with a long name and -c 2, big (-c 64: pending on Resources),
 # arr (--array=0-3%2: two tasks run, two wait on JobArrayTaskLimit). Every job asks --mem=100M
-# (gsched ignores DefMemPerCPU).
+# (written before gsched had DefMemPerCPU; kept so that the committed captures compare).
 #
 # --no-sacct  no slurmdbd/MariaDB: Slurm's sacct captures then say accounting is disabled
 # --only S    run one side only and diff against the other side's committed outputs

@@ -1931,9 +1931,12 @@ pub fn format_partition(p: &PartitionInfo, nodes: &[NodeInfo], one_liner: bool) 
         p.total_nodes
     ));
     o.push_str(&format!("JobDefaults=(null){le}"));
-    o.push_str(&format!(
-        "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED{le}"
-    ));
+    let def_mem = match p.def_mem {
+        Some(gsched_proto::job::MemRequest::PerCpu(m)) => format!("DefMemPerCPU={m}"),
+        Some(gsched_proto::job::MemRequest::PerNode(m)) => format!("DefMemPerNode={m}"),
+        None => "DefMemPerNode=UNLIMITED".to_string(),
+    };
+    o.push_str(&format!("{def_mem} MaxMemPerNode=UNLIMITED{le}"));
     let mem: u64 = nodes
         .iter()
         .filter(|n| p.nodes.contains(&n.name))
@@ -2294,6 +2297,7 @@ mod tests {
             access: Default::default(),
             hidden: false,
             unlisted: false,
+            def_mem: None,
         }
     }
 

@@ -1293,6 +1293,7 @@ mod tests {
             access: Default::default(),
             hidden: false,
             unlisted: false,
+            def_mem: None,
         }
     }
 

@@ -1341,6 +1341,7 @@ mod tests {
             access: Default::default(),
             hidden: false,
             unlisted: false,
+            def_mem: None,
         };
         let v = parse(&Mime::Json.render(&nodes_and_partitions(&[n], &[p])));
         assert_eq!(v["nodes"][0]["name"], "n1");

@@ -856,6 +856,14 @@ impl State {
                 });
             }
         }
+        // DefMemPerCPU/DefMemPerNode: a job that asks for no memory gets its (first)
+        // partition's default, else the cluster's, as if it had asked for it (slurmctld sets
+        // the job's memory so too: squeue %m and `show job` print it, the cgroup holds it).
+        if spec.mem.is_none() {
+            spec.mem = self.cfg.partitions[part_idx[0]]
+                .def_mem
+                .or(self.cfg.def_mem);
+        }
         // Could it ever run? Place it on the empty partition.
         let req = self.request_of(&spec, uid);
         let empty = self.empty_view.get_or_init(|| {
@@ -2422,6 +2430,7 @@ impl State {
             .zip(&self.cfg.partitions)
             .map(|(p, c)| PartitionInfo {
                 hidden: c.hidden,
+                def_mem: c.def_mem,
                 unlisted: hidden.contains(&c.name),
                 name: p.name.clone(),
                 nodes: p

@@ -76,8 +76,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "CredType",
     "CryptoType",
     "DebugFlags",
-    "DefMemPerCPU",
-    "DefMemPerNode",
     "DependencyParameters",
     "DisableRootJobs",
     "EioTimeout",
@@ -238,9 +236,7 @@ pub const IGNORED_PARTITION_KEYS: &[&str] = &[
     "Alternate",
     "CpuBind",
     "DefCpuPerGPU",
-    "DefMemPerCPU",
     "DefMemPerGPU",
-    "DefMemPerNode",
     "DisableRootJobs",
     "ExclusiveTopo",
     "ExclusiveUser",
@@ -355,6 +351,8 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "UsageHistoryDays",
     "DefCpuPerGPU",
     "DefMemPerGPU",
+    "DefMemPerCPU",
+    "DefMemPerNode",
     "ResumeTimeout",
 ];
 
@@ -396,6 +394,8 @@ pub const PARTITION_KEYS: &[&str] = &[
     "DenyQos",
     "AllowGroups",
     "Hidden",
+    "DefMemPerCPU",
+    "DefMemPerNode",
     "HangMinutes",
     "IdleGpuMinutes",
     // gsched's own: `user` (default) or `multiuser` MPS sharing of GPUs.
@@ -875,6 +875,8 @@ pub struct PartitionConfig {
     pub access: PartitionAccess,
     /// `Hidden=YES`: listed only with `-a` (gsinfo, gscontrol, gsqueue), usable all the same.
     pub hidden: bool,
+    /// The partition's `DefMemPerCPU=`/`DefMemPerNode=` (see [`Config::def_mem`]).
+    pub def_mem: Option<crate::job::MemRequest>,
     /// `HangMinutes=`, `IdleGpuMinutes=` of the partition (gsched's invalid-job policy).
     pub ladder: crate::ladder_conf::PartitionLadder,
     /// gsched's `GpuSharing=multiuser`: several users' jobs may share one GPU through MPS
@@ -1008,6 +1010,24 @@ fn parse_acct_enforce(v: &str) -> Result<(AcctEnforce, Vec<String>), String> {
     Ok((e, ignored))
 }
 
+/// `DefMemPerCPU=`/`DefMemPerNode=`: megabytes (`UNLIMITED` is 0, no default).
+fn parse_mem_mb(v: &str) -> Result<u64, String> {
+    if v.eq_ignore_ascii_case("UNLIMITED") {
+        return Ok(0);
+    }
+    parse_u64(v)
+}
+
+/// One memory default from the per-CPU and per-node keys: per CPU wins (slurmctld reads
+/// `DefMemPerNode` only when `DefMemPerCPU` is absent); 0 is none.
+fn def_mem(per_cpu: Option<u64>, per_node: Option<u64>) -> Option<crate::job::MemRequest> {
+    match (per_cpu, per_node) {
+        (Some(m), _) => (m > 0).then_some(crate::job::MemRequest::PerCpu(m)),
+        (None, Some(m)) => (m > 0).then_some(crate::job::MemRequest::PerNode(m)),
+        (None, None) => None,
+    }
+}
+
 /// `AllowGroups=`: group names as written (Unix names are case-sensitive); `ALL` is none.
 fn group_list(v: &str) -> Option<Vec<String>> {
     let items: Vec<String> = v
@@ -1081,6 +1101,10 @@ pub struct Config {
     pub def_cpu_per_gpu: Option<u32>,
     /// `DefMemPerGPU=` (MiB): memory per GPU of a whole-GPU job that asks for no memory.
     pub def_mem_per_gpu_mb: Option<u64>,
+    /// `DefMemPerCPU=` or `DefMemPerNode=` (MiB; the first wins when both are set, as in
+    /// slurmctld): the memory of a job that asks for none, as if it had given
+    /// `--mem-per-cpu`/`--mem`; a partition's own setting comes first. `None`: not set (or 0).
+    pub def_mem: Option<crate::job::MemRequest>,
     /// `AuthType=`, default `auth/munge`.
     pub auth_type: AuthType,
     /// `AuthInfo=` as written.
@@ -1640,6 +1664,8 @@ struct PartAttrs {
     deny_qos: Option<Option<Vec<String>>>,
     allow_groups: Option<Option<Vec<String>>>,
     hidden: Option<bool>,
+    def_mem_per_cpu: Option<u64>,
+    def_mem_per_node: Option<u64>,
     ladder: crate::ladder_conf::PartitionLadder,
     gpu_multiuser: Option<bool>,
     gpu_compute_pct: Option<u32>,
@@ -1660,6 +1686,8 @@ impl PartAttrs {
             deny_qos: self.deny_qos.or(d.deny_qos),
             allow_groups: self.allow_groups.or(d.allow_groups),
             hidden: self.hidden.or(d.hidden),
+            def_mem_per_cpu: self.def_mem_per_cpu.or(d.def_mem_per_cpu),
+            def_mem_per_node: self.def_mem_per_node.or(d.def_mem_per_node),
             ladder: crate::ladder_conf::PartitionLadder {
                 hang_secs: self.ladder.hang_secs.or(d.ladder.hang_secs),
                 idle_gpu_secs: self.ladder.idle_gpu_secs.or(d.ladder.idle_gpu_secs),
@@ -1703,6 +1731,8 @@ struct Globals {
     first_job_id: Option<u32>,
     def_cpu_per_gpu: Option<u32>,
     def_mem_per_gpu: Option<u64>,
+    def_mem_per_cpu: Option<u64>,
+    def_mem_per_node: Option<u64>,
     slurmd_timeout: Option<u32>,
     max_job_count: Option<u32>,
     message_timeout: Option<u32>,
@@ -1942,6 +1972,8 @@ impl Parser {
             }
             "DefCpuPerGPU" => g.def_cpu_per_gpu = Some(parse_u32(value).map_err(err)?),
             "DefMemPerGPU" => g.def_mem_per_gpu = Some(parse_u64(value).map_err(err)?),
+            "DefMemPerCPU" => g.def_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?),
+            "DefMemPerNode" => g.def_mem_per_node = Some(parse_mem_mb(value).map_err(err)?),
             "SlurmdTimeout" => g.slurmd_timeout = Some(parse_u32(value).map_err(err)?),
             "MaxJobCount" => g.max_job_count = Some(parse_u32(value).map_err(err)?.max(1)),
             "MessageTimeout" => {
@@ -2224,6 +2256,12 @@ impl Parser {
                 "DenyQos" => attrs.deny_qos = Some(name_list(value)),
                 "AllowGroups" => attrs.allow_groups = Some(group_list(value)),
                 "Hidden" => attrs.hidden = Some(parse_bool(value).map_err(err)?),
+                "DefMemPerCPU" => {
+                    attrs.def_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?)
+                }
+                "DefMemPerNode" => {
+                    attrs.def_mem_per_node = Some(parse_mem_mb(value).map_err(err)?)
+                }
                 "HangMinutes" => {
                     attrs.ladder.hang_secs =
                         Some(crate::ladder_conf::parse_minutes(value).map_err(err)?)
@@ -2368,6 +2406,7 @@ impl Parser {
                     allow_groups: attrs.allow_groups.unwrap_or(None),
                 },
                 hidden: attrs.hidden.unwrap_or(false),
+                def_mem: def_mem(attrs.def_mem_per_cpu, attrs.def_mem_per_node),
                 ladder: attrs.ladder,
                 gpu_multiuser: attrs.gpu_multiuser.unwrap_or(false),
                 gpu_compute_pct: attrs.gpu_compute_pct.unwrap_or(100),
@@ -2424,6 +2463,7 @@ impl Parser {
             first_job_id: g.first_job_id.unwrap_or(1),
             def_cpu_per_gpu: g.def_cpu_per_gpu.filter(|&c| c > 0),
             def_mem_per_gpu_mb: g.def_mem_per_gpu.filter(|&m| m > 0),
+            def_mem: def_mem(g.def_mem_per_cpu, g.def_mem_per_node),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
             max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),
             message_timeout: g.message_timeout.unwrap_or(10),
@@ -2473,6 +2513,26 @@ mod tests {
     }
 
     const MIN: &str = "SlurmctldHost=head\n";
+
+    #[test]
+    fn memory_defaults() {
+        use crate::job::MemRequest;
+        let c = parse(&format!(
+            "{MIN}DefMemPerNode=500\nDefMemPerCPU=100\nNodeName=n1 CPUs=2\n\
+             PartitionName=a Nodes=n1 DefMemPerNode=300\nPartitionName=b Nodes=n1\n\
+             PartitionName=c Nodes=n1 DefMemPerCPU=UNLIMITED\n"
+        ));
+        // Per CPU wins over per node at one level, as slurmctld reads them.
+        assert_eq!(c.def_mem, Some(MemRequest::PerCpu(100)));
+        assert_eq!(
+            c.partition("a").unwrap().def_mem,
+            Some(MemRequest::PerNode(300))
+        );
+        assert_eq!(c.partition("b").unwrap().def_mem, None);
+        assert_eq!(c.partition("c").unwrap().def_mem, None);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        assert!(parse_err(&format!("{MIN}DefMemPerCPU=lots\n")).contains("DefMemPerCPU"));
+    }
 
     #[test]
     fn allow_groups_and_hidden() {
@@ -2646,6 +2706,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 state: PartitionState::Up,
                 access: PartitionAccess::default(),
                 hidden: false,
+                def_mem: None,
                 ladder: Default::default(),
                 gpu_multiuser: false,
                 gpu_compute_pct: 100,

@@ -213,6 +213,9 @@ pub struct PartitionInfo {
     /// `Hidden=YES`.
     #[serde(default)]
     pub hidden: bool,
+    /// The partition's own `DefMemPerCPU=`/`DefMemPerNode=` (not the cluster's).
+    #[serde(default)]
+    pub def_mem: Option<crate::job::MemRequest>,
     /// Hidden from the caller: `Hidden=YES`, or an `AllowGroups=` it is not in (never for
     /// root, SlurmUser and `AdminUsers`). gsinfo, gscontrol and gsqueue leave such
     /// partitions (and gsqueue their jobs) out unless `-a`, as Slurm's commands do.

@@ -1,6 +1,7 @@
 //! Where jobs run: `-w/--nodelist` (required nodes), `-x/--exclude`, `-C/--constraint` on
 //! node features and `--exclusive` (whole nodes), through the real daemons, and the
-//! submission errors Slurm gives for impossible requests.
+//! submission errors Slurm gives for impossible requests; the memory of a job that asks for
+//! none (`DefMemPerCPU`, `DefMemPerNode`).
 
 use gsched_tests::{secs, ClusterOpts, JobState, TestCluster};
 
@@ -135,4 +136,45 @@ fn constraint_expressions_matching_or_and_counts() {
         .contains("Requested node configuration is not available"));
     let out = c.cmd("gsbatch", ["-C", "gpu*1", "--wrap", "true"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("Invalid feature specification"));
+}
+
+#[test]
+fn a_job_without_memory_gets_the_partitions_or_the_clusters_default() {
+    let c = TestCluster::start(
+        ClusterOpts::named("def-mem")
+            .nodes(1)
+            .config_line("DefMemPerCPU=100")
+            .config_line("PartitionName=big Nodes=ALL DefMemPerNode=300"),
+    );
+    let held = |args: &[&str]| -> String {
+        let mut a = vec!["-H", "--parsable"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--wrap", "true"]);
+        c.cmd_ok("gsbatch", a).trim().to_string()
+    };
+    let plain = held(&["-n", "2"]);
+    let big = held(&["-p", "big"]);
+    let asked = held(&["--mem=50"]);
+    let mem = |id: &str| c.cmd_ok("gsqueue", ["-h", "-o", "%m", "-j", id]);
+    assert_eq!(mem(&plain), "100M\n");
+    assert_eq!(mem(&big), "300M\n");
+    assert_eq!(mem(&asked), "50M\n");
+    let shown = c.cmd_ok("gscontrol", ["show", "job", &plain]);
+    assert!(shown.contains(" MinMemoryCPU=100M "), "{shown}");
+    let shown = c.cmd_ok("gscontrol", ["show", "job", &big]);
+    assert!(shown.contains(" MinMemoryNode=300M "), "{shown}");
+    // A partition shows its own default (Slurm's layout), not the cluster's.
+    let shown = c.cmd_ok("gscontrol", ["show", "partition", "big"]);
+    assert!(
+        shown.contains("   DefMemPerNode=300 MaxMemPerNode=UNLIMITED"),
+        "{shown}"
+    );
+    let shown = c.cmd_ok("gscontrol", ["show", "partition", "debug"]);
+    assert!(shown.contains("   DefMemPerNode=UNLIMITED "), "{shown}");
+    // It runs with that memory.
+    c.cmd_ok("gscontrol", ["release", &plain]);
+    let id: u32 = plain.parse().unwrap();
+    c.wait_state(id, JobState::Completed, secs(30));
+    let out = c.cmd_ok("gsacct", ["-n", "-X", "-P", "-o", "ReqMem", "-j", &plain]);
+    assert_eq!(out.trim(), "100M");
 }

@@ -1904,7 +1904,8 @@ pub fn format_partition(p: &PartitionInfo, nodes: &[NodeInfo], one_liner: bool) 
         Some(m) => units::format_secs_scontrol(u64::from(m) * 60),
     };
     o.push_str(&format!(
-        "DefaultTime={default_time} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden={}{le}",
+        "DefaultTime={default_time} DisableRootJobs={} ExclusiveUser=NO GraceTime=0 Hidden={}{le}",
+        if p.disable_root_jobs { "YES" } else { "NO" },
         if p.hidden { "YES" } else { "NO" }
     ));
     let max_time = match p.max_time {
@@ -1923,7 +1924,12 @@ pub fn format_partition(p: &PartitionInfo, nodes: &[NodeInfo], one_liner: bool) 
     o.push_str(&format!(
         "PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO{le}"
     ));
-    o.push_str(&format!("OverTimeLimit=NONE PreemptMode=OFF{le}"));
+    let over = match p.over_time_limit {
+        None => "NONE".to_string(),
+        Some(gsched_proto::node::OverTimeLimit::Unlimited) => "UNLIMITED".to_string(),
+        Some(gsched_proto::node::OverTimeLimit::Minutes(m)) => m.to_string(),
+    };
+    o.push_str(&format!("OverTimeLimit={over} PreemptMode=OFF{le}"));
     o.push_str(&format!(
         "State={} TotalCPUs={} TotalNodes={} SelectTypeParameters=NONE{le}",
         p.state.as_str(),
@@ -2298,6 +2304,8 @@ mod tests {
             hidden: false,
             unlisted: false,
             def_mem: None,
+            over_time_limit: None,
+            disable_root_jobs: false,
         }
     }
 

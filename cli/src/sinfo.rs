@@ -1294,6 +1294,8 @@ mod tests {
             hidden: false,
             unlisted: false,
             def_mem: None,
+            over_time_limit: None,
+            disable_root_jobs: false,
         }
     }
 

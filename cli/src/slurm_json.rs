@@ -1342,6 +1342,8 @@ mod tests {
             hidden: false,
             unlisted: false,
             def_mem: None,
+            over_time_limit: None,
+            disable_root_jobs: false,
         };
         let v = parse(&Mime::Json.render(&nodes_and_partitions(&[n], &[p])));
         assert_eq!(v["nodes"][0]["name"], "n1");

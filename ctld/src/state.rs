@@ -1800,6 +1800,7 @@ impl State {
         let mut effects = Vec::new();
         let mut changed = Vec::new();
         let kill_wait = self.cfg.kill_wait;
+        let cfg = self.cfg.clone();
         // Node liveness, reservations that ended, drains with a deadline, reboots.
         effects.extend(self.node_health(now));
         self.expire_reservations(now);
@@ -1827,7 +1828,12 @@ impl State {
                         changed.push(job.info.job_id);
                         effects.push(e);
                     }
-                    if now >= start + limit as i64 * 60 {
+                    // OverTimeLimit: killed that much later (the limit stays what is shown
+                    // and planned with, as in Slurm).
+                    let Some(over) = cfg.over_time_secs(&job.info.partition) else {
+                        return;
+                    };
+                    if now >= start + limit as i64 * 60 + over {
                         job.info.state = JobState::Completing;
                         job.extra.terminate = Some(TerminateReason::TimeLimit);
                         job.terminate_sent_at = Some(now);
@@ -2431,6 +2437,11 @@ impl State {
             .map(|(p, c)| PartitionInfo {
                 hidden: c.hidden,
                 def_mem: c.def_mem,
+                over_time_limit: c.over_time_limit.map(|o| match o {
+                    Some(m) => gsched_proto::node::OverTimeLimit::Minutes(m),
+                    None => gsched_proto::node::OverTimeLimit::Unlimited,
+                }),
+                disable_root_jobs: self.cfg.root_jobs_disabled(c),
                 unlisted: hidden.contains(&c.name),
                 name: p.name.clone(),
                 nodes: p
@@ -2473,6 +2484,10 @@ impl State {
             ),
             ("AuthType".into(), c.auth_type.to_string()),
             ("ClusterName".into(), c.cluster_name.clone()),
+            (
+                "DisableRootJobs".into(),
+                if c.disable_root_jobs { "Yes" } else { "No" }.into(),
+            ),
             ("FirstJobId".into(), c.first_job_id.to_string()),
             ("KillWait".into(), format!("{} sec", c.kill_wait)),
             ("MaxArraySize".into(), c.max_array_size.to_string()),
@@ -2482,6 +2497,11 @@ impl State {
                 format!("{} sec", c.message_timeout),
             ),
             ("MinJobAge".into(), format!("{} sec", c.min_job_age)),
+            (
+                "OverTimeLimit".into(),
+                c.over_time_limit
+                    .map_or_else(|| "UNLIMITED".into(), |m| format!("{m} min")),
+            ),
             ("PriorityType".into(), c.priority.priority_type.to_string()),
             ("PrivateData".into(), c.private_data.to_string()),
             ("SchedulerType".into(), "sched/builtin".into()),
@@ -3125,5 +3145,56 @@ pub(crate) mod tests {
         assert_eq!((ci.state, mi.state), (JobState::Running, JobState::Running));
         assert!(ci.time_limit.unwrap() < 120, "{:?}", ci.time_limit);
         assert_eq!(mi.partition, "b");
+    }
+
+    #[test]
+    fn over_time_limit_delays_the_kill_and_a_partition_may_lift_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
+             OverTimeLimit=2\nNodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+             PartitionName=debug Nodes=ALL Default=YES\nPartitionName=free Nodes=ALL OverTimeLimit=UNLIMITED\n",
+            d = dir.path().display()
+        );
+        let cfg = Arc::new(Config::parse(&text, &dir.path().join("gsched.conf")).unwrap());
+        let store = Store::open(&cfg.state_save_location, false).unwrap();
+        let mut st = State::load(cfg, store, 1000).unwrap();
+        register_all(&mut st, 1000);
+        let job = |parts: &[&str]| JobSpec {
+            partitions: parts.iter().map(|p| p.to_string()).collect(),
+            time_limit: Some(1),
+            ..spec(1)
+        };
+        let a = st.submit(job(&["debug"]), ROOT, 1000).unwrap();
+        let b = st.submit(job(&["free"]), ROOT, 1000).unwrap();
+        let effects = st.schedule(1000);
+        for l in launches(&mut st, &effects, 1000) {
+            st.launch_result(l.job_id, 1000, Ok(()), 1000);
+        }
+        let killed = |effects: &[Effect]| -> Vec<JobId> {
+            effects
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Terminate {
+                        job_id,
+                        reason: TerminateReason::TimeLimit,
+                        ..
+                    } => Some(*job_id),
+                    _ => None,
+                })
+                .collect()
+        };
+        // At the limit, and until two minutes past it, both run.
+        for t in [1060, 1179] {
+            assert!(killed(&st.schedule(t)).is_empty(), "at {t}");
+            assert_eq!(st.jobs[&a].info.state, JobState::Running);
+        }
+        assert_eq!(killed(&st.schedule(1180)), vec![a]);
+        assert_eq!(st.jobs[&a].info.state, JobState::Completing);
+        // The limit shown is still the job's own.
+        assert_eq!(st.jobs[&a].info.time_limit, Some(1));
+        // (Before the nodes miss their heartbeats, SlurmdTimeout=300.)
+        assert!(!killed(&st.schedule(1290)).contains(&b));
+        assert_eq!(st.jobs[&b].info.state, JobState::Running);
     }
 }

@@ -142,6 +142,8 @@ pub enum ErrorCode {
     ReservationAccess,
     /// The job's user is in none of the partition's `AllowGroups=`.
     PartitionGroupDenied,
+    /// Slurm's ESLURM_USER_ID_MISSING (`DisableRootJobs`).
+    InvalidUserId,
     /// A code this build does not know (a newer controller's): the commands print the
     /// answer's message, which has the words. Never sent.
     #[serde(other)]
@@ -199,6 +201,7 @@ impl ErrorCode {
             ErrorCode::InvalidGres => "Invalid generic resource (gres) specification",
             ErrorCode::ReservationAccess => "Access denied to requested reservation",
             ErrorCode::PartitionGroupDenied => "User's group not permitted to use this partition",
+            ErrorCode::InvalidUserId => "Invalid user id",
         }
     }
 
@@ -234,7 +237,9 @@ impl ErrorCode {
             ErrorCode::Internal | ErrorCode::Unknown => 500,
             ErrorCode::NodesBusy | ErrorCode::ReservationNameDup => 409,
             ErrorCode::ReservationInvalid => 400,
-            ErrorCode::ReservationAccess | ErrorCode::PartitionGroupDenied => 403,
+            ErrorCode::ReservationAccess
+            | ErrorCode::PartitionGroupDenied
+            | ErrorCode::InvalidUserId => 403,
         }
     }
 }

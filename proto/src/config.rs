@@ -77,7 +77,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "CryptoType",
     "DebugFlags",
     "DependencyParameters",
-    "DisableRootJobs",
     "EioTimeout",
     "EnforcePartLimits",
     "Epilog",
@@ -128,7 +127,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "MpiDefault",
     "MpiParams",
     "NodeFeaturesPlugins",
-    "OverTimeLimit",
     "PlugStackConfig",
     "PluginDir",
     "PowerParameters",
@@ -237,7 +235,6 @@ pub const IGNORED_PARTITION_KEYS: &[&str] = &[
     "CpuBind",
     "DefCpuPerGPU",
     "DefMemPerGPU",
-    "DisableRootJobs",
     "ExclusiveTopo",
     "ExclusiveUser",
     "GraceTime",
@@ -249,7 +246,6 @@ pub const IGNORED_PARTITION_KEYS: &[&str] = &[
     "MaxNodes",
     "MinNodes",
     "OverSubscribe",
-    "OverTimeLimit",
     "PowerDownOnIdle",
     "PreemptMode",
     "PriorityJobFactor",
@@ -353,6 +349,8 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "DefMemPerGPU",
     "DefMemPerCPU",
     "DefMemPerNode",
+    "OverTimeLimit",
+    "DisableRootJobs",
     "ResumeTimeout",
 ];
 
@@ -396,6 +394,8 @@ pub const PARTITION_KEYS: &[&str] = &[
     "Hidden",
     "DefMemPerCPU",
     "DefMemPerNode",
+    "OverTimeLimit",
+    "DisableRootJobs",
     "HangMinutes",
     "IdleGpuMinutes",
     // gsched's own: `user` (default) or `multiuser` MPS sharing of GPUs.
@@ -877,6 +877,10 @@ pub struct PartitionConfig {
     pub hidden: bool,
     /// The partition's `DefMemPerCPU=`/`DefMemPerNode=` (see [`Config::def_mem`]).
     pub def_mem: Option<crate::job::MemRequest>,
+    /// The partition's `OverTimeLimit=` (`Some(None)` = UNLIMITED); `None`: the cluster's.
+    pub over_time_limit: Option<Option<u32>>,
+    /// The partition's `DisableRootJobs=`; `None`: the cluster's.
+    pub disable_root_jobs: Option<bool>,
     /// `HangMinutes=`, `IdleGpuMinutes=` of the partition (gsched's invalid-job policy).
     pub ladder: crate::ladder_conf::PartitionLadder,
     /// gsched's `GpuSharing=multiuser`: several users' jobs may share one GPU through MPS
@@ -1010,6 +1014,19 @@ fn parse_acct_enforce(v: &str) -> Result<(AcctEnforce, Vec<String>), String> {
     Ok((e, ignored))
 }
 
+/// `OverTimeLimit=`: minutes (at most 65533, as Slurm) or `UNLIMITED` (`None`).
+fn parse_over_time(v: &str) -> Result<Option<u32>, String> {
+    if v.eq_ignore_ascii_case("UNLIMITED") || v.eq_ignore_ascii_case("INFINITE") {
+        return Ok(None);
+    }
+    match v.trim().parse::<u32>() {
+        Ok(m) if m <= 65533 => Ok(Some(m)),
+        _ => Err(format!(
+            "{v:?} is not a number of minutes from 0 to 65533 or UNLIMITED"
+        )),
+    }
+}
+
 /// `DefMemPerCPU=`/`DefMemPerNode=`: megabytes (`UNLIMITED` is 0, no default).
 fn parse_mem_mb(v: &str) -> Result<u64, String> {
     if v.eq_ignore_ascii_case("UNLIMITED") {
@@ -1105,6 +1122,11 @@ pub struct Config {
     /// slurmctld): the memory of a job that asks for none, as if it had given
     /// `--mem-per-cpu`/`--mem`; a partition's own setting comes first. `None`: not set (or 0).
     pub def_mem: Option<crate::job::MemRequest>,
+    /// `OverTimeLimit=`: minutes a job may run past its time limit before it is killed (the
+    /// limit stays what backfill plans with); `None` = UNLIMITED. Default 0.
+    pub over_time_limit: Option<u32>,
+    /// `DisableRootJobs=YES`: root's jobs are refused (partitions may say otherwise).
+    pub disable_root_jobs: bool,
     /// `AuthType=`, default `auth/munge`.
     pub auth_type: AuthType,
     /// `AuthInfo=` as written.
@@ -1167,6 +1189,20 @@ impl Config {
     /// The partition called `name`.
     pub fn partition(&self, name: &str) -> Option<&PartitionConfig> {
         self.partitions.iter().find(|p| p.name == name)
+    }
+
+    /// Seconds a job of `partition` may run past its time limit (`OverTimeLimit`, the
+    /// partition's else the cluster's); `None`: without end.
+    pub fn over_time_secs(&self, partition: &str) -> Option<i64> {
+        self.partition(partition)
+            .and_then(|p| p.over_time_limit)
+            .unwrap_or(self.over_time_limit)
+            .map(|m| i64::from(m) * 60)
+    }
+
+    /// Whether `DisableRootJobs` (the partition's, else the cluster's) refuses root's jobs.
+    pub fn root_jobs_disabled(&self, p: &PartitionConfig) -> bool {
+        p.disable_root_jobs.unwrap_or(self.disable_root_jobs)
     }
 
     /// The partition with `Default=YES`, else the first one.
@@ -1666,6 +1702,8 @@ struct PartAttrs {
     hidden: Option<bool>,
     def_mem_per_cpu: Option<u64>,
     def_mem_per_node: Option<u64>,
+    over_time_limit: Option<Option<u32>>,
+    disable_root_jobs: Option<bool>,
     ladder: crate::ladder_conf::PartitionLadder,
     gpu_multiuser: Option<bool>,
     gpu_compute_pct: Option<u32>,
@@ -1688,6 +1726,8 @@ impl PartAttrs {
             hidden: self.hidden.or(d.hidden),
             def_mem_per_cpu: self.def_mem_per_cpu.or(d.def_mem_per_cpu),
             def_mem_per_node: self.def_mem_per_node.or(d.def_mem_per_node),
+            over_time_limit: self.over_time_limit.or(d.over_time_limit),
+            disable_root_jobs: self.disable_root_jobs.or(d.disable_root_jobs),
             ladder: crate::ladder_conf::PartitionLadder {
                 hang_secs: self.ladder.hang_secs.or(d.ladder.hang_secs),
                 idle_gpu_secs: self.ladder.idle_gpu_secs.or(d.ladder.idle_gpu_secs),
@@ -1733,6 +1773,8 @@ struct Globals {
     def_mem_per_gpu: Option<u64>,
     def_mem_per_cpu: Option<u64>,
     def_mem_per_node: Option<u64>,
+    over_time_limit: Option<Option<u32>>,
+    disable_root_jobs: Option<bool>,
     slurmd_timeout: Option<u32>,
     max_job_count: Option<u32>,
     message_timeout: Option<u32>,
@@ -1973,6 +2015,8 @@ impl Parser {
             "DefCpuPerGPU" => g.def_cpu_per_gpu = Some(parse_u32(value).map_err(err)?),
             "DefMemPerGPU" => g.def_mem_per_gpu = Some(parse_u64(value).map_err(err)?),
             "DefMemPerCPU" => g.def_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?),
+            "OverTimeLimit" => g.over_time_limit = Some(parse_over_time(value).map_err(err)?),
+            "DisableRootJobs" => g.disable_root_jobs = Some(parse_bool(value).map_err(err)?),
             "DefMemPerNode" => g.def_mem_per_node = Some(parse_mem_mb(value).map_err(err)?),
             "SlurmdTimeout" => g.slurmd_timeout = Some(parse_u32(value).map_err(err)?),
             "MaxJobCount" => g.max_job_count = Some(parse_u32(value).map_err(err)?.max(1)),
@@ -2262,6 +2306,12 @@ impl Parser {
                 "DefMemPerNode" => {
                     attrs.def_mem_per_node = Some(parse_mem_mb(value).map_err(err)?)
                 }
+                "OverTimeLimit" => {
+                    attrs.over_time_limit = Some(parse_over_time(value).map_err(err)?)
+                }
+                "DisableRootJobs" => {
+                    attrs.disable_root_jobs = Some(parse_bool(value).map_err(err)?)
+                }
                 "HangMinutes" => {
                     attrs.ladder.hang_secs =
                         Some(crate::ladder_conf::parse_minutes(value).map_err(err)?)
@@ -2407,6 +2457,8 @@ impl Parser {
                 },
                 hidden: attrs.hidden.unwrap_or(false),
                 def_mem: def_mem(attrs.def_mem_per_cpu, attrs.def_mem_per_node),
+                over_time_limit: attrs.over_time_limit,
+                disable_root_jobs: attrs.disable_root_jobs,
                 ladder: attrs.ladder,
                 gpu_multiuser: attrs.gpu_multiuser.unwrap_or(false),
                 gpu_compute_pct: attrs.gpu_compute_pct.unwrap_or(100),
@@ -2464,6 +2516,8 @@ impl Parser {
             def_cpu_per_gpu: g.def_cpu_per_gpu.filter(|&c| c > 0),
             def_mem_per_gpu_mb: g.def_mem_per_gpu.filter(|&m| m > 0),
             def_mem: def_mem(g.def_mem_per_cpu, g.def_mem_per_node),
+            over_time_limit: g.over_time_limit.unwrap_or(Some(0)),
+            disable_root_jobs: g.disable_root_jobs.unwrap_or(false),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
             max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),
             message_timeout: g.message_timeout.unwrap_or(10),
@@ -2513,6 +2567,23 @@ mod tests {
     }
 
     const MIN: &str = "SlurmctldHost=head\n";
+
+    #[test]
+    fn over_time_limit_and_disable_root_jobs() {
+        let c = parse(&format!(
+            "{MIN}OverTimeLimit=3\nDisableRootJobs=YES\nNodeName=n1 CPUs=2\n\
+             PartitionName=a Nodes=n1\nPartitionName=b Nodes=n1 OverTimeLimit=UNLIMITED DisableRootJobs=NO\n"
+        ));
+        assert_eq!(c.over_time_secs("a"), Some(180));
+        assert_eq!(c.over_time_secs("b"), None);
+        assert!(c.root_jobs_disabled(c.partition("a").unwrap()));
+        assert!(!c.root_jobs_disabled(c.partition("b").unwrap()));
+        let plain = parse(&format!("{MIN}NodeName=n1\nPartitionName=a Nodes=n1\n"));
+        assert_eq!(plain.over_time_secs("a"), Some(0));
+        assert!(!plain.root_jobs_disabled(plain.partition("a").unwrap()));
+        assert!(parse_err(&format!("{MIN}OverTimeLimit=65534\n")).contains("65533"));
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
 
     #[test]
     fn memory_defaults() {
@@ -2707,6 +2778,8 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 access: PartitionAccess::default(),
                 hidden: false,
                 def_mem: None,
+                over_time_limit: None,
+                disable_root_jobs: None,
                 ladder: Default::default(),
                 gpu_multiuser: false,
                 gpu_compute_pct: 100,

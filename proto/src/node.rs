@@ -216,11 +216,25 @@ pub struct PartitionInfo {
     /// The partition's own `DefMemPerCPU=`/`DefMemPerNode=` (not the cluster's).
     #[serde(default)]
     pub def_mem: Option<crate::job::MemRequest>,
+    /// The partition's own `OverTimeLimit=` (`None`: not set).
+    #[serde(default)]
+    pub over_time_limit: Option<OverTimeLimit>,
+    /// Whether root's jobs are refused (`DisableRootJobs`, the partition's or the cluster's).
+    #[serde(default)]
+    pub disable_root_jobs: bool,
     /// Hidden from the caller: `Hidden=YES`, or an `AllowGroups=` it is not in (never for
     /// root, SlurmUser and `AdminUsers`). gsinfo, gscontrol and gsqueue leave such
     /// partitions (and gsqueue their jobs) out unless `-a`, as Slurm's commands do.
     #[serde(default)]
     pub unlisted: bool,
+}
+
+/// A partition's `OverTimeLimit=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OverTimeLimit {
+    Minutes(u32),
+    Unlimited,
 }
 
 /// Who may use a partition, as `scontrol show partition` prints it.

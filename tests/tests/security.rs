@@ -822,3 +822,46 @@ fn allow_groups_admits_only_the_partitions_groups_and_root() {
     let shown = listed("gscontrol", &["-a", "show", "partition", "secret"]);
     assert!(shown.contains(" Hidden=YES"), "{shown}");
 }
+
+#[test]
+fn disable_root_jobs_refuses_roots_jobs_where_it_applies() {
+    skip_unless!(multi_user_skip());
+    let c = TestCluster::start(
+        ClusterOpts::named("sec-noroot")
+            .nodes(1)
+            .config_line("DisableRootJobs=YES")
+            .config_line("OverTimeLimit=5")
+            .config_line(
+                "PartitionName=admin Nodes=ALL DisableRootJobs=NO OverTimeLimit=UNLIMITED",
+            ),
+    );
+    let out = c.cmd("gsbatch", ["-H", "--wrap", "true"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr_lines(&out, "gsbatch");
+    assert_eq!(err.len(), 1, "{err:?}");
+    assert!(
+        err[0].starts_with("error: Batch job submission failed: Invalid user id: DisableRootJobs"),
+        "{err:?}"
+    );
+    assert!(c.jobs().is_empty());
+    // Root may still run jobs where the partition allows it, and submit for other users.
+    let out = c.cmd("gsbatch", ["-H", "-p", "admin", "--wrap", "true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = c.cmd("gsbatch", ["-H", "--uid", TEST_USER, "--wrap", "true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = c.cmd_ok("gscontrol", ["show", "partition"]);
+    assert!(
+        shown.contains("PartitionName=debug\n")
+            && shown.contains(" DisableRootJobs=YES ")
+            && shown.contains(" DisableRootJobs=NO ")
+            && shown.contains("   OverTimeLimit=NONE ")
+            && shown.contains("   OverTimeLimit=UNLIMITED "),
+        "{shown}"
+    );
+    let config = c.cmd_ok("gscontrol", ["show", "config"]);
+    assert!(
+        config.contains("\nDisableRootJobs         = Yes\n")
+            && config.contains("\nOverTimeLimit           = 5 min\n"),
+        "{config}"
+    );
+}

@@ -181,6 +181,17 @@ impl State {
         spec.qos = Some(qos_name.clone());
         // The partitions' lists (always, as in Slurm).
         for &p in parts {
+            if uid == 0 && self.cfg.root_jobs_disabled(&self.cfg.partitions[p]) {
+                // slurmctld: "Security violation, SUBMIT_JOB for user root disabled".
+                return Err(ApiError::new(
+                    ErrorCode::InvalidUserId,
+                    format!(
+                        "Invalid user id: DisableRootJobs refuses root's jobs in partition {}; \
+                         submit as another user (--uid)",
+                        self.cfg.partitions[p].name
+                    ),
+                ));
+            }
             let access = &self.cfg.partitions[p].access;
             self.check_partition_groups(access, uid)?;
             if !access.allows_account(account.as_deref().unwrap_or("")) {
@@ -254,6 +265,9 @@ impl State {
     pub(super) fn check_partition_change(&self, j: &JobInfo, p: usize) -> Result<(), ApiError> {
         let access = &self.cfg.partitions[p].access;
         self.check_partition_groups(access, j.user_id)?;
+        if j.user_id == 0 && self.cfg.root_jobs_disabled(&self.cfg.partitions[p]) {
+            return Err(ApiError::plain(ErrorCode::InvalidUserId));
+        }
         let account = j.spec.account.as_deref().unwrap_or("");
         if !access.allows_account(account) {
             return Err(ApiError::plain(ErrorCode::InvalidAccount));

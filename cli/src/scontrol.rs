@@ -1942,7 +1942,12 @@ pub fn format_partition(p: &PartitionInfo, nodes: &[NodeInfo], one_liner: bool) 
         Some(gsched_proto::job::MemRequest::PerNode(m)) => format!("DefMemPerNode={m}"),
         None => "DefMemPerNode=UNLIMITED".to_string(),
     };
-    o.push_str(&format!("{def_mem} MaxMemPerNode=UNLIMITED{le}"));
+    let max_mem = match p.max_mem {
+        Some(gsched_proto::job::MemRequest::PerCpu(m)) => format!("MaxMemPerCPU={m}"),
+        Some(gsched_proto::job::MemRequest::PerNode(m)) => format!("MaxMemPerNode={m}"),
+        None => "MaxMemPerNode=UNLIMITED".to_string(),
+    };
+    o.push_str(&format!("{def_mem} {max_mem}{le}"));
     let mem: u64 = nodes
         .iter()
         .filter(|n| p.nodes.contains(&n.name))
@@ -2304,6 +2309,7 @@ mod tests {
             hidden: false,
             unlisted: false,
             def_mem: None,
+            max_mem: None,
             over_time_limit: None,
             disable_root_jobs: false,
         }

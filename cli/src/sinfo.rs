@@ -1294,6 +1294,7 @@ mod tests {
             hidden: false,
             unlisted: false,
             def_mem: None,
+            max_mem: None,
             over_time_limit: None,
             disable_root_jobs: false,
         }

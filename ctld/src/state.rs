@@ -864,6 +864,20 @@ impl State {
                 .def_mem
                 .or(self.cfg.def_mem);
         }
+        // MaxMemPerCPU/MaxMemPerNode: more CPUs for a job over the per-CPU limit, a refusal
+        // over the per-node one (state/limits.rs).
+        if let Some(limit) = self.cfg.partitions[part_idx[0]]
+            .max_mem
+            .or(self.cfg.max_mem)
+        {
+            let node_mem = part_idx
+                .iter()
+                .flat_map(|&p| self.parts[p].nodes.iter())
+                .map(|&i| self.nodes[i].mem_mb)
+                .max()
+                .unwrap_or(0);
+            limits::fit_max_mem(&mut spec, limit, node_mem)?;
+        }
         // Could it ever run? Place it on the empty partition.
         let req = self.request_of(&spec, uid);
         let empty = self.empty_view.get_or_init(|| {
@@ -2437,6 +2451,7 @@ impl State {
             .map(|(p, c)| PartitionInfo {
                 hidden: c.hidden,
                 def_mem: c.def_mem,
+                max_mem: c.max_mem,
                 over_time_limit: c.over_time_limit.map(|o| match o {
                     Some(m) => gsched_proto::node::OverTimeLimit::Minutes(m),
                     None => gsched_proto::node::OverTimeLimit::Unlimited,

@@ -117,8 +117,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "MaxBatchRequeue",
     "MaxDBDMsgs",
     "MaxJobId",
-    "MaxMemPerCPU",
-    "MaxMemPerNode",
     "MaxNodeCount",
     "MaxStepCount",
     "MaxTasksPerNode",
@@ -241,8 +239,6 @@ pub const IGNORED_PARTITION_KEYS: &[&str] = &[
     "LLN",
     "MaxCPUsPerNode",
     "MaxCPUsPerSocket",
-    "MaxMemPerCPU",
-    "MaxMemPerNode",
     "MaxNodes",
     "MinNodes",
     "OverSubscribe",
@@ -351,6 +347,8 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "DefMemPerNode",
     "OverTimeLimit",
     "DisableRootJobs",
+    "MaxMemPerCPU",
+    "MaxMemPerNode",
     "ResumeTimeout",
 ];
 
@@ -396,6 +394,8 @@ pub const PARTITION_KEYS: &[&str] = &[
     "DefMemPerNode",
     "OverTimeLimit",
     "DisableRootJobs",
+    "MaxMemPerCPU",
+    "MaxMemPerNode",
     "HangMinutes",
     "IdleGpuMinutes",
     // gsched's own: `user` (default) or `multiuser` MPS sharing of GPUs.
@@ -881,6 +881,8 @@ pub struct PartitionConfig {
     pub over_time_limit: Option<Option<u32>>,
     /// The partition's `DisableRootJobs=`; `None`: the cluster's.
     pub disable_root_jobs: Option<bool>,
+    /// The partition's `MaxMemPerCPU=`/`MaxMemPerNode=` (see [`Config::max_mem`]).
+    pub max_mem: Option<crate::job::MemRequest>,
     /// `HangMinutes=`, `IdleGpuMinutes=` of the partition (gsched's invalid-job policy).
     pub ladder: crate::ladder_conf::PartitionLadder,
     /// gsched's `GpuSharing=multiuser`: several users' jobs may share one GPU through MPS
@@ -1035,9 +1037,9 @@ fn parse_mem_mb(v: &str) -> Result<u64, String> {
     parse_u64(v)
 }
 
-/// One memory default from the per-CPU and per-node keys: per CPU wins (slurmctld reads
+/// One memory setting (DefMemPer*, MaxMemPer*) from its per-CPU and per-node keys: per CPU wins (slurmctld reads
 /// `DefMemPerNode` only when `DefMemPerCPU` is absent); 0 is none.
-fn def_mem(per_cpu: Option<u64>, per_node: Option<u64>) -> Option<crate::job::MemRequest> {
+fn per_cpu_or_node(per_cpu: Option<u64>, per_node: Option<u64>) -> Option<crate::job::MemRequest> {
     match (per_cpu, per_node) {
         (Some(m), _) => (m > 0).then_some(crate::job::MemRequest::PerCpu(m)),
         (None, Some(m)) => (m > 0).then_some(crate::job::MemRequest::PerNode(m)),
@@ -1122,6 +1124,9 @@ pub struct Config {
     /// slurmctld): the memory of a job that asks for none, as if it had given
     /// `--mem-per-cpu`/`--mem`; a partition's own setting comes first. `None`: not set (or 0).
     pub def_mem: Option<crate::job::MemRequest>,
+    /// `MaxMemPerCPU=` or `MaxMemPerNode=` (MiB; per CPU wins when both are set): the most
+    /// memory a job may ask for; a partition's own setting comes first. `None`: no limit.
+    pub max_mem: Option<crate::job::MemRequest>,
     /// `OverTimeLimit=`: minutes a job may run past its time limit before it is killed (the
     /// limit stays what backfill plans with); `None` = UNLIMITED. Default 0.
     pub over_time_limit: Option<u32>,
@@ -1704,6 +1709,8 @@ struct PartAttrs {
     def_mem_per_node: Option<u64>,
     over_time_limit: Option<Option<u32>>,
     disable_root_jobs: Option<bool>,
+    max_mem_per_cpu: Option<u64>,
+    max_mem_per_node: Option<u64>,
     ladder: crate::ladder_conf::PartitionLadder,
     gpu_multiuser: Option<bool>,
     gpu_compute_pct: Option<u32>,
@@ -1728,6 +1735,8 @@ impl PartAttrs {
             def_mem_per_node: self.def_mem_per_node.or(d.def_mem_per_node),
             over_time_limit: self.over_time_limit.or(d.over_time_limit),
             disable_root_jobs: self.disable_root_jobs.or(d.disable_root_jobs),
+            max_mem_per_cpu: self.max_mem_per_cpu.or(d.max_mem_per_cpu),
+            max_mem_per_node: self.max_mem_per_node.or(d.max_mem_per_node),
             ladder: crate::ladder_conf::PartitionLadder {
                 hang_secs: self.ladder.hang_secs.or(d.ladder.hang_secs),
                 idle_gpu_secs: self.ladder.idle_gpu_secs.or(d.ladder.idle_gpu_secs),
@@ -1773,6 +1782,8 @@ struct Globals {
     def_mem_per_gpu: Option<u64>,
     def_mem_per_cpu: Option<u64>,
     def_mem_per_node: Option<u64>,
+    max_mem_per_cpu: Option<u64>,
+    max_mem_per_node: Option<u64>,
     over_time_limit: Option<Option<u32>>,
     disable_root_jobs: Option<bool>,
     slurmd_timeout: Option<u32>,
@@ -2016,6 +2027,8 @@ impl Parser {
             "DefMemPerGPU" => g.def_mem_per_gpu = Some(parse_u64(value).map_err(err)?),
             "DefMemPerCPU" => g.def_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?),
             "OverTimeLimit" => g.over_time_limit = Some(parse_over_time(value).map_err(err)?),
+            "MaxMemPerCPU" => g.max_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?),
+            "MaxMemPerNode" => g.max_mem_per_node = Some(parse_mem_mb(value).map_err(err)?),
             "DisableRootJobs" => g.disable_root_jobs = Some(parse_bool(value).map_err(err)?),
             "DefMemPerNode" => g.def_mem_per_node = Some(parse_mem_mb(value).map_err(err)?),
             "SlurmdTimeout" => g.slurmd_timeout = Some(parse_u32(value).map_err(err)?),
@@ -2312,6 +2325,12 @@ impl Parser {
                 "DisableRootJobs" => {
                     attrs.disable_root_jobs = Some(parse_bool(value).map_err(err)?)
                 }
+                "MaxMemPerCPU" => {
+                    attrs.max_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?)
+                }
+                "MaxMemPerNode" => {
+                    attrs.max_mem_per_node = Some(parse_mem_mb(value).map_err(err)?)
+                }
                 "HangMinutes" => {
                     attrs.ladder.hang_secs =
                         Some(crate::ladder_conf::parse_minutes(value).map_err(err)?)
@@ -2456,9 +2475,10 @@ impl Parser {
                     allow_groups: attrs.allow_groups.unwrap_or(None),
                 },
                 hidden: attrs.hidden.unwrap_or(false),
-                def_mem: def_mem(attrs.def_mem_per_cpu, attrs.def_mem_per_node),
+                def_mem: per_cpu_or_node(attrs.def_mem_per_cpu, attrs.def_mem_per_node),
                 over_time_limit: attrs.over_time_limit,
                 disable_root_jobs: attrs.disable_root_jobs,
+                max_mem: per_cpu_or_node(attrs.max_mem_per_cpu, attrs.max_mem_per_node),
                 ladder: attrs.ladder,
                 gpu_multiuser: attrs.gpu_multiuser.unwrap_or(false),
                 gpu_compute_pct: attrs.gpu_compute_pct.unwrap_or(100),
@@ -2515,7 +2535,8 @@ impl Parser {
             first_job_id: g.first_job_id.unwrap_or(1),
             def_cpu_per_gpu: g.def_cpu_per_gpu.filter(|&c| c > 0),
             def_mem_per_gpu_mb: g.def_mem_per_gpu.filter(|&m| m > 0),
-            def_mem: def_mem(g.def_mem_per_cpu, g.def_mem_per_node),
+            def_mem: per_cpu_or_node(g.def_mem_per_cpu, g.def_mem_per_node),
+            max_mem: per_cpu_or_node(g.max_mem_per_cpu, g.max_mem_per_node),
             over_time_limit: g.over_time_limit.unwrap_or(Some(0)),
             disable_root_jobs: g.disable_root_jobs.unwrap_or(false),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
@@ -2595,6 +2616,15 @@ mod tests {
         ));
         // Per CPU wins over per node at one level, as slurmctld reads them.
         assert_eq!(c.def_mem, Some(MemRequest::PerCpu(100)));
+        assert_eq!(c.max_mem, None);
+        let m = parse(&format!(
+            "{MIN}MaxMemPerNode=900\nNodeName=n1\nPartitionName=a Nodes=n1 MaxMemPerCPU=50\n"
+        ));
+        assert_eq!(m.max_mem, Some(MemRequest::PerNode(900)));
+        assert_eq!(
+            m.partition("a").unwrap().max_mem,
+            Some(MemRequest::PerCpu(50))
+        );
         assert_eq!(
             c.partition("a").unwrap().def_mem,
             Some(MemRequest::PerNode(300))
@@ -2780,6 +2810,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
                 def_mem: None,
                 over_time_limit: None,
                 disable_root_jobs: None,
+                max_mem: None,
                 ladder: Default::default(),
                 gpu_multiuser: false,
                 gpu_compute_pct: 100,

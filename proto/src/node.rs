@@ -216,6 +216,9 @@ pub struct PartitionInfo {
     /// The partition's own `DefMemPerCPU=`/`DefMemPerNode=` (not the cluster's).
     #[serde(default)]
     pub def_mem: Option<crate::job::MemRequest>,
+    /// The partition's own `MaxMemPerCPU=`/`MaxMemPerNode=` (not the cluster's).
+    #[serde(default)]
+    pub max_mem: Option<crate::job::MemRequest>,
     /// The partition's own `OverTimeLimit=` (`None`: not set).
     #[serde(default)]
     pub over_time_limit: Option<OverTimeLimit>,

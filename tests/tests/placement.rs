@@ -178,3 +178,43 @@ fn a_job_without_memory_gets_the_partitions_or_the_clusters_default() {
     let out = c.cmd_ok("gsacct", ["-n", "-X", "-P", "-o", "ReqMem", "-j", &plain]);
     assert_eq!(out.trim(), "100M");
 }
+
+#[test]
+fn max_mem_per_cpu_gives_more_cpus_and_max_mem_per_node_refuses() {
+    let c = TestCluster::start(
+        ClusterOpts::named("max-mem")
+            .nodes(1)
+            .cpus(4)
+            .config_line("MaxMemPerCPU=100")
+            .config_line("PartitionName=small Nodes=ALL MaxMemPerNode=200"),
+    );
+    // 250 MB per CPU is 3 CPUs of at most 100 MB: the job gets 3 CPUs of 84 MB.
+    let id = c.cmd_ok(
+        "gsbatch",
+        ["-H", "--parsable", "--mem-per-cpu=250", "--wrap", "true"],
+    );
+    let shown = c.cmd_ok("gscontrol", ["show", "job", id.trim()]);
+    assert!(
+        shown.contains(" NumCPUs=3 NumTasks=1 CPUs/Task=3 ")
+            && shown.contains(" MinMemoryCPU=84M "),
+        "{shown}"
+    );
+    let out = c.cmd(
+        "gsbatch",
+        ["-H", "-p", "small", "--mem=300", "--wrap", "true"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Batch job submission failed: Memory required by task is not available"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = c.cmd(
+        "gsbatch",
+        ["-H", "-p", "small", "--mem=200", "--wrap", "true"],
+    );
+    assert!(out.status.success());
+    let shown = c.cmd_ok("gscontrol", ["show", "partition", "small"]);
+    assert!(shown.contains(" MaxMemPerNode=200\n"), "{shown}");
+}

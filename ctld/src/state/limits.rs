@@ -380,10 +380,117 @@ impl State {
     }
 }
 
+/// `MaxMemPerCPU=`/`MaxMemPerNode=` against a job's memory, as slurmctld's
+/// `_valid_pn_min_mem` at submission: over a per-CPU limit, the job's CPUs per task are
+/// multiplied (and its memory per CPU divided) until it fits; over a per-node limit it is
+/// refused ("Memory required by task is not available"). Across forms, the memory per CPU
+/// times the CPUs a node gets is held to a per-node limit, and a per-node request over a
+/// per-CPU limit takes the CPUs it needs per task when its nodes run one task each (Slurm
+/// raises the job's minimum CPUs per node otherwise, which gsched has no request for: such a
+/// job is refused with what to ask instead). `node_mem`: the most memory of a node of the
+/// job's partitions, what `--mem=0` (all of a node's memory) asks for.
+pub(super) fn fit_max_mem(
+    spec: &mut JobSpec,
+    limit: MemRequest,
+    node_mem: u64,
+) -> Result<(), ApiError> {
+    let unavailable = || ApiError::plain(ErrorCode::MemoryUnavailable);
+    let Some(mem) = spec.mem else {
+        return Ok(());
+    };
+    let nodes = spec.nodes.unwrap_or(1).max(1);
+    let tasks_per_node = spec
+        .ntasks_per_node
+        .unwrap_or(1)
+        .max(spec.total_tasks().div_ceil(nodes));
+    match (mem, limit) {
+        (MemRequest::PerCpu(m), MemRequest::PerCpu(l)) => {
+            if m > l {
+                let ratio = m.div_ceil(l);
+                let ratio = u32::try_from(ratio).map_err(|_| unavailable())?;
+                let cpt = spec.cpus_per_task.unwrap_or(1).max(1);
+                spec.cpus_per_task = Some(cpt.checked_mul(ratio).ok_or_else(unavailable)?);
+                spec.mem = Some(MemRequest::PerCpu(m.div_ceil(u64::from(ratio))));
+            }
+        }
+        (MemRequest::PerNode(m), MemRequest::PerNode(l)) => {
+            let m = if m == 0 { node_mem } else { m };
+            if m > l {
+                return Err(unavailable());
+            }
+        }
+        (MemRequest::PerCpu(m), MemRequest::PerNode(l)) => {
+            let cpus = u64::from(tasks_per_node) * u64::from(spec.cpus_per_task());
+            if m.saturating_mul(cpus) > l {
+                return Err(unavailable());
+            }
+        }
+        (MemRequest::PerNode(m), MemRequest::PerCpu(l)) => {
+            let m = if m == 0 { node_mem } else { m };
+            let need = u32::try_from(m.div_ceil(l)).map_err(|_| unavailable())?;
+            let have = tasks_per_node.saturating_mul(spec.cpus_per_task());
+            if need > have {
+                if tasks_per_node != 1 {
+                    return Err(ApiError::new(
+                        ErrorCode::MemoryUnavailable,
+                        format!(
+                            "Memory required by task is not available: --mem={m}M is more than \
+                             MaxMemPerCPU={l}M times the {have} CPUs a node gets; ask for \
+                             --mem-per-cpu, or for more CPUs per task (-c)"
+                        ),
+                    ));
+                }
+                spec.cpus_per_task = Some(need);
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::{register_all, spec, ROOT};
     use super::*;
+
+    #[test]
+    fn max_mem_raises_cpus_or_refuses_as_slurmctld() {
+        let job = |mem: MemRequest, tasks: u32, cpt: Option<u32>| JobSpec {
+            mem: Some(mem),
+            cpus_per_task: cpt,
+            ..spec(tasks)
+        };
+        let (cpu, node) = (MemRequest::PerCpu, MemRequest::PerNode);
+        // Per CPU over a per-CPU limit: CPUs per task times ceil(ratio), memory divided.
+        let mut j = job(cpu(2500), 1, Some(2));
+        fit_max_mem(&mut j, cpu(1000), 8000).unwrap();
+        assert_eq!((j.cpus_per_task, j.mem), (Some(6), Some(cpu(834))));
+        let mut j = job(cpu(900), 1, None);
+        fit_max_mem(&mut j, cpu(1000), 8000).unwrap();
+        assert_eq!((j.cpus_per_task, j.mem), (None, Some(cpu(900))));
+        // Per node over a per-node limit: refused; --mem=0 is the whole node.
+        let e = fit_max_mem(&mut job(node(3000), 1, None), node(2000), 8000).unwrap_err();
+        assert_eq!(e.code, ErrorCode::MemoryUnavailable);
+        assert!(fit_max_mem(&mut job(node(0), 1, None), node(2000), 8000).is_err());
+        assert!(fit_max_mem(&mut job(node(0), 1, None), node(8000), 8000).is_ok());
+        // Per CPU against a per-node limit: times the CPUs of a node (4 tasks on one node).
+        assert!(fit_max_mem(&mut job(cpu(600), 4, None), node(2000), 8000).is_err());
+        assert!(fit_max_mem(&mut job(cpu(500), 4, None), node(2000), 8000).is_ok());
+        // Per node against a per-CPU limit: a one-task job takes the CPUs it needs...
+        let mut j = job(node(3500), 1, None);
+        fit_max_mem(&mut j, cpu(1000), 8000).unwrap();
+        assert_eq!((j.cpus_per_task, j.mem), (Some(4), Some(node(3500))));
+        // ...a job with several tasks on a node already may have enough...
+        let mut j = job(node(3500), 4, None);
+        fit_max_mem(&mut j, cpu(1000), 8000).unwrap();
+        assert_eq!(j.cpus_per_task, None);
+        // ...or is told what to ask for.
+        let e = fit_max_mem(&mut job(node(5000), 4, None), cpu(1000), 8000).unwrap_err();
+        assert!(e.message.contains("--mem-per-cpu"), "{}", e.message);
+        // No memory asked: nothing to check.
+        let mut j = spec(1);
+        fit_max_mem(&mut j, cpu(1), 8000).unwrap();
+        assert_eq!(j.mem, None);
+    }
     use gsched_proto::acct::{AcctEntity, AcctOp};
 
     fn state(dir: &std::path::Path, extra: &str) -> State {

@@ -2202,7 +2202,21 @@ impl State {
         };
         job.info.state = state;
         job.info.reason = reason;
-        if job.extra.requeue && req.launch_error.is_none() {
+        // RequeueExit: a batch job that ended by itself with one of these codes runs again
+        // (not one cancelled, timed out, killed by a signal or the OOM killer).
+        let requeue_exit = terminate.is_none()
+            && req.launch_error.is_none()
+            && req.signal == 0
+            && req.oom_kills == 0
+            && u8::try_from(req.exit_code).is_ok_and(|c| self.cfg.requeue_exit.contains(&c));
+        if (job.extra.requeue || requeue_exit) && req.launch_error.is_none() {
+            if requeue_exit {
+                tracing::info!(
+                    "job {}: exit code {} is in RequeueExit; requeued",
+                    req.job_id,
+                    req.exit_code
+                );
+            }
             requeue_run(job, now);
         }
         self.persist(req.job_id).map_err(internal)

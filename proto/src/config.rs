@@ -152,7 +152,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "PropagateResourceLimits",
     "PropagateResourceLimitsExcept",
     "ReconfigFlags",
-    "RequeueExit",
     "RequeueExitHold",
     "ResumeFailProgram",
     "ResumeProgram",
@@ -349,6 +348,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "DisableRootJobs",
     "MaxMemPerCPU",
     "MaxMemPerNode",
+    "RequeueExit",
     "ResumeTimeout",
 ];
 
@@ -1016,6 +1016,24 @@ fn parse_acct_enforce(v: &str) -> Result<(AcctEnforce, Vec<String>), String> {
     Ok((e, ignored))
 }
 
+/// `RequeueExit=`: exit codes and ranges (`1-9,18`), each 0 to 255; sorted, no repeats.
+fn parse_exit_codes(v: &str) -> Result<Vec<u8>, String> {
+    let bad = || format!("{v:?}: give exit codes from 0 to 255 and ranges, e.g. 1-9,18");
+    let mut codes = Vec::new();
+    for item in v.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        let (a, b) = item.split_once('-').unwrap_or((item, item));
+        let a: u8 = a.trim().parse().map_err(|_| bad())?;
+        let b: u8 = b.trim().parse().map_err(|_| bad())?;
+        if a > b {
+            return Err(bad());
+        }
+        codes.extend(a..=b);
+    }
+    codes.sort_unstable();
+    codes.dedup();
+    Ok(codes)
+}
+
 /// `OverTimeLimit=`: minutes (at most 65533, as Slurm) or `UNLIMITED` (`None`).
 fn parse_over_time(v: &str) -> Result<Option<u32>, String> {
     if v.eq_ignore_ascii_case("UNLIMITED") || v.eq_ignore_ascii_case("INFINITE") {
@@ -1127,6 +1145,9 @@ pub struct Config {
     /// `MaxMemPerCPU=` or `MaxMemPerNode=` (MiB; per CPU wins when both are set): the most
     /// memory a job may ask for; a partition's own setting comes first. `None`: no limit.
     pub max_mem: Option<crate::job::MemRequest>,
+    /// `RequeueExit=`: exit codes (0-255) with which a batch job that ended by itself goes
+    /// back to the queue (`SLURM_RESTART_COUNT` counts the runs), as slurmctld does.
+    pub requeue_exit: Vec<u8>,
     /// `OverTimeLimit=`: minutes a job may run past its time limit before it is killed (the
     /// limit stays what backfill plans with); `None` = UNLIMITED. Default 0.
     pub over_time_limit: Option<u32>,
@@ -1786,6 +1807,7 @@ struct Globals {
     max_mem_per_node: Option<u64>,
     over_time_limit: Option<Option<u32>>,
     disable_root_jobs: Option<bool>,
+    requeue_exit: Option<Vec<u8>>,
     slurmd_timeout: Option<u32>,
     max_job_count: Option<u32>,
     message_timeout: Option<u32>,
@@ -2027,6 +2049,7 @@ impl Parser {
             "DefMemPerGPU" => g.def_mem_per_gpu = Some(parse_u64(value).map_err(err)?),
             "DefMemPerCPU" => g.def_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?),
             "OverTimeLimit" => g.over_time_limit = Some(parse_over_time(value).map_err(err)?),
+            "RequeueExit" => g.requeue_exit = Some(parse_exit_codes(value).map_err(err)?),
             "MaxMemPerCPU" => g.max_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?),
             "MaxMemPerNode" => g.max_mem_per_node = Some(parse_mem_mb(value).map_err(err)?),
             "DisableRootJobs" => g.disable_root_jobs = Some(parse_bool(value).map_err(err)?),
@@ -2538,6 +2561,7 @@ impl Parser {
             def_mem: per_cpu_or_node(g.def_mem_per_cpu, g.def_mem_per_node),
             max_mem: per_cpu_or_node(g.max_mem_per_cpu, g.max_mem_per_node),
             over_time_limit: g.over_time_limit.unwrap_or(Some(0)),
+            requeue_exit: g.requeue_exit.unwrap_or_default(),
             disable_root_jobs: g.disable_root_jobs.unwrap_or(false),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
             max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),
@@ -2588,6 +2612,19 @@ mod tests {
     }
 
     const MIN: &str = "SlurmctldHost=head\n";
+
+    #[test]
+    fn requeue_exit_codes() {
+        let c = parse(&format!("{MIN}RequeueExit=18,1-3,2\n"));
+        assert_eq!(c.requeue_exit, vec![1, 2, 3, 18]);
+        assert!(parse(MIN).requeue_exit.is_empty());
+        for bad in ["256", "3-1", "x", "-1"] {
+            assert!(
+                parse_err(&format!("{MIN}RequeueExit={bad}\n")).contains("RequeueExit"),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn over_time_limit_and_disable_root_jobs() {

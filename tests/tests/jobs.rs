@@ -1,6 +1,6 @@
 //! Jobs end to end: submit → run → complete, output files and their patterns, the job's
-//! environment, exit codes and signals, hold and release, and the default layouts of gsqueue
-//! and gsinfo.
+//! environment, exit codes and signals (and `RequeueExit`), hold and release, and the default
+//! layouts of gsqueue and gsinfo.
 
 use gsched_proto::api::{paths, ErrorCode, JobFilter, JobQuery};
 use gsched_proto::client::ClientError;
@@ -451,4 +451,31 @@ fn stepd_processes(dir: &str) -> Vec<(std::path::PathBuf, bool)> {
         }
     }
     found
+}
+
+#[test]
+fn requeue_exit_runs_a_job_again_with_its_restart_count() {
+    let c = TestCluster::start(
+        ClusterOpts::named("requeue-exit")
+            .nodes(1)
+            .config_line("RequeueExit=3,5-6"),
+    );
+    // Exits 3 on its first run, 0 on the second.
+    let again = c.submit([
+        "--wrap",
+        "echo run ${SLURM_RESTART_COUNT:-0}; test ${SLURM_RESTART_COUNT:-0} -ge 1 || exit 3",
+    ]);
+    let failed = c.submit(["--wrap", "exit 4"]);
+    let j = c.wait_terminal(again, secs(30));
+    assert_eq!(
+        (j.state, j.restarts, j.exit_code),
+        (JobState::Completed, 1, 0)
+    );
+    let out = std::fs::read_to_string(c.workdir().join(format!("slurm-{again}.out"))).unwrap();
+    assert_eq!(
+        out, "run 1\n",
+        "the second run's output replaces the first's"
+    );
+    let j = c.wait_terminal(failed, secs(30));
+    assert_eq!((j.state, j.restarts, j.exit_code), (JobState::Failed, 0, 4));
 }

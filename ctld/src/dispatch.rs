@@ -267,6 +267,13 @@ fn run(sh: &Arc<Shared>, e: Effect) {
                 tracing::warn!("node {node}: reboot request failed: {e}");
             }
         }
+        Effect::HealthCheck { node, program } => {
+            let Some(c) = client(sh, &node) else { return };
+            let req = gsched_proto::resv::NodeHealthCheckRequest { program };
+            if let Err(e) = c.post::<_, Ack>(paths::NODE_HEALTH_CHECK, &req) {
+                tracing::warn!("node {node}: health check request failed: {e}");
+            }
+        }
     }
 }
 

@@ -33,6 +33,7 @@ pub use batch::{BatchResult, Submission};
 mod client_opts;
 mod gpus;
 pub mod health;
+mod health_check;
 mod het;
 pub use arrays::ArrayRt;
 mod gpu_fail;
@@ -101,6 +102,8 @@ pub enum Effect {
     },
     /// Run `RebootProgram` on a node (`scontrol reboot`).
     Reboot { node: String, program: String },
+    /// Run `HealthCheckProgram` on a node (`state/health_check.rs`).
+    HealthCheck { node: String, program: String },
 }
 
 /// What the store keeps per job beyond the API record.
@@ -307,6 +310,8 @@ pub struct State {
     /// Jobs that may have a RUNNING step in the store (created since start-up or found at
     /// load): the others need no query of the steps table when they end.
     jobs_with_steps: std::collections::BTreeSet<JobId>,
+    /// `HealthCheckProgram` rounds (`state/health_check.rs`).
+    health_check: health_check::HealthCheckRt,
 }
 
 /// Running and completing jobs by their batch node (indexed like `State::nodes`): a
@@ -511,6 +516,7 @@ impl State {
             specs,
             empty_view: std::cell::OnceCell::new(),
             jobs_with_steps,
+            health_check: Default::default(),
         };
         st.active.rebuild(&st.jobs, now);
         st.committed_state = st
@@ -1820,6 +1826,7 @@ impl State {
         self.expire_reservations(now);
         effects.extend(self.migrations(now));
         effects.extend(self.reboots(now));
+        effects.extend(self.health_checks(now));
         // Notices of time-limit thresholds, before the jobs at their limit are ended.
         self.time_notices(now);
         // Hung and idle-GPU jobs: flag them, take the ladder's steps that are due.

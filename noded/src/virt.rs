@@ -616,6 +616,7 @@ pub fn router(host: Arc<VirtualHost>) -> Router {
         .route(paths::NODE_SIGNAL, post(signal))
         .route(paths::NODE_TERMINATE, post(terminate))
         .route(paths::NODE_SUSPEND, post(suspend))
+        .route(paths::NODE_HEALTH_CHECK, post(health_check))
         .fallback(refused)
         .layer(middleware::from_fn_with_state(host.clone(), auth_layer))
         .layer(DefaultBodyLimit::max(api::MAX_BODY_BYTES))
@@ -698,6 +699,12 @@ async fn suspend(
     let n = host.node(&headers)?;
     host.suspend(&n, req)?;
     Ok(Json(Ack { ok: true }))
+}
+
+/// Virtual nodes have no host of their own to check: the request is acknowledged, nothing
+/// runs.
+async fn health_check() -> Json<Ack> {
+    Json(Ack { ok: true })
 }
 
 async fn refused(req: Request) -> ApiErr {

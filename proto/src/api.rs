@@ -81,6 +81,7 @@ pub mod paths {
     pub const NODES_REBOOT: &str = "/v1/nodes/reboot";
     /// `POST` to gsnoded: run `RebootProgram`.
     pub const NODE_REBOOT: &str = "/v1/node/reboot";
+    pub const NODE_HEALTH_CHECK: &str = "/v1/node/health_check";
     /// Time-of-use prices of the next hours and the learned low-load hours (`gsinfo
     /// --prices`, `gsinfo --lowload`).
     pub const PRICES: &str = "/v1/prices";

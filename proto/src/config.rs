@@ -91,9 +91,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "GroupUpdateForce",
     "GroupUpdateTime",
     "HashPlugin",
-    "HealthCheckInterval",
-    "HealthCheckNodeState",
-    "HealthCheckProgram",
     "InactiveLimit",
     "InteractiveStepOptions",
     "JobAcctGatherFrequency",
@@ -349,6 +346,9 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "MaxMemPerCPU",
     "MaxMemPerNode",
     "RequeueExit",
+    "HealthCheckProgram",
+    "HealthCheckInterval",
+    "HealthCheckNodeState",
     "ResumeTimeout",
 ];
 
@@ -1016,6 +1016,63 @@ fn parse_acct_enforce(v: &str) -> Result<(AcctEnforce, Vec<String>), String> {
     Ok((e, ignored))
 }
 
+/// `HealthCheckNodeState=`: the nodes the periodic health check runs on (by their CPUs in
+/// use: none, some, all), and `CYCLE` (spread the nodes over the interval). `ANY`, the
+/// default, is every node that answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthCheckNodeState {
+    pub idle: bool,
+    pub mixed: bool,
+    pub alloc: bool,
+    /// `NONDRAINED_IDLE`: idle nodes that are not draining or drained.
+    pub nondrained_idle: bool,
+    pub cycle: bool,
+}
+
+impl Default for HealthCheckNodeState {
+    fn default() -> Self {
+        HealthCheckNodeState {
+            idle: true,
+            mixed: true,
+            alloc: true,
+            nondrained_idle: false,
+            cycle: false,
+        }
+    }
+}
+
+impl HealthCheckNodeState {
+    fn parse(v: &str) -> Result<Self, String> {
+        let mut s = HealthCheckNodeState {
+            idle: false,
+            mixed: false,
+            alloc: false,
+            nondrained_idle: false,
+            cycle: false,
+        };
+        let mut any = false;
+        for w in v.split(',').map(str::trim) {
+            match w.to_ascii_uppercase().as_str() {
+                "ANY" => any = true,
+                "IDLE" => s.idle = true,
+                "MIXED" => s.mixed = true,
+                "ALLOC" => s.alloc = true,
+                "NONDRAINED_IDLE" => s.nondrained_idle = true,
+                "CYCLE" => s.cycle = true,
+                _ => {
+                    return Err(format!(
+                        "unknown node state {w:?} (use ALLOC, ANY, CYCLE, IDLE, MIXED, NONDRAINED_IDLE)"
+                    ))
+                }
+            }
+        }
+        if any || !(s.idle || s.mixed || s.alloc || s.nondrained_idle) {
+            (s.idle, s.mixed, s.alloc) = (true, true, true);
+        }
+        Ok(s)
+    }
+}
+
 /// `RequeueExit=`: exit codes and ranges (`1-9,18`), each 0 to 255; sorted, no repeats.
 fn parse_exit_codes(v: &str) -> Result<Vec<u8>, String> {
     let bad = || format!("{v:?}: give exit codes from 0 to 255 and ranges, e.g. 1-9,18");
@@ -1145,6 +1202,13 @@ pub struct Config {
     /// `MaxMemPerCPU=` or `MaxMemPerNode=` (MiB; per CPU wins when both are set): the most
     /// memory a job may ask for; a partition's own setting comes first. `None`: no limit.
     pub max_mem: Option<crate::job::MemRequest>,
+    /// `HealthCheckProgram=` (an absolute path), run as root on the nodes every
+    /// `HealthCheckInterval=` seconds and when a node daemon starts; `None`, or an interval
+    /// of 0 (the default): never.
+    pub health_check_program: Option<String>,
+    pub health_check_interval: u32,
+    /// `HealthCheckNodeState=`: which nodes the periodic check runs on.
+    pub health_check_node_state: HealthCheckNodeState,
     /// `RequeueExit=`: exit codes (0-255) with which a batch job that ended by itself goes
     /// back to the queue (`SLURM_RESTART_COUNT` counts the runs), as slurmctld does.
     pub requeue_exit: Vec<u8>,
@@ -1808,6 +1872,9 @@ struct Globals {
     over_time_limit: Option<Option<u32>>,
     disable_root_jobs: Option<bool>,
     requeue_exit: Option<Vec<u8>>,
+    health_check_program: Option<String>,
+    health_check_interval: Option<u32>,
+    health_check_node_state: Option<HealthCheckNodeState>,
     slurmd_timeout: Option<u32>,
     max_job_count: Option<u32>,
     message_timeout: Option<u32>,
@@ -2050,6 +2117,18 @@ impl Parser {
             "DefMemPerCPU" => g.def_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?),
             "OverTimeLimit" => g.over_time_limit = Some(parse_over_time(value).map_err(err)?),
             "RequeueExit" => g.requeue_exit = Some(parse_exit_codes(value).map_err(err)?),
+            "HealthCheckProgram" => {
+                if !value.starts_with('/') {
+                    return Err(err(format!(
+                        "{value:?} is not an absolute path (give the program's full path)"
+                    )));
+                }
+                g.health_check_program = Some(value.to_string());
+            }
+            "HealthCheckInterval" => g.health_check_interval = Some(parse_u32(value).map_err(err)?),
+            "HealthCheckNodeState" => {
+                g.health_check_node_state = Some(HealthCheckNodeState::parse(value).map_err(err)?)
+            }
             "MaxMemPerCPU" => g.max_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?),
             "MaxMemPerNode" => g.max_mem_per_node = Some(parse_mem_mb(value).map_err(err)?),
             "DisableRootJobs" => g.disable_root_jobs = Some(parse_bool(value).map_err(err)?),
@@ -2562,6 +2641,9 @@ impl Parser {
             max_mem: per_cpu_or_node(g.max_mem_per_cpu, g.max_mem_per_node),
             over_time_limit: g.over_time_limit.unwrap_or(Some(0)),
             requeue_exit: g.requeue_exit.unwrap_or_default(),
+            health_check_program: g.health_check_program,
+            health_check_interval: g.health_check_interval.unwrap_or(0),
+            health_check_node_state: g.health_check_node_state.unwrap_or_default(),
             disable_root_jobs: g.disable_root_jobs.unwrap_or(false),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
             max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),

@@ -106,6 +106,7 @@ pub fn document() -> Value {
         op::<crate::resv::ReservationAction, crate::resv::ReservationActionResponse>(&mut g, paths::RESERVATIONS_UPDATE, "post", "gsctld", "Create, update or delete a reservation (administrators)"),
         op::<crate::resv::RebootRequest, Ack>(&mut g, paths::NODES_REBOOT, "post", "gsctld", "Reboot nodes with RebootProgram (gscontrol reboot; administrators)"),
         op::<crate::resv::NodeRebootRequest, Ack>(&mut g, paths::NODE_REBOOT, "post", "gsnoded", "Run RebootProgram (from gsctld)"),
+        op::<crate::resv::NodeHealthCheckRequest, Ack>(&mut g, paths::NODE_HEALTH_CHECK, "post", "gsnoded", "Run HealthCheckProgram (from gsctld)"),
         op::<crate::step::StepCreateRequest, crate::step::StepCreateResponse>(&mut g, paths::JOBS_STEPS, "post", "gsctld", "Create a job step in a running job and start its tasks (gsrun)"),
         op::<crate::step::StepCompleteRequest, Ack>(&mut g, paths::JOBS_STEPS_COMPLETE, "post", "gsctld", "A step's tasks all ended (gsrun)"),
         op::<crate::step::StepQuery, crate::step::StepsResponse>(&mut g, paths::JOBS_STEPS_QUERY, "post", "gsctld", "Job steps of some jobs, or the running ones (gsacct, gsqueue -s)"),

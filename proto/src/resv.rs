@@ -138,6 +138,13 @@ pub struct NodeRebootRequest {
     pub program: String,
 }
 
+/// `POST /v1/node/health_check`: run `HealthCheckProgram` now (the node answers at once and
+/// logs a failure; the program reports a bad node itself, e.g. by draining it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NodeHealthCheckRequest {
+    pub program: String,
+}
+
 /// `--switches=count[@max-time]`: the job wants at most `count` leaf switches and waits up to
 /// `wait_secs` (from its submission) for them; then it is placed anyhow, as in Slurm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -2,7 +2,8 @@
 //! its job runs once elsewhere (the stale copy is fenced off when the node comes back),
 //! draining with a deadline migrates a checkpointing job, a maintenance reservation keeps a
 //! long job from starting before it, a busy node is avoided, and a 4-node job lands on one
-//! switch. (A gsnoded killed with SIGKILL re-adopting its running job is
+//! switch; `HealthCheckProgram` runs when a node daemon starts and then on the nodes
+//! `HealthCheckNodeState` selects. (A gsnoded killed with SIGKILL re-adopting its running job is
 //! `restart.rs::node_daemon_killed_and_restarted_adopts_jobs`.)
 
 use gsched_tests::{ClusterOpts, JobState, TestCluster};
@@ -421,4 +422,50 @@ fn reservation_users_run_their_jobs_in_it_and_others_stay_out() {
         String::from_utf8_lossy(&o.stderr).contains("Requested reservation is invalid"),
         "{o:?}"
     );
+}
+
+#[test]
+fn health_check_runs_at_start_and_then_on_the_chosen_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("checks");
+    let program = dir.path().join("check.sh");
+    std::fs::write(
+        &program,
+        format!(
+            "#!/bin/sh\necho \"$SLURMD_NODENAME ${{HOME:-nohome}}\" >> {}\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let c = TestCluster::start(
+        ClusterOpts::named("health")
+            .nodes(2)
+            .config_line(&format!("HealthCheckProgram={}", program.display()))
+            .config_line("HealthCheckInterval=1")
+            .config_line("HealthCheckNodeState=ALLOC"),
+    );
+    let lines = || -> Vec<String> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    // Each node daemon ran it when it started, with only SLURMD_NODENAME set.
+    let mut started = lines();
+    started.sort();
+    assert_eq!(started, vec!["n1 nohome", "n2 nohome"]);
+    // Then only where all CPUs are in use.
+    let id = c.submit(["-w", "n1", "-n", "2", "--wrap", "sleep 30"]);
+    c.wait_state(id, JobState::Running, Duration::from_secs(30));
+    std::fs::write(&log, "").unwrap();
+    c.wait_until(Duration::from_secs(20), "two checks of n1", || {
+        lines().len() >= 2
+    });
+    assert!(lines().iter().all(|l| l == "n1 nohome"), "{:?}", lines());
 }

@@ -1240,6 +1240,7 @@ mod tests {
             stepd: dir.path().join("gsstepd"),
             cgroups: None,
             gpus: crate::gpu::GpuSetup::default(),
+            health_check: None,
         };
         let node = Node::new(settings, Arc::new(gsched_auth::NoneAuth::current())).unwrap();
         let failed =

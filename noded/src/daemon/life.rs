@@ -1,6 +1,6 @@
 //! The node's part of its lifecycle: load samples for the heartbeats (load-aware placement,
 //! and the node's memory and network counters for `FreeMem=` and the controller's hourly
-//! usage aggregates) and `scontrol reboot` (running `RebootProgram`).
+//! usage aggregates), `scontrol reboot` (running `RebootProgram`) and `HealthCheckProgram`.
 //!
 //! The load is the one-minute load average of `/proc/loadavg` as a share of the node's CPUs.
 //! `GSCHED_LOADAVG_FILE` (with `%n` for the node name) names another file in that format:
@@ -118,6 +118,52 @@ pub fn reboot(program: &str) -> std::io::Result<()> {
         let _ = child.wait();
     });
     Ok(())
+}
+
+/// How long `HealthCheckProgram` may run before it is killed (slurmd's limit).
+pub const HEALTH_CHECK_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl super::Node {
+    /// Runs `HealthCheckProgram` as slurmd does: the program itself (no shell, no arguments)
+    /// with only `SLURMD_NODENAME` in its environment, from `/`, killed after a minute; a
+    /// failure is logged with what the program printed (the program reports a bad node
+    /// itself, typically by draining it). A run asked for while one is under way is skipped.
+    pub(crate) async fn health_check(&self, program: &str) {
+        use std::sync::atomic::Ordering;
+        if self.health_check_running.swap(true, Ordering::AcqRel) {
+            tracing::debug!("health check: the previous run is still under way");
+            return;
+        }
+        let result = run_health_check(program, &self.settings.node).await;
+        self.health_check_running.store(false, Ordering::Release);
+        match result {
+            Ok(()) => tracing::debug!("health check {program}: success"),
+            Err(e) => tracing::error!("health check {program} failed: {e}"),
+        }
+    }
+}
+
+async fn run_health_check(program: &str, node: &str) -> Result<(), String> {
+    let child = tokio::process::Command::new(program)
+        .env_clear()
+        .env("SLURMD_NODENAME", node)
+        .current_dir("/")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot run it: {e}"))?;
+    let out = match tokio::time::timeout(HEALTH_CHECK_LIMIT, child.wait_with_output()).await {
+        Ok(r) => r.map_err(|e| format!("cannot wait for it: {e}"))?,
+        Err(_) => return Err(format!("killed after {} s", HEALTH_CHECK_LIMIT.as_secs())),
+    };
+    if out.status.success() {
+        return Ok(());
+    }
+    let printed =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    Err(format!("{} output: {}", out.status, printed.trim()))
 }
 
 #[cfg(test)]

@@ -71,6 +71,9 @@ pub struct NodeSettings {
     pub cgroups: Option<crate::cgroup::CgroupSetup>,
     /// The node's GPUs (`gres.conf` beside the config; none without one).
     pub gpus: crate::gpu::GpuSetup,
+    /// `HealthCheckProgram`, when `HealthCheckInterval` is not 0: run at start (before
+    /// registering) and whenever the controller asks.
+    pub health_check: Option<String>,
 }
 
 /// Why gsnoded cannot start.
@@ -117,6 +120,10 @@ impl NodeSettings {
                 sample_interval: cfg.gpu_sample_interval,
                 ..Default::default()
             },
+            health_check: cfg
+                .health_check_program
+                .clone()
+                .filter(|_| cfg.health_check_interval > 0),
         })
     }
 }
@@ -165,6 +172,8 @@ pub struct Node {
     pub(crate) job_gpus: Mutex<BTreeMap<JobId, Vec<gsched_proto::gpu::GpuAlloc>>>,
     /// Job-end reports waiting to go to the controller together (see `Node::send_report`).
     pub(crate) outbox: Mutex<jobs::Outbox>,
+    /// A `HealthCheckProgram` run is under way (a request meanwhile is not run twice).
+    pub(crate) health_check_running: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Node {
@@ -209,6 +218,7 @@ impl Node {
             gpu_latest: Mutex::new(BTreeMap::new()),
             job_gpus: Mutex::new(BTreeMap::new()),
             outbox: Mutex::new(jobs::Outbox::default()),
+            health_check_running: Default::default(),
             settings,
             auth,
             client,
@@ -256,7 +266,14 @@ impl Node {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         self.adopt_spool().await;
-        let ctl = tokio::spawn(controller::run(self.clone()));
+        let node = self.clone();
+        let ctl = tokio::spawn(async move {
+            // As slurmd: the health check runs once before the node registers.
+            if let Some(program) = node.settings.health_check.clone() {
+                node.health_check(&program).await;
+            }
+            controller::run(node).await
+        });
         let gpu_tasks = self.clone().start_gpu_tasks();
         let timeout = std::time::Duration::from_secs(self.settings.message_timeout.into());
         let result =

@@ -90,6 +90,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(paths::NODE_TERMINATE, post(terminate))
         .route(paths::NODE_SUSPEND, post(suspend))
         .route(paths::NODE_REBOOT, post(reboot))
+        .route(paths::NODE_HEALTH_CHECK, post(health_check))
         .route(paths::NODE_STEP_LAUNCH, post(step_launch))
         .route(paths::NODE_STEP_SIGNAL, post(step_signal))
         .route(paths::NODE_STEP_IO, post(step_io))
@@ -174,6 +175,16 @@ async fn terminate(
 ) -> Result<Json<Ack>, ApiErr> {
     node.terminate(req).await?;
     Ok(Json(Ack { ok: true }))
+}
+
+/// `HealthCheckProgram`, when the controller asks (every `HealthCheckInterval`): answered at
+/// once, run in the background.
+async fn health_check(
+    State(node): Node_,
+    Body(req): Body<gsched_proto::resv::NodeHealthCheckRequest>,
+) -> Json<Ack> {
+    tokio::spawn(async move { node.health_check(&req.program).await });
+    Json(Ack { ok: true })
 }
 
 /// `scontrol reboot`: run `RebootProgram`.

@@ -145,6 +145,7 @@ pub const OPTIONS: &[Opt] = &[
 /// `--wckey` (no accounting, as Slurm with
 /// `TrackWCKey=no`), `-M` naming the local cluster). Every other option is refused.
 const IMPLEMENTED: &[&str] = &[
+    "propagate",
     "mail-type",
     "mail-user",
     "account",
@@ -375,6 +376,9 @@ pub struct Opts {
     pub gpu: crate::gpu_opts::GpuOpts,
     /// `--get-user-env[=timeout][S|L]`: (timeout in seconds, login shell).
     pub get_user_env: Option<(u32, bool)>,
+    /// `--propagate[=rlimits]`: the resource limits to propagate whatever the config says
+    /// (`gsched_proto::rlimits`).
+    pub propagate: Option<Vec<&'static str>>,
 }
 
 /// Loads `user`'s login environment within `timeout` seconds, with a login shell or not.
@@ -511,6 +515,13 @@ impl Opts {
             }
             "parsable" => self.parsable = true,
             "get-user-env" => self.get_user_env = Some(parse_get_user_env(arg)),
+            "propagate" => {
+                let list = arg.unwrap_or("ALL");
+                self.propagate =
+                    Some(gsched_proto::rlimits::parse_list(list).map_err(|_| {
+                        Fail::error(prog, format!("--propagate={list} is not valid."))
+                    })?);
+            }
             "hold" => self.hold = true,
             "ignore-pbs" => self.ignore_pbs = true,
             "uid" => {
@@ -1144,6 +1155,10 @@ pub struct Context {
     /// Full host name (`SLURM_SUBMIT_HOST`); the short one goes to `submit_host`.
     pub hostname: String,
     pub umask: Option<u32>,
+    /// This process's soft resource limits, by `gsched_proto::rlimits::NAMES`.
+    pub rlimits: Vec<(&'static str, u64)>,
+    /// The limits the config propagates (`PropagateResourceLimits`); `--propagate` wins.
+    pub propagate_conf: Vec<String>,
     /// Loads a user's login environment (`--get-user-env`); [`login_environment`] in the
     /// command, a stand-in in tests.
     pub user_env: UserEnvFn,
@@ -1331,6 +1346,21 @@ pub fn build(
                 &mut env,
                 "SLURM_UMASK",
                 &format!("0{:o}{:o}{:o}", (m >> 6) & 7, (m >> 3) & 7, m & 7),
+            );
+        }
+    }
+    // The resource limits to propagate (PropagateResourceLimits, or --propagate's, marked
+    // with a leading U as sbatch does), set as the job's soft limits on the node.
+    for &(n, soft) in &ctx.rlimits {
+        let (chosen, mark) = match &opts.propagate {
+            Some(l) => (l.contains(&n), "U"),
+            None => (ctx.propagate_conf.iter().any(|c| c == n), ""),
+        };
+        if chosen {
+            env_set(
+                &mut env,
+                &gsched_proto::rlimits::env_name(n),
+                &format!("{mark}{soft}"),
             );
         }
     }
@@ -1600,6 +1630,9 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
             String::from_utf8_lossy(&body).into_owned()
         }
     };
+    // The config before the options' values, as sbatch reads slurm.conf first: it says
+    // which resource limits to propagate.
+    let cfg = common::load_config().map_err(|e| Fail::error(prog, e))?;
     let cwd = std::env::current_dir()
         .map(|p| p.to_string_lossy().into_owned())
         .or_else(|_| std::env::var("PWD"))
@@ -1624,10 +1657,14 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
             .collect(),
         hostname,
         umask: Some(crate::sys::umask()),
+        rlimits: gsched_proto::rlimits::NAMES
+            .iter()
+            .filter_map(|&n| Some((n, gsched_proto::rlimits::current(n)?.0)))
+            .collect(),
+        propagate_conf: cfg.propagate_rlimits.clone(),
         user_env: login_environment,
     };
     let built = build(&ctx, &cl, &source, &script, None)?;
-    let cfg = common::load_config().map_err(|e| Fail::error(prog, e))?;
     if let Some(c) = &built.clusters {
         common::check_clusters(prog, c, &cfg.cluster_name)?;
     }
@@ -1767,6 +1804,8 @@ pub fn help_text() -> String {
      \x20 -p, --partition=partition   partition requested\n\
      \x20     --parsable              outputs only the jobid and cluster name (if present),\n\
      \x20                             separated by semicolon, only on successful submission.\n\
+     \x20     --propagate[=rlimits]   propagate all [or specific list of] rlimits\n\
+     \x20                             (the submission's soft limits become the job's)\n\
      \x20 -q, --qos=qos               quality of service\n\
      \x20 -Q, --quiet                 quiet mode (suppress informational messages)\n\
      \x20     --reservation=name      allocate resources from named reservation\n\
@@ -1935,6 +1974,8 @@ mod tests {
                 .collect(),
             hostname: "login1.example.org".into(),
             umask: Some(0o022),
+            rlimits: vec![("CORE", 0), ("NOFILE", 1024), ("STACK", u64::MAX)],
+            propagate_conf: vec!["CORE".into(), "STACK".into()],
             user_env: |user, timeout, login| {
                 Ok(vec![
                     ("LOGIN_USER".into(), format!("{user}/{timeout}/{login}")),
@@ -2594,6 +2635,43 @@ mod tests {
             .spec
             .environment
             .has("SLURM_SUBMIT_HOST", "login1.example.org"));
+    }
+
+    #[test]
+    fn resource_limits_propagate_as_the_config_or_propagate_says() {
+        let src = ScriptSource::File("x".into());
+        let env_of = |args: &[&str]| {
+            let b = build(&ctx(&[]), &cli(args), &src, "#!/bin/sh\n", None).unwrap();
+            let mut v: Vec<(String, String)> = b
+                .spec
+                .environment
+                .iter()
+                .filter(|(k, _)| k.starts_with("SLURM_RLIMIT_"))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            v.sort();
+            v
+        };
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        // The config's (CORE, STACK), with --export=NONE too.
+        assert_eq!(
+            env_of(&["--export=NONE", "x"]),
+            vec![
+                pair("SLURM_RLIMIT_CORE", "0"),
+                pair("SLURM_RLIMIT_STACK", "18446744073709551615")
+            ]
+        );
+        assert_eq!(
+            env_of(&["--propagate=NOFILE", "x"]),
+            vec![pair("SLURM_RLIMIT_NOFILE", "U1024")]
+        );
+        assert_eq!(env_of(&["--propagate", "x"]).len(), 3);
+        assert!(env_of(&["--propagate=NONE", "x"]).is_empty());
+        let e = build(&ctx(&[]), &cli(&["--propagate=FOO", "x"]), &src, "", None).unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: error: --propagate=FOO is not valid."]
+        );
     }
 
     #[test]

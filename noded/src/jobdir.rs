@@ -123,6 +123,11 @@ pub struct LaunchFile {
     /// the user itself (and says why it cannot).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<ResolvedUser>,
+    /// The resource limits this node's config propagates (`PropagateResourceLimits`): the
+    /// job's `SLURM_RLIMIT_*` of these (and any marked `U`, `--propagate`) become its soft
+    /// limits (`gsched_proto::rlimits`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub propagate_rlimits: Vec<String>,
 }
 
 /// A user's name and groups, from the node's NSS (passwd, `getgrouplist`).
@@ -473,6 +478,7 @@ mod tests {
                 name: "alice".into(),
                 groups: vec![1000, 27],
             }),
+            propagate_rlimits: vec!["CORE".into()],
         };
         d.write_launch(&launch).unwrap();
         let back = d.read_launch().unwrap().unwrap();

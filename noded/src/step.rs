@@ -87,6 +87,9 @@ pub struct StepFile {
     /// The user as gsnoded resolved it (see [`crate::jobdir::LaunchFile::user`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<crate::jobdir::ResolvedUser>,
+    /// See [`crate::jobdir::LaunchFile::propagate_rlimits`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub propagate_rlimits: Vec<String>,
 }
 
 /// `status.json` of a step on one node.
@@ -399,6 +402,11 @@ fn spawn_task(
         .iter()
         .map(|p| cstring("a cgroup path", p.as_os_str().as_bytes()))
         .collect::<Result<Vec<_>, _>>()?;
+    // Propagated resource limits, as for a batch job (`crate::sys::propagated_rlimits`).
+    let mut environment = t.environment.clone();
+    let rlimits = sys::propagated_rlimits(&mut environment, &step.propagate_rlimits, |m| {
+        eprintln!("gsstepd: error: task {}: {m}", t.rank)
+    });
     let setup = ChildSetup {
         identity,
         umask,
@@ -418,11 +426,12 @@ fn spawn_task(
         chdir_error_suffix: b": going to /tmp instead\n".to_vec(),
         cgroup_procs,
         report: report_w,
+        rlimits,
     };
     let mut cmd = Command::new(&req.argv[0]);
     cmd.args(&req.argv[1..])
         .env_clear()
-        .envs(t.environment.iter().map(|(k, v)| (k, v)))
+        .envs(environment.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());

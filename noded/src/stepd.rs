@@ -175,12 +175,19 @@ fn run_job(dir: &JobDir, launch: &LaunchFile, pids: &mut PidsFile, start_time: i
         setup,
         report,
         user,
+        environment,
     } = prepared;
 
     let mut cmd = Command::new(&script);
     cmd.args(&req.argv)
         .env_clear()
-        .envs(launch.environment.iter().map(|(k, v)| (k, v)))
+        .envs(
+            environment
+                .as_ref()
+                .unwrap_or(&launch.environment)
+                .iter()
+                .map(|(k, v)| (k, v)),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -272,6 +279,9 @@ struct Prepared {
     report: std::os::fd::OwnedFd,
     /// The user's name, for messages.
     user: String,
+    /// The job's environment without its `SLURM_RLIMIT_*` variables, when it had any
+    /// (`None`: the launch's as it is).
+    environment: Option<Vec<(String, String)>>,
 }
 
 fn cstring(what: &str, bytes: &[u8]) -> Result<CString, String> {
@@ -346,6 +356,21 @@ fn prepare(dir: &JobDir, launch: &LaunchFile) -> Result<Prepared, String> {
             launch.stderr.as_os_str().as_bytes(),
         )?)
     };
+    // Propagated resource limits (most jobs carry some: PropagateResourceLimits=ALL is
+    // the default); the copy of the environment only when there are any.
+    let (environment, rlimits) = if launch
+        .environment
+        .iter()
+        .any(|(k, _)| k.starts_with("SLURM_RLIMIT_"))
+    {
+        let mut env = launch.environment.clone();
+        let r = sys::propagated_rlimits(&mut env, &launch.propagate_rlimits, |m| {
+            log(&format!("error: {m}"))
+        });
+        (Some(env), r)
+    } else {
+        (None, Vec::new())
+    };
     let cgroup_procs = match &launch.cgroup {
         Some(cg) => cg
             .procs
@@ -367,12 +392,14 @@ fn prepare(dir: &JobDir, launch: &LaunchFile) -> Result<Prepared, String> {
             .into_bytes(),
         chdir_error_suffix: b": going to /tmp instead\n".to_vec(),
         report: report_w,
+        rlimits,
     };
     Ok(Prepared {
         script,
         setup,
         report: report_r,
         user,
+        environment,
     })
 }
 

@@ -167,6 +167,62 @@ pub struct ChildSetup {
     /// Write end of a close-on-exec pipe to the parent; a failing stage writes
     /// `[stage, errno as i32 little-endian]` into it.
     pub report: OwnedFd,
+    /// Propagated resource limits, `(resource, soft, hard)`, set just before the exec
+    /// ([`propagated_rlimits`]).
+    pub rlimits: Vec<(nix::sys::resource::Resource, u64, u64)>,
+}
+
+/// Takes the `SLURM_RLIMIT_*` variables out of a job's environment (the job never sees them,
+/// as with slurmstepd) and returns the soft limits to set in the job's process: each one
+/// `conf` (the node's `PropagateResourceLimits`) lists or the user asked for
+/// (`--propagate`), as `(resource, soft, hard)`. A value over this process's hard limit is
+/// lowered to it, or, when the user asked, not set and `warn`ed about, as slurmstepd does;
+/// one equal to the current soft limit needs nothing.
+pub fn propagated_rlimits(
+    env: &mut Vec<(String, String)>,
+    conf: &[String],
+    mut warn: impl FnMut(String),
+) -> Vec<(nix::sys::resource::Resource, u64, u64)> {
+    use nix::sys::resource::{getrlimit, Resource};
+    let mut out = Vec::new();
+    for p in gsched_proto::rlimits::take_from_env(env, conf) {
+        let r = match p.name {
+            "CPU" => Resource::RLIMIT_CPU,
+            "FSIZE" => Resource::RLIMIT_FSIZE,
+            "DATA" => Resource::RLIMIT_DATA,
+            "STACK" => Resource::RLIMIT_STACK,
+            "CORE" => Resource::RLIMIT_CORE,
+            "RSS" => Resource::RLIMIT_RSS,
+            "NPROC" => Resource::RLIMIT_NPROC,
+            "NOFILE" => Resource::RLIMIT_NOFILE,
+            "MEMLOCK" => Resource::RLIMIT_MEMLOCK,
+            "AS" => Resource::RLIMIT_AS,
+            _ => continue,
+        };
+        let Ok((soft, hard)) = getrlimit(r) else {
+            continue;
+        };
+        let mut want = p.soft;
+        if want > hard {
+            if p.user_asked {
+                let v = if want == u64::MAX {
+                    "'unlimited'".to_string()
+                } else {
+                    want.to_string()
+                };
+                warn(format!(
+                    "Can't propagate RLIMIT_{} of {v} from submit host: above the node's hard limit",
+                    p.name
+                ));
+                continue;
+            }
+            want = hard;
+        }
+        if want != soft {
+            out.push((r, want, hard));
+        }
+    }
+    out
 }
 
 /// Installs the child set-up into `cmd`, in the order that works (docs/crates.md §6):
@@ -254,6 +310,11 @@ fn child_setup(s: &mut ChildSetup) -> io::Result<()> {
         let _ = nix::unistd::write(stderr, e.desc().as_bytes());
         let _ = nix::unistd::write(stderr, &s.chdir_error_suffix);
         let _ = nix::unistd::chdir(c"/tmp");
+    }
+    // The propagated resource limits, last (RLIMIT_FSIZE must not hit gsstepd's own files);
+    // a refusal leaves the node's limit, as slurmstepd goes on.
+    for &(r, soft, hard) in &s.rlimits {
+        let _ = nix::sys::resource::setrlimit(r, soft, hard);
     }
     // gsstepd blocks SIGTERM and friends for itself; the job must start with an empty mask
     // (std does not reset it), or `scancel`'s SIGTERM would be held back until SIGKILL.

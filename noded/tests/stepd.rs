@@ -94,6 +94,7 @@ impl Fixture {
             user: None,
             node: "n1".into(),
             request: req,
+            propagate_rlimits: Vec::new(),
         };
         dir.write_launch(&launch).unwrap();
         dir

@@ -146,8 +146,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "PrologFlags",
     "PrologSlurmctld",
     "PropagatePrioProcess",
-    "PropagateResourceLimits",
-    "PropagateResourceLimitsExcept",
     "ReconfigFlags",
     "RequeueExitHold",
     "ResumeFailProgram",
@@ -349,6 +347,8 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "HealthCheckProgram",
     "HealthCheckInterval",
     "HealthCheckNodeState",
+    "PropagateResourceLimits",
+    "PropagateResourceLimitsExcept",
     "ResumeTimeout",
 ];
 
@@ -1209,6 +1209,10 @@ pub struct Config {
     pub health_check_interval: u32,
     /// `HealthCheckNodeState=`: which nodes the periodic check runs on.
     pub health_check_node_state: HealthCheckNodeState,
+    /// The resource limits a submission propagates to its job (`PropagateResourceLimits=`,
+    /// default ALL, or every limit but `PropagateResourceLimitsExcept=`'s), by
+    /// [`crate::rlimits::NAMES`].
+    pub propagate_rlimits: Vec<String>,
     /// `RequeueExit=`: exit codes (0-255) with which a batch job that ended by itself goes
     /// back to the queue (`SLURM_RESTART_COUNT` counts the runs), as slurmctld does.
     pub requeue_exit: Vec<u8>,
@@ -1872,6 +1876,8 @@ struct Globals {
     over_time_limit: Option<Option<u32>>,
     disable_root_jobs: Option<bool>,
     requeue_exit: Option<Vec<u8>>,
+    propagate_rlimits: Option<(Vec<&'static str>, Loc)>,
+    propagate_rlimits_except: Option<(Vec<&'static str>, Loc)>,
     health_check_program: Option<String>,
     health_check_interval: Option<u32>,
     health_check_node_state: Option<HealthCheckNodeState>,
@@ -2117,6 +2123,14 @@ impl Parser {
             "DefMemPerCPU" => g.def_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?),
             "OverTimeLimit" => g.over_time_limit = Some(parse_over_time(value).map_err(err)?),
             "RequeueExit" => g.requeue_exit = Some(parse_exit_codes(value).map_err(err)?),
+            "PropagateResourceLimits" => {
+                g.propagate_rlimits =
+                    Some((crate::rlimits::parse_list(value).map_err(err)?, loc.clone()))
+            }
+            "PropagateResourceLimitsExcept" => {
+                g.propagate_rlimits_except =
+                    Some((crate::rlimits::parse_list(value).map_err(err)?, loc.clone()))
+            }
             "HealthCheckProgram" => {
                 if !value.starts_with('/') {
                     return Err(err(format!(
@@ -2494,6 +2508,26 @@ impl Parser {
     fn finish(mut self) -> Result<Config, ConfigError> {
         let root = self.root.clone();
         let g = std::mem::take(&mut self.globals);
+        let propagate_rlimits: Vec<String> =
+            match (&g.propagate_rlimits, &g.propagate_rlimits_except) {
+                (Some(_), Some((_, at))) => {
+                    return Err(value_err(
+                        at,
+                        "PropagateResourceLimitsExcept",
+                        "PropagateResourceLimits is set too; give one of the two",
+                    ))
+                }
+                (Some((list, _)), None) => list.iter().map(|n| n.to_string()).collect(),
+                (None, Some((except, _))) => crate::rlimits::NAMES
+                    .iter()
+                    .filter(|n| !except.contains(n))
+                    .map(|n| n.to_string())
+                    .collect(),
+                (None, None) => crate::rlimits::NAMES
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect(),
+            };
         let ctld_host = match (g.ctld_host, g.control_machine, g.control_addr) {
             (Some(_), Some((_, at)), _) => {
                 return Err(value_err(
@@ -2641,6 +2675,7 @@ impl Parser {
             max_mem: per_cpu_or_node(g.max_mem_per_cpu, g.max_mem_per_node),
             over_time_limit: g.over_time_limit.unwrap_or(Some(0)),
             requeue_exit: g.requeue_exit.unwrap_or_default(),
+            propagate_rlimits,
             health_check_program: g.health_check_program,
             health_check_interval: g.health_check_interval.unwrap_or(0),
             health_check_node_state: g.health_check_node_state.unwrap_or_default(),
@@ -2694,6 +2729,28 @@ mod tests {
     }
 
     const MIN: &str = "SlurmctldHost=head\n";
+
+    #[test]
+    fn propagated_resource_limits() {
+        let all: Vec<String> = crate::rlimits::NAMES
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(parse(MIN).propagate_rlimits, all);
+        let c = parse(&format!("{MIN}PropagateResourceLimits=NOFILE,CORE\n"));
+        assert_eq!(c.propagate_rlimits, vec!["CORE", "NOFILE"]);
+        let c = parse(&format!("{MIN}PropagateResourceLimitsExcept=MEMLOCK\n"));
+        assert_eq!(c.propagate_rlimits.len(), 9);
+        assert!(!c.propagate_rlimits.contains(&"MEMLOCK".to_string()));
+        assert!(parse(&format!("{MIN}PropagateResourceLimits=NONE\n"))
+            .propagate_rlimits
+            .is_empty());
+        assert!(parse_err(&format!(
+            "{MIN}PropagateResourceLimits=ALL\nPropagateResourceLimitsExcept=CORE\n"
+        ))
+        .contains("give one of the two"));
+        assert!(parse_err(&format!("{MIN}PropagateResourceLimits=FOO\n")).contains("Bad rlimit"));
+    }
 
     #[test]
     fn requeue_exit_codes() {

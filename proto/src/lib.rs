@@ -30,6 +30,7 @@ pub mod patterns;
 pub mod price_conf;
 pub mod projection;
 pub mod resv;
+pub mod rlimits;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod slurm_import;

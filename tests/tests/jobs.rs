@@ -479,3 +479,51 @@ fn requeue_exit_runs_a_job_again_with_its_restart_count() {
     let j = c.wait_terminal(failed, secs(30));
     assert_eq!((j.state, j.restarts, j.exit_code), (JobState::Failed, 0, 4));
 }
+
+/// `sh -c "ulimit ...; exec gsbatch ARGS"` in the cluster's environment: the job's id.
+fn submit_with_limits(c: &TestCluster, ulimits: &str, args: &str) -> u32 {
+    let out = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!("{ulimits}; exec gsbatch --parsable {args}"))
+        .env_clear()
+        .envs(c.base_env())
+        .current_dir(c.workdir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+#[test]
+fn resource_limits_propagate_from_the_submission() {
+    let c = TestCluster::start(
+        ClusterOpts::named("rlimits")
+            .nodes(1)
+            .config_line("PropagateResourceLimitsExcept=STACK"),
+    );
+    let shown = "--wrap 'echo $(ulimit -S -n) $(ulimit -S -s) $(env | grep -c ^SLURM_RLIMIT_)'";
+    let output = |id: u32| {
+        c.wait_terminal(id, secs(30));
+        std::fs::read_to_string(c.workdir().join(format!("slurm-{id}.out"))).unwrap()
+    };
+    // The node's own stack limit (gsnoded started from this process).
+    let node = std::process::Command::new("/bin/sh")
+        .args(["-c", "ulimit -S -s"])
+        .output()
+        .unwrap();
+    let node_stack = String::from_utf8_lossy(&node.stdout).trim().to_string();
+    assert_ne!(node_stack, "1000");
+    // NOFILE propagates, STACK does not (the node's stays), and the job sees no
+    // SLURM_RLIMIT_* variable.
+    let lowered = "ulimit -S -n 100; ulimit -S -s 1000";
+    let id = submit_with_limits(&c, lowered, shown);
+    assert_eq!(output(id), format!("100 {node_stack} 0\n"));
+    // --propagate names what propagates, whatever the config says.
+    let id = submit_with_limits(&c, lowered, &format!("--propagate=STACK {shown}"));
+    let n = output(id);
+    assert!(n.ends_with(" 1000 0\n") && !n.starts_with("100 "), "{n}");
+}

@@ -522,6 +522,7 @@ impl Node {
             kill_wait: self.settings.kill_wait,
             node,
             request: req,
+            propagate_rlimits: self.settings.propagate_rlimits.clone(),
         };
         let folder = dir.clone();
         let log = blocking(move || -> Result<std::fs::File, String> {
@@ -1241,6 +1242,7 @@ mod tests {
             cgroups: None,
             gpus: crate::gpu::GpuSetup::default(),
             health_check: None,
+            propagate_rlimits: Vec::new(),
         };
         let node = Node::new(settings, Arc::new(gsched_auth::NoneAuth::current())).unwrap();
         let failed =

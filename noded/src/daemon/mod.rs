@@ -74,6 +74,8 @@ pub struct NodeSettings {
     /// `HealthCheckProgram`, when `HealthCheckInterval` is not 0: run at start (before
     /// registering) and whenever the controller asks.
     pub health_check: Option<String>,
+    /// `PropagateResourceLimits` (see `gsched_proto::rlimits`).
+    pub propagate_rlimits: Vec<String>,
 }
 
 /// Why gsnoded cannot start.
@@ -124,6 +126,7 @@ impl NodeSettings {
                 .health_check_program
                 .clone()
                 .filter(|_| cfg.health_check_interval > 0),
+            propagate_rlimits: cfg.propagate_rlimits.clone(),
         })
     }
 }

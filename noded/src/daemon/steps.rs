@@ -118,6 +118,7 @@ impl Node {
             tasks,
             cgroup_procs,
             user: None,
+            propagate_rlimits: self.settings.propagate_rlimits.clone(),
         }
     }
 

@@ -1850,11 +1850,14 @@ impl State {
                         effects.push(e);
                     }
                     // OverTimeLimit: killed that much later (the limit stays what is shown
-                    // and planned with, as in Slurm).
-                    let Some(over) = cfg.over_time_secs(&job.info.partition) else {
-                        return;
+                    // and planned with, as in Slurm); looked up only past the limit.
+                    let end = start + limit as i64 * 60;
+                    let over = if now >= end {
+                        cfg.over_time_secs(&job.info.partition)
+                    } else {
+                        Some(0)
                     };
-                    if now >= start + limit as i64 * 60 + over {
+                    if over.is_some_and(|o| now >= end + o) {
                         job.info.state = JobState::Completing;
                         job.extra.terminate = Some(TerminateReason::TimeLimit);
                         job.terminate_sent_at = Some(now);

@@ -2305,13 +2305,7 @@ mod tests {
             state: PartitionStateInfo::Up,
             total_cpus: 8,
             total_nodes: 2,
-            access: Default::default(),
-            hidden: false,
-            unlisted: false,
-            def_mem: None,
-            max_mem: None,
-            over_time_limit: None,
-            disable_root_jobs: false,
+            ..Default::default()
         }
     }
 

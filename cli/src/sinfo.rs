@@ -1290,13 +1290,7 @@ mod tests {
             state: PartitionStateInfo::Up,
             total_cpus: 4 * nodes.len() as u32,
             total_nodes: nodes.len() as u32,
-            access: Default::default(),
-            hidden: false,
-            unlisted: false,
-            def_mem: None,
-            max_mem: None,
-            over_time_limit: None,
-            disable_root_jobs: false,
+            ..Default::default()
         }
     }
 

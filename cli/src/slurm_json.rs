@@ -1338,13 +1338,7 @@ mod tests {
             state: gsched_proto::node::PartitionStateInfo::Up,
             total_cpus: 4,
             total_nodes: 1,
-            access: Default::default(),
-            hidden: false,
-            unlisted: false,
-            def_mem: None,
-            max_mem: None,
-            over_time_limit: None,
-            disable_root_jobs: false,
+            ..Default::default()
         };
         let v = parse(&Mime::Json.render(&nodes_and_partitions(&[n], &[p])));
         assert_eq!(v["nodes"][0]["name"], "n1");

@@ -2808,9 +2808,19 @@ pub(crate) mod tests {
     pub(crate) const ROOT: Identity = Identity { uid: 0, gid: 0 };
 
     pub(crate) fn state(dir: &std::path::Path) -> State {
+        state_conf(
+            dir,
+            "NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
+        )
+    }
+
+    /// A controller's state from a config: the cluster, the controller, `auth/none` and the
+    /// store and spool folders under `dir`, then `rest` (nodes, partitions, settings).
+    pub(crate) fn state_conf(dir: &std::path::Path, rest: &str) -> State {
         let text = format!(
-            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
-             NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\nPartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
+            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\n\
+             StateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n{rest}",
             d = dir.display()
         );
         let cfg = Arc::new(Config::parse(&text, &dir.join("gsched.conf")).unwrap());
@@ -3119,15 +3129,12 @@ pub(crate) mod tests {
     #[test]
     fn a_pass_whose_starts_cannot_be_stored_puts_partition_and_time_limit_back() {
         let dir = tempfile::tempdir().unwrap();
-        let text = format!(
-            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
-             NodeName=n[1-3] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
-             PartitionName=a Nodes=n1 Default=YES MaxTime=INFINITE\nPartitionName=b Nodes=n[2-3] MaxTime=INFINITE\n",
-            d = dir.path().display()
+        let mut st = state_conf(
+            dir.path(),
+            "NodeName=n[1-3] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+             PartitionName=a Nodes=n1 Default=YES MaxTime=INFINITE\n\
+             PartitionName=b Nodes=n[2-3] MaxTime=INFINITE\n",
         );
-        let cfg = Arc::new(Config::parse(&text, &dir.path().join("gsched.conf")).unwrap());
-        let store = Store::open(&cfg.state_save_location, false).unwrap();
-        let mut st = State::load(cfg, store, 1000).unwrap();
         for n in ["n1", "n2", "n3"] {
             register_node(&mut st, n, &[], 1000);
         }
@@ -3189,15 +3196,12 @@ pub(crate) mod tests {
     #[test]
     fn over_time_limit_delays_the_kill_and_a_partition_may_lift_it() {
         let dir = tempfile::tempdir().unwrap();
-        let text = format!(
-            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
-             OverTimeLimit=2\nNodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
-             PartitionName=debug Nodes=ALL Default=YES\nPartitionName=free Nodes=ALL OverTimeLimit=UNLIMITED\n",
-            d = dir.path().display()
+        let mut st = state_conf(
+            dir.path(),
+            "OverTimeLimit=2\nNodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+             PartitionName=debug Nodes=ALL Default=YES\n\
+             PartitionName=free Nodes=ALL OverTimeLimit=UNLIMITED\n",
         );
-        let cfg = Arc::new(Config::parse(&text, &dir.path().join("gsched.conf")).unwrap());
-        let store = Store::open(&cfg.state_save_location, false).unwrap();
-        let mut st = State::load(cfg, store, 1000).unwrap();
         register_all(&mut st, 1000);
         let job = |parts: &[&str]| JobSpec {
             partitions: parts.iter().map(|p| p.to_string()).collect(),

@@ -174,9 +174,12 @@ impl NodeInfo {
 }
 
 /// Partition availability (`State=` on a PartitionName line).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum PartitionStateInfo {
+    #[default]
     Up,
     Down,
     Drain,
@@ -195,7 +198,7 @@ impl PartitionStateInfo {
 }
 
 /// What the API returns for a partition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartitionInfo {
     pub name: String,
     pub nodes: Vec<String>,

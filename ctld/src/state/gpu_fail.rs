@@ -54,20 +54,16 @@ impl State {
 mod tests {
     use super::super::tests::{register_all, spec, ROOT};
     use super::*;
-    use gsched_proto::config::Config;
+
     use gsched_proto::job::JobState;
-    use std::sync::Arc;
 
     fn state(dir: &std::path::Path) -> State {
-        let text = format!(
-            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
-             PriorityType=priority/multifactor\n\
-             NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\nPartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
-            d = dir.display()
-        );
-        let cfg = Arc::new(Config::parse(&text, &dir.join("gsched.conf")).unwrap());
-        let store = crate::store::Store::open(&cfg.state_save_location, false).unwrap();
-        State::load(cfg, store, 1000).unwrap()
+        super::super::tests::state_conf(
+            dir,
+            "PriorityType=priority/multifactor\n\
+             NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
+        )
     }
 
     fn report(id: u32, start: i64, end: i64, failure: Option<&str>) -> JobCompleteRequest {

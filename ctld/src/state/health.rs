@@ -443,21 +443,18 @@ mod tests {
     use super::super::{NodeReport, State};
     use super::*;
     use crate::state::tests::ended;
-    use crate::store::Store;
+
     use gsched_proto::api::{NodeStateUpdate, RunningJob};
-    use gsched_proto::config::Config;
-    use std::sync::Arc;
 
     fn state(dir: &std::path::Path, extra: &str) -> State {
-        let text = format!(
-            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
-             SlurmdTimeout=300\nRebootProgram=/bin/true\n{extra}\
-             NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\nPartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
-            d = dir.display()
-        );
-        let cfg = Arc::new(Config::parse(&text, &dir.join("gsched.conf")).unwrap());
-        let store = Store::open(&cfg.state_save_location, false).unwrap();
-        State::load(cfg, store, 1000).unwrap()
+        super::super::tests::state_conf(
+            dir,
+            &format!(
+                "SlurmdTimeout=300\nRebootProgram=/bin/true\n{extra}\
+                 NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+                 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n"
+            ),
+        )
     }
 
     fn register(st: &mut State, name: &str, daemon_start: i64, running: &[RunningJob], now: i64) {

@@ -84,21 +84,18 @@ impl State {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{register_all, register_node, spec, ROOT};
+    use super::super::tests::{register_all, register_node, spec, state_conf, ROOT};
     use super::*;
-    use gsched_proto::config::Config;
-    use std::sync::Arc;
 
     fn state(dir: &std::path::Path, extra: &str) -> State {
-        let text = format!(
-            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
-             HealthCheckProgram=/bin/true\n{extra}\
-             NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\nPartitionName=debug Nodes=ALL Default=YES\n",
-            d = dir.display()
-        );
-        let cfg = Arc::new(Config::parse(&text, &dir.join("gsched.conf")).unwrap());
-        let store = crate::store::Store::open(&cfg.state_save_location, false).unwrap();
-        State::load(cfg, store, 1000).unwrap()
+        state_conf(
+            dir,
+            &format!(
+                "HealthCheckProgram=/bin/true\n{extra}\
+                 NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+                 PartitionName=debug Nodes=ALL Default=YES\n"
+            ),
+        )
     }
 
     fn checked(effects: &[Effect]) -> Vec<&str> {
@@ -149,15 +146,12 @@ mod tests {
     #[test]
     fn cycle_spreads_the_nodes_over_the_interval() {
         let dir = tempfile::tempdir().unwrap();
-        let text = format!(
-            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
-             HealthCheckProgram=/bin/true\nHealthCheckInterval=30\nHealthCheckNodeState=CYCLE,IDLE\n\
-             NodeName=n[1-12] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\nPartitionName=debug Nodes=ALL Default=YES\n",
-            d = dir.path().display()
+        let mut st = state_conf(
+            dir.path(),
+            "HealthCheckProgram=/bin/true\nHealthCheckInterval=30\nHealthCheckNodeState=CYCLE,IDLE\n\
+             NodeName=n[1-12] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+             PartitionName=debug Nodes=ALL Default=YES\n",
         );
-        let cfg = Arc::new(Config::parse(&text, &dir.path().join("gsched.conf")).unwrap());
-        let store = crate::store::Store::open(&cfg.state_save_location, false).unwrap();
-        let mut st = State::load(cfg, store, 1000).unwrap();
         for i in 1..=12 {
             register_node(&mut st, &format!("n{i}"), &[], 1000);
         }

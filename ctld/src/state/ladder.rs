@@ -301,22 +301,16 @@ mod tests {
     use super::super::tests::{register_all, spec, ROOT};
     use super::*;
     use gsched_proto::acct::{AcctChange, AcctEntity, AcctOp};
-    use gsched_proto::config::Config;
-    use std::sync::Arc;
 
     /// Hung after a minute cluster-wide; the partition `calm` exempts its jobs.
     fn state(dir: &std::path::Path) -> State {
-        let text = format!(
-            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
-             HangMinutes=1\n\
+        super::super::tests::state_conf(
+            dir,
+            "HangMinutes=1\n\
              NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
              PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n\
              PartitionName=calm Nodes=ALL HangMinutes=0\n",
-            d = dir.display()
-        );
-        let cfg = Arc::new(Config::parse(&text, &dir.join("gsched.conf")).unwrap());
-        let store = crate::store::Store::open(&cfg.state_save_location, false).unwrap();
-        State::load(cfg, store, 1000).unwrap()
+        )
     }
 
     fn qos(st: &mut State, op: AcctOp, name: &str, set: &[(&str, &str)]) {
@@ -440,15 +434,11 @@ mod tests {
     #[test]
     fn a_qos_alone_turns_the_ladder_on() {
         let dir = tempfile::tempdir().unwrap();
-        let text = format!(
-            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n\
-             NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+        let mut st = super::super::tests::state_conf(
+            dir.path(),
+            "NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
              PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
-            d = dir.path().display()
         );
-        let cfg = Arc::new(Config::parse(&text, &dir.path().join("gsched.conf")).unwrap());
-        let store = crate::store::Store::open(&cfg.state_save_location, false).unwrap();
-        let mut st = State::load(cfg, store, 1000).unwrap();
         qos(&mut st, AcctOp::Add, "strict", &[("HangMinutes", "0.5")]);
         let plain = submit(&mut st, "debug", "normal");
         let strict = submit(&mut st, "debug", "strict");

@@ -494,14 +494,14 @@ mod tests {
     use gsched_proto::acct::{AcctEntity, AcctOp};
 
     fn state(dir: &std::path::Path, extra: &str) -> State {
-        let text = format!(
-            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\nSlurmdSpoolDir={d}/sp\n{extra}\
-             NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\nPartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
-            d = dir.display()
-        );
-        let cfg = Arc::new(Config::parse(&text, &dir.join("gsched.conf")).unwrap());
-        let store = Store::open(&cfg.state_save_location, false).unwrap();
-        State::load(cfg, store, 1000).unwrap()
+        super::super::tests::state_conf(
+            dir,
+            &format!(
+                "{extra}\
+                 NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n\
+                 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n"
+            ),
+        )
     }
 
     fn change(st: &mut State, op: AcctOp, entity: AcctEntity, name: &str, set: &[(&str, &str)]) {

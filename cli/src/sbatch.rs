@@ -1093,7 +1093,7 @@ fn absolute(dir: &str, path: &str) -> String {
     }
 }
 
-fn env_set(env: &mut Vec<(String, String)>, k: &str, v: &str) {
+pub(crate) fn env_set(env: &mut Vec<(String, String)>, k: &str, v: &str) {
     match env.iter_mut().find(|(ek, _)| ek == k) {
         Some(e) => e.1 = v.to_string(),
         None => env.push((k.to_string(), v.to_string())),
@@ -1351,18 +1351,15 @@ pub fn build(
     }
     // The resource limits to propagate (PropagateResourceLimits, or --propagate's, marked
     // with a leading U as sbatch does), set as the job's soft limits on the node.
-    for &(n, soft) in &ctx.rlimits {
-        let (chosen, mark) = match &opts.propagate {
-            Some(l) => (l.contains(&n), "U"),
-            None => (ctx.propagate_conf.iter().any(|c| c == n), ""),
-        };
-        if chosen {
-            env_set(
-                &mut env,
-                &gsched_proto::rlimits::env_name(n),
-                &format!("{mark}{soft}"),
-            );
-        }
+    let (names, user_asked) = match &opts.propagate {
+        Some(l) => (l.clone(), true),
+        None => (
+            ctx.propagate_conf.iter().map(String::as_str).collect(),
+            false,
+        ),
+    };
+    for (k, v) in gsched_proto::rlimits::submission_env(&ctx.rlimits, &names, user_asked) {
+        env_set(&mut env, &k, &v);
     }
     env_set(&mut env, "SLURM_JOB_NAME", &name);
     if let Some(m) = opts.open_mode {
@@ -1657,10 +1654,7 @@ fn run(prog: &str, args: &[String], rest: &[String], error_exit: i32) -> Result<
             .collect(),
         hostname,
         umask: Some(crate::sys::umask()),
-        rlimits: gsched_proto::rlimits::NAMES
-            .iter()
-            .filter_map(|&n| Some((n, gsched_proto::rlimits::current(n)?.0)))
-            .collect(),
+        rlimits: gsched_proto::rlimits::soft_limits(),
         propagate_conf: cfg.propagate_rlimits.clone(),
         user_env: login_environment,
     };

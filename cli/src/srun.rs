@@ -553,11 +553,9 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
     // As srun: the soft resource limits the config propagates (PropagateResourceLimits),
     // set on the tasks by the node.
     let names: Vec<&str> = cfg.propagate_rlimits.iter().map(String::as_str).collect();
-    for (k, v) in gsched_proto::rlimits::submission_env(&names, false) {
-        match env.iter_mut().find(|(e, _)| *e == k) {
-            Some(slot) => slot.1 = v,
-            None => env.push((k, v)),
-        }
+    let soft = gsched_proto::rlimits::soft_limits();
+    for (k, v) in gsched_proto::rlimits::submission_env(&soft, &names, false) {
+        crate::sbatch::env_set(&mut env, &k, &v);
     }
     let environment = crate::sbatch::export_environment(o.export.as_deref(), &env);
     let out_dest = o.output.as_deref().map_or(Dest::Terminal, Dest::parse);

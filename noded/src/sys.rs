@@ -169,7 +169,7 @@ pub struct ChildSetup {
     pub report: OwnedFd,
     /// Propagated resource limits, `(resource, soft, hard)`, set just before the exec
     /// ([`propagated_rlimits`]).
-    pub rlimits: Vec<(nix::sys::resource::Resource, u64, u64)>,
+    pub rlimits: Vec<(libc::c_int, u64, u64)>,
 }
 
 /// Takes the `SLURM_RLIMIT_*` variables out of a job's environment (the job never sees them,
@@ -182,24 +182,11 @@ pub fn propagated_rlimits(
     env: &mut Vec<(String, String)>,
     conf: &[String],
     mut warn: impl FnMut(String),
-) -> Vec<(nix::sys::resource::Resource, u64, u64)> {
-    use nix::sys::resource::{getrlimit, Resource};
+) -> Vec<(libc::c_int, u64, u64)> {
+    use gsched_proto::rlimits::{current, resource};
     let mut out = Vec::new();
     for p in gsched_proto::rlimits::take_from_env(env, conf) {
-        let r = match p.name {
-            "CPU" => Resource::RLIMIT_CPU,
-            "FSIZE" => Resource::RLIMIT_FSIZE,
-            "DATA" => Resource::RLIMIT_DATA,
-            "STACK" => Resource::RLIMIT_STACK,
-            "CORE" => Resource::RLIMIT_CORE,
-            "RSS" => Resource::RLIMIT_RSS,
-            "NPROC" => Resource::RLIMIT_NPROC,
-            "NOFILE" => Resource::RLIMIT_NOFILE,
-            "MEMLOCK" => Resource::RLIMIT_MEMLOCK,
-            "AS" => Resource::RLIMIT_AS,
-            _ => continue,
-        };
-        let Ok((soft, hard)) = getrlimit(r) else {
+        let (Some(r), Some((soft, hard))) = (resource(p.name), current(p.name)) else {
             continue;
         };
         let mut want = p.soft;
@@ -238,7 +225,7 @@ pub fn install_child_setup(cmd: &mut Command, setup: ChildSetup) {
     let mut setup = setup;
     let child = move || -> io::Result<()> { child_setup(&mut setup) };
     // SAFETY: `child_setup` runs in the forked child before exec. It only calls
-    // setgroups/setgid/setuid/umask/chdir/open/dup2/write/close through nix, all of which are
+    // setgroups/setgid/setuid/umask/chdir/open/dup2/write/close (nix) and setrlimit, all
     // async-signal-safe, on data prepared before the fork; it does not allocate (the paths
     // are `CString`s, which nix passes without copying), take locks or touch other threads'
     // state.
@@ -314,7 +301,12 @@ fn child_setup(s: &mut ChildSetup) -> io::Result<()> {
     // The propagated resource limits, last (RLIMIT_FSIZE must not hit gsstepd's own files);
     // a refusal leaves the node's limit, as slurmstepd goes on.
     for &(r, soft, hard) in &s.rlimits {
-        let _ = nix::sys::resource::setrlimit(r, soft, hard);
+        let lim = libc::rlimit {
+            rlim_cur: soft,
+            rlim_max: hard,
+        };
+        // SAFETY: setrlimit is async-signal-safe and reads only `lim`.
+        unsafe { libc::setrlimit(r as _, &lim) };
     }
     // gsstepd blocks SIGTERM and friends for itself; the job must start with an empty mask
     // (std does not reset it), or `scancel`'s SIGTERM would be held back until SIGKILL.

@@ -76,16 +76,26 @@ pub fn current(name: &str) -> Option<(u64, u64)> {
     Some((lim.rlim_cur, lim.rlim_max))
 }
 
-/// The `SLURM_RLIMIT_*` variables a submission adds to the job's environment: this
-/// process's soft limits of `names`, marked `U` when the user asked (`--propagate`).
-pub fn submission_env(names: &[&str], user_asked: bool) -> Vec<(String, String)> {
-    names
+/// This process's soft limits, each of [`NAMES`] it can read.
+pub fn soft_limits() -> Vec<(&'static str, u64)> {
+    NAMES
         .iter()
-        .filter_map(|n| {
-            let (soft, _) = current(n)?;
-            let mark = if user_asked { "U" } else { "" };
-            Some((env_name(n), format!("{mark}{soft}")))
-        })
+        .filter_map(|&n| Some((n, current(n)?.0)))
+        .collect()
+}
+
+/// The `SLURM_RLIMIT_*` variables a submission adds to the job's environment: the soft
+/// limits (`soft`, from [`soft_limits`]) of `names`, marked `U` when the user asked
+/// (`--propagate`).
+pub fn submission_env(
+    soft: &[(&'static str, u64)],
+    names: &[&str],
+    user_asked: bool,
+) -> Vec<(String, String)> {
+    let mark = if user_asked { "U" } else { "" };
+    soft.iter()
+        .filter(|(n, _)| names.contains(n))
+        .map(|(n, v)| (env_name(n), format!("{mark}{v}")))
         .collect()
 }
 
@@ -174,11 +184,12 @@ mod tests {
 
     #[test]
     fn a_submission_reports_its_soft_limits() {
-        let env = submission_env(&["NOFILE"], true);
         let (soft, _) = current("NOFILE").unwrap();
+        assert!(soft_limits().contains(&("NOFILE", soft)));
+        let env = submission_env(&[("CORE", 0), ("NOFILE", 5)], &["NOFILE"], true);
         assert_eq!(
             env,
-            vec![("SLURM_RLIMIT_NOFILE".to_string(), format!("U{soft}"))]
+            vec![("SLURM_RLIMIT_NOFILE".to_string(), "U5".to_string())]
         );
     }
 }

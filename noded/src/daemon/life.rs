@@ -125,9 +125,11 @@ pub const HEALTH_CHECK_LIMIT: std::time::Duration = std::time::Duration::from_se
 
 impl super::Node {
     /// Runs `HealthCheckProgram` as slurmd does: the program itself (no shell, no arguments)
-    /// with only `SLURMD_NODENAME` in its environment, from `/`, killed after a minute; a
+    /// with only `SLURMD_NODENAME` in its environment, killed after a minute; a
     /// failure is logged with what the program printed (the program reports a bad node
     /// itself, typically by draining it). A run asked for while one is under way is skipped.
+    /// As `RebootProgram`'s, the spawn runs no code of ours between fork and exec (no
+    /// working directory, no identity change), so it is safe in the threaded daemon.
     pub(crate) async fn health_check(&self, program: &str) {
         use std::sync::atomic::Ordering;
         if self.health_check_running.swap(true, Ordering::AcqRel) {
@@ -147,7 +149,6 @@ async fn run_health_check(program: &str, node: &str) -> Result<(), String> {
     let child = tokio::process::Command::new(program)
         .env_clear()
         .env("SLURMD_NODENAME", node)
-        .current_dir("/")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -274,6 +274,16 @@ fn run(sh: &Arc<Shared>, e: Effect) {
                 tracing::warn!("node {node}: health check request failed: {e}");
             }
         }
+        // Not answered: sent again by a later pass (`state/epilog.rs`).
+        Effect::Epilog { node, request } => {
+            let Some(c) = client(sh, &node) else { return };
+            if let Err(e) = c.post::<_, Ack>(paths::NODE_EPILOG, &request) {
+                tracing::warn!(
+                    "node {node}: Epilog request for job {} failed: {e}",
+                    request.job_id
+                );
+            }
+        }
     }
 }
 

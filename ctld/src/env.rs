@@ -199,7 +199,104 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
         node_index: 0,
         time_limit: job.time_limit,
         gpus: job.gpus.first().cloned().unwrap_or_default(),
+        prolog_env: if cfg.prolog.is_some() {
+            script_env(cfg, job, 0, ScriptContext::Prolog)
+        } else {
+            Vec::new()
+        },
     }
+}
+
+/// Which of the node's programs an environment is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptContext {
+    Prolog,
+    Epilog,
+}
+
+/// The environment of the `Prolog` or `Epilog` on the job's `k`-th node, as slurmd 22.05
+/// sets it (`prep_script_slurmd.c`): who and what the job is, never the user's own
+/// variables (the programs run as root). The node adds `SLURM_CONF`.
+pub fn script_env(
+    cfg: &Config,
+    job: &JobInfo,
+    k: usize,
+    context: ScriptContext,
+) -> Vec<(String, String)> {
+    let spec = &job.spec;
+    let mut env: Vec<(String, String)> = Vec::with_capacity(24);
+    let mut put = |k: &str, v: String| env.push((k.to_string(), v));
+    if let Some(node) = job.nodes.get(k) {
+        put("SLURMD_NODENAME", node.clone());
+    }
+    put("SLURM_CLUSTER_NAME", cfg.cluster_name.clone());
+    let id = job.job_id.to_string();
+    put("SLURM_JOB_ID", id.clone());
+    put("SLURM_JOBID", id);
+    put("SLURM_JOB_UID", job.user_id.to_string());
+    put("SLURM_UID", job.user_id.to_string());
+    put("SLURM_JOB_GID", job.group_id.to_string());
+    put("SLURM_JOB_USER", job.user_name.clone());
+    put("SLURM_JOB_WORK_DIR", spec.work_dir.clone());
+    if let Some(h) = job.het {
+        put("SLURM_HET_JOB_ID", h.job_id.to_string());
+        put("SLURM_PACK_JOB_ID", h.job_id.to_string());
+    }
+    put("SLURM_NODELIST", hostlist::compress(&job.nodes));
+    put("SLURM_JOB_PARTITION", job.partition.clone());
+    put(
+        "SLURM_SCRIPT_CONTEXT",
+        match context {
+            ScriptContext::Prolog => "prolog_slurmd",
+            ScriptContext::Epilog => "epilog_slurmd",
+        }
+        .to_string(),
+    );
+    if context == ScriptContext::Epilog {
+        // As a wait() status: the code in the high byte, the signal in the low bits.
+        let status = ((job.exit_code & 0xff) << 8) | (job.exit_signal & 0x7f);
+        put("SLURM_JOB_DERIVED_EC", job.exit_code.to_string());
+        put("SLURM_JOB_EXIT_CODE", status.to_string());
+        put(
+            "SLURM_JOB_EXIT_CODE2",
+            format!("{}:{}", job.exit_code, job.exit_signal),
+        );
+    }
+    if let Some(a) = &spec.account {
+        put("SLURM_JOB_ACCOUNT", a.clone());
+    }
+    if let Some(c) = spec.comment.as_ref().filter(|c| !c.is_empty()) {
+        put("SLURM_JOB_COMMENT", c.clone());
+    }
+    if let Some(c) = spec.constraint.as_ref().filter(|c| !c.is_empty()) {
+        put("SLURM_JOB_CONSTRAINTS", c.clone());
+    }
+    put("SLURM_JOB_CPUS_PER_NODE", run_length(&job.cpus_per_node));
+    put("SLURM_JOB_NTASKS", job.num_tasks.to_string());
+    put("SLURM_JOB_NUM_NODES", job.nodes.len().to_string());
+    if let Some(r) = &spec.reservation {
+        put("SLURM_JOB_RESERVATION", r.clone());
+    }
+    put("SLURM_JOB_RESTART_COUNT", job.restarts.to_string());
+    for (key, path) in [
+        ("SLURM_JOB_STDERR", &spec.stderr),
+        ("SLURM_JOB_STDIN", &spec.stdin),
+        ("SLURM_JOB_STDOUT", &spec.stdout),
+    ] {
+        if let Some(p) = path {
+            put(key, p.clone());
+        }
+    }
+    // The node's GPUs of the job by their index on the node (the programs run outside the
+    // job's device cgroup), as the GPU plugin's prolog environment.
+    if let Some(gpus) = job.gpus.get(k).filter(|g| !g.is_empty()) {
+        let ids: Vec<String> = gpus.iter().map(|g| g.index.to_string()).collect();
+        let ids = ids.join(",");
+        put("SLURM_JOB_GPUS", ids.clone());
+        put("CUDA_VISIBLE_DEVICES", ids.clone());
+        put("GPU_DEVICE_ORDINAL", ids);
+    }
+    env
 }
 
 #[cfg(test)]

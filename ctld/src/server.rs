@@ -92,6 +92,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::NODES_REBOOT, post(reboot))
         .route(paths::JOBS_COMPLETE, post(complete))
         .route(paths::JOBS_COMPLETE_BATCH, post(complete_batch))
+        .route(paths::NODES_EPILOG_COMPLETE, post(epilog_complete))
         .route(paths::JOBS_HISTORY, post(history))
         .route(paths::JOBS_USAGE, post(job_usage))
         .route(paths::NODES_USAGE, post(node_usage))
@@ -484,18 +485,37 @@ async fn complete_batch(
 /// steps of the jobs that ended and wakes the scheduler.
 fn complete_reports(sh: &Arc<Shared>, reports: &[JobCompleteRequest]) -> Vec<Result<(), ApiError>> {
     sh.metrics.end_request();
+    let mut epilogs = Vec::new();
     let results: Vec<Result<(), ApiError>> = {
         let mut st = sh.lock();
         let now = now();
-        reports.iter().map(|r| st.complete(r, now)).collect()
+        reports
+            .iter()
+            .map(|r| st.complete(r, now).map(|e| epilogs.extend(e)))
+            .collect()
     };
     for (r, report) in results.iter().zip(reports) {
         if r.is_ok() {
             crate::steps_api::job_ended(sh, report.job_id);
         }
     }
+    if !epilogs.is_empty() {
+        dispatch::send(sh.clone(), epilogs);
+    }
     sh.wake.notify_one();
     results
+}
+
+/// `POST /v1/nodes/epilog_complete` (gsnoded): a node's part of an ended run is free.
+async fn epilog_complete(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<api::EpilogCompleteRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    require_slurm_user(&sh, &who)?;
+    sh.lock().epilog_complete(&req, now())?;
+    sh.wake.notify_one();
+    Ok(Json(Ack { ok: true }))
 }
 
 async fn nodes(AxState(sh): Sh, Extension(who): Who) -> Result<Json<NodesResponse>, ApiErr> {

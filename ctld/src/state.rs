@@ -31,6 +31,7 @@ mod arrays;
 mod batch;
 pub use batch::{BatchResult, Submission};
 mod client_opts;
+pub mod epilog;
 mod gpus;
 pub mod health;
 mod health_check;
@@ -104,6 +105,11 @@ pub enum Effect {
     Reboot { node: String, program: String },
     /// Run `HealthCheckProgram` on a node (`state/health_check.rs`).
     HealthCheck { node: String, program: String },
+    /// Run the `Epilog` of an ended run on a node (`state/epilog.rs`).
+    Epilog {
+        node: String,
+        request: gsched_proto::api::NodeEpilogRequest,
+    },
 }
 
 /// What the store keeps per job beyond the API record.
@@ -133,6 +139,13 @@ pub struct JobExtra {
     /// `MigrateBy=`: when this run is requeued off its draining node (`state/health.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrate_at: Option<i64>,
+    /// The nodes of the last run whose `Epilog` has not answered (`state/epilog.rs`); kept
+    /// when the job goes back to the queue, which it leaves only once they are free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epilog: Option<epilog::EpilogHold>,
+    /// This run is being ended because a node's `Prolog` failed: held when requeued.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prolog_failed: bool,
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -312,6 +325,8 @@ pub struct State {
     jobs_with_steps: std::collections::BTreeSet<JobId>,
     /// `HealthCheckProgram` rounds (`state/health_check.rs`).
     health_check: health_check::HealthCheckRt,
+    /// Jobs with an `EpilogHold` (`state/epilog.rs`).
+    epilog_jobs: std::collections::BTreeSet<JobId>,
 }
 
 /// Running and completing jobs by their batch node (indexed like `State::nodes`): a
@@ -486,6 +501,11 @@ impl State {
         let resvs = resv::load(&store)?;
         let switch_of = resv::switches(&cfg, &nodes);
         let jobs_with_steps = store.jobs_with_steps_in("RUNNING")?;
+        let epilog_jobs = jobs
+            .iter()
+            .filter(|(_, j)| j.extra.epilog.is_some())
+            .map(|(id, _)| *id)
+            .collect();
         let mut st = State {
             sched_config,
             cfg,
@@ -517,6 +537,7 @@ impl State {
             empty_view: std::cell::OnceCell::new(),
             jobs_with_steps,
             health_check: Default::default(),
+            epilog_jobs,
         };
         st.active.rebuild(&st.jobs, now);
         st.committed_state = st
@@ -1761,6 +1782,7 @@ impl State {
                     })
                     .collect(),
             })
+            .chain(self.epilog_allocs(self.predict.pass_now))
             .collect()
     }
 
@@ -1827,6 +1849,8 @@ impl State {
         effects.extend(self.migrations(now));
         effects.extend(self.reboots(now));
         effects.extend(self.health_checks(now));
+        // Epilog requests not answered yet; holds of nodes set DOWN dropped.
+        effects.extend(self.epilog_resends(now));
         // Notices of time-limit thresholds, before the jobs at their limit are ended.
         self.time_notices(now);
         // Hung and idle-GPU jobs: flag them, take the ladder's steps that are due.
@@ -1917,6 +1941,8 @@ impl State {
                 j.info.state == JobState::Pending
                     && !j.info.held
                     && !dep_blocked.contains_key(&j.info.job_id)
+                    // Its last run's Epilog still holds nodes.
+                    && j.extra.epilog.is_none()
             })
             .filter(|j| !throttled.contains(&j.info.job_id))
             .filter(|j| {
@@ -2099,7 +2125,9 @@ impl State {
         let age = self.cfg.min_job_age as i64;
         let before = self.jobs.len();
         self.jobs.retain(|_, j| {
-            !(j.info.state.is_terminal() && j.info.end_time.is_some_and(|e| now - e > age))
+            !(j.info.state.is_terminal()
+                && j.info.end_time.is_some_and(|e| now - e > age)
+                && j.extra.epilog.is_none())
         });
         if self.jobs.len() == before {
             // Nothing forgotten (the usual pass under a deep queue): the tables keyed by the
@@ -2160,10 +2188,15 @@ impl State {
     /// gsnoded reports how a job ended.
     ///
     /// A job with OOM kills ends OUT_OF_MEMORY even when its script exited 0 (a child was
-    /// killed), unless it was cancelled or timed out first, as in Slurm.
-    pub fn complete(&mut self, req: &JobCompleteRequest, now: i64) -> Result<(), ApiError> {
+    /// killed), unless it was cancelled or timed out first, as in Slurm. Returns the
+    /// requests for the run's Epilogs (`state/epilog.rs`).
+    pub fn complete(
+        &mut self,
+        req: &JobCompleteRequest,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
         if let Some(r) = self.complete_gpu_failure(req, now) {
-            return r;
+            return r.map(|()| Vec::new());
         }
         let job = self
             .jobs
@@ -2174,7 +2207,7 @@ impl State {
             || job.info.state.is_terminal()
         {
             // A report about another run (or a duplicate): acknowledge and ignore.
-            return Ok(());
+            return Ok(Vec::new());
         }
         job.info.end_time = Some(req.end_time.max(req.start_time));
         if let Some(t) = job.info.suspended_since.take() {
@@ -2185,7 +2218,13 @@ impl State {
         job.info.usage = req.usage;
         job.launch = None;
         let terminate = job.extra.terminate.or(req.terminated_for);
-        let (state, reason) = if let Some(err) = &req.launch_error {
+        // The batch node's Prolog failed: the script never ran (slurmd's _launch_job_fail).
+        let prolog_failed = req.prolog_error.is_some() || job.extra.prolog_failed;
+        let (state, reason) = if req.prolog_error.is_some() && !job.info.requeue {
+            job.info.exit_signal = libc::SIGKILL;
+            job.info.exit_code = 0;
+            (JobState::Cancelled, Reason::JobLaunchFailure)
+        } else if let Some(err) = &req.launch_error {
             tracing::warn!("job {}: launch failed on {}: {err}", req.job_id, req.node);
             if req.exit_code == 0 && req.signal == 0 {
                 job.info.exit_code = 1;
@@ -2216,10 +2255,22 @@ impl State {
         // (not one cancelled, timed out, killed by a signal or the OOM killer).
         let requeue_exit = terminate.is_none()
             && req.launch_error.is_none()
+            && !prolog_failed
             && req.signal == 0
             && req.oom_kills == 0
             && u8::try_from(req.exit_code).is_ok_and(|c| self.cfg.requeue_exit.contains(&c));
-        if (job.extra.requeue || requeue_exit) && req.launch_error.is_none() {
+        let requeue_prolog = prolog_failed && job.info.requeue;
+        let requeue =
+            (job.extra.requeue || requeue_exit) && req.launch_error.is_none() || requeue_prolog;
+        if let Some(e) = &req.prolog_error {
+            tracing::error!("job {}: Prolog failed on {}: {e}", req.job_id, req.node);
+            if let Some(&i) = self.node_index.get(&req.node) {
+                self.drain_for_script(i, "Prolog error", now);
+            }
+        }
+        let effects = self.epilog_begin(req.job_id, now);
+        let job = self.jobs.get_mut(&req.job_id).expect("looked up");
+        if requeue {
             if requeue_exit {
                 tracing::info!(
                     "job {}: exit code {} is in RequeueExit; requeued",
@@ -2228,8 +2279,12 @@ impl State {
                 );
             }
             requeue_run(job, now);
+            if requeue_prolog {
+                self.hold_after_prolog_failure(req.job_id);
+            }
         }
-        self.persist(req.job_id).map_err(internal)
+        self.persist(req.job_id).map_err(internal)?;
+        Ok(effects)
     }
 
     /// A terminate request was delivered (or the node does not hold the job at all).
@@ -2619,7 +2674,11 @@ fn back_to_queue(job: &mut Job) {
     job.info.gpus.clear();
     job.info.start_time = None;
     job.info.end_time = None;
-    job.extra = JobExtra::default();
+    // The last run's Epilog holds stay until the nodes answer.
+    job.extra = JobExtra {
+        epilog: job.extra.epilog.take(),
+        ..JobExtra::default()
+    };
     job.launch = None;
     job.terminate_sent_at = None;
     job.terminate_acked = false;
@@ -2858,6 +2917,7 @@ pub(crate) mod tests {
             oom_kills: 0,
             usage: None,
             gpu_failure: None,
+            prolog_error: None,
         }
     }
 

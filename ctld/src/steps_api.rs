@@ -8,7 +8,7 @@ use axum::extract::State as AxState;
 use axum::{Extension, Json};
 use gsched_proto::api::{paths, Ack, ApiError, ErrorCode};
 use gsched_proto::auth::Identity;
-use gsched_proto::client::Client;
+use gsched_proto::client::{Client, ClientError};
 use gsched_proto::job::JobId;
 use gsched_proto::server::{ApiErr, Body};
 use gsched_proto::step::{
@@ -84,22 +84,47 @@ pub async fn create(
     let (resp, launches) = sh.lock().create_step(&req, &who, now())?;
     let (job_id, step_id) = (resp.step.job_id, resp.step.step_id);
     let sh2 = sh.clone();
+    let names: Vec<(String, String)> = resp
+        .nodes
+        .iter()
+        .map(|n| (n.endpoint.clone(), n.name.clone()))
+        .collect();
     let failures = tokio::task::spawn_blocking(move || {
         let mut failures = Vec::new();
         let mut launched = Vec::new();
+        let mut prolog_failed = Vec::new();
         for (ep, l) in launches {
             match node_client(&sh2, &ep).post::<_, Ack>(paths::NODE_STEP_LAUNCH, &l) {
                 Ok(_) => launched.push(ep),
+                Err(ClientError::Api(e)) if e.code == ErrorCode::PrologFailed => {
+                    let name = names.iter().find(|(p, _)| *p == ep).map(|(_, n)| n.clone());
+                    failures.push(format!("{ep}: {e}"));
+                    prolog_failed.push((name.unwrap_or(ep), e.message));
+                }
                 Err(e) => failures.push(format!("{ep}: {e}")),
             }
         }
-        (failures, launched)
+        (failures, launched, prolog_failed)
     })
     .await
     .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
-    let (failures, launched) = failures;
+    let (failures, launched, prolog_failed) = failures;
     if !failures.is_empty() {
-        sh.lock().step_launch_failed(job_id, step_id, now());
+        let effects = {
+            let mut st = sh.lock();
+            let t = now();
+            st.step_launch_failed(job_id, step_id, t);
+            // A node's Prolog failed: drained, and the job requeued held (or cancelled).
+            let mut effects = Vec::new();
+            for (node, msg) in &prolog_failed {
+                effects.extend(st.step_prolog_failed(node, job_id, msg, t));
+            }
+            effects
+        };
+        if !effects.is_empty() {
+            crate::dispatch::send(sh.clone(), effects);
+            sh.wake.notify_one();
+        }
         let kill = launched
             .into_iter()
             .map(|ep| {

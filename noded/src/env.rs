@@ -175,6 +175,7 @@ mod tests {
             node_index: 2,
             time_limit: None,
             gpus: Vec::new(),
+            prolog_env: Vec::new(),
         }
     }
 

@@ -128,6 +128,11 @@ pub struct LaunchFile {
     /// limits (`gsched_proto::rlimits`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub propagate_rlimits: Vec<String>,
+    /// The node's `Prolog`, which gsstepd runs before the script with `prolog_env`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prolog: Option<crate::prolog::ScriptConf>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prolog_env: Vec<(String, String)>,
 }
 
 /// A user's name and groups, from the node's NSS (passwd, `getgrouplist`).
@@ -197,6 +202,9 @@ pub struct StatusFile {
     /// What the job used, read from its cgroup at the end.
     #[serde(default)]
     pub usage: Option<gsched_proto::job::JobUsage>,
+    /// The node's `Prolog` failed (why): the script never ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prolog_error: Option<String>,
 }
 
 /// `terminate.json`: the controller asked to end the job.
@@ -403,6 +411,7 @@ mod tests {
             node_index: 0,
             time_limit: Some(5),
             gpus: Vec::new(),
+            prolog_env: Vec::new(),
         }
     }
 
@@ -448,6 +457,7 @@ mod tests {
                 user_cpu_usec: Some(5),
                 system_cpu_usec: None,
             }),
+            prolog_error: Some("y".into()),
         };
         d.flush_status().unwrap(); // nothing to flush yet
         d.write_status(&status).unwrap();
@@ -479,6 +489,12 @@ mod tests {
                 groups: vec![1000, 27],
             }),
             propagate_rlimits: vec!["CORE".into()],
+            prolog: Some(crate::prolog::ScriptConf {
+                pattern: "/etc/gsched/prolog.d/*".into(),
+                timeout_secs: Some(60),
+                serial_lock: None,
+            }),
+            prolog_env: vec![("SLURM_JOB_ID".into(), "42".into())],
         };
         d.write_launch(&launch).unwrap();
         let back = d.read_launch().unwrap().unwrap();
@@ -531,6 +547,7 @@ mod tests {
             launch_error: None,
             oom_kills: 0,
             usage: None,
+            prolog_error: None,
         })
         .unwrap();
         std::fs::write(d.file(STEPD_LOG), "").unwrap();

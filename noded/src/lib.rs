@@ -11,6 +11,7 @@
 //! * [`env`](mod@env) — the job environment and stdio paths gsnoded computes for gsstepd.
 //! * [`jobdir`] — the files of a job folder.
 //! * [`procfs`] — process parents and start times from `/proc`.
+//! * [`prolog`] — `Prolog=`/`Epilog=`: the site's programs run as root around a job.
 //! * [`cgroup`] — the core allocator and the limits of a job's cgroup (`cgroup.conf`).
 //! * [`step`] — job steps (`gsrun`): the step folder and `gsstepd --step`, which runs one
 //!   node's tasks of a step.
@@ -27,6 +28,7 @@ pub mod gpu;
 pub mod jobdir;
 pub mod mps;
 pub mod procfs;
+pub mod prolog;
 pub mod step;
 pub mod stepd;
 pub mod sys;

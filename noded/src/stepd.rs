@@ -76,6 +76,7 @@ fn launch_failure(start_time: i64, message: String) -> StatusFile {
         launch_error: Some(message),
         oom_kills: 0,
         usage: None,
+        prolog_error: None,
     }
 }
 
@@ -161,10 +162,35 @@ fn run_job(dir: &JobDir, launch: &LaunchFile, pids: &mut PidsFile, start_time: i
                 launch_error: None,
                 oom_kills: 0,
                 usage: None,
+                prolog_error: None,
             };
         }
         Ok(None) => {}
         Err(e) => log(&format!("warning: {e}")),
+    }
+    // The node's Prolog, as root, before anything of the job runs (Slurm's slurmd runs it
+    // before the batch step). A failure: the script never runs; the controller drains the
+    // node and requeues the job.
+    if let Some(prolog) = &launch.prolog {
+        let ran = crate::prolog::run(
+            prolog,
+            crate::prolog::Context::Prolog,
+            &launch.prolog_env,
+            dir.path(),
+        );
+        if let Err(e) = ran {
+            log(&format!("error: {e}"));
+            return StatusFile {
+                exit_code: 1,
+                signal: 0,
+                start_time,
+                end_time: now(),
+                launch_error: None,
+                oom_kills: 0,
+                usage: None,
+                prolog_error: Some(e),
+            };
+        }
     }
     let prepared = match prepare(dir, launch) {
         Ok(p) => p,
@@ -230,6 +256,7 @@ fn run_job(dir: &JobDir, launch: &LaunchFile, pids: &mut PidsFile, start_time: i
         launch_error: None,
         oom_kills,
         usage,
+        prolog_error: None,
     }
 }
 

@@ -516,6 +516,7 @@ impl VirtualHost {
             oom_kills: 0,
             usage: None,
             gpu_failure: None,
+            prolog_error: None,
         };
         let host = self.clone();
         tokio::spawn(async move {
@@ -617,6 +618,7 @@ pub fn router(host: Arc<VirtualHost>) -> Router {
         .route(paths::NODE_TERMINATE, post(terminate))
         .route(paths::NODE_SUSPEND, post(suspend))
         .route(paths::NODE_HEALTH_CHECK, post(health_check))
+        .route(paths::NODE_EPILOG, post(epilog))
         .fallback(refused)
         .layer(middleware::from_fn_with_state(host.clone(), auth_layer))
         .layer(DefaultBodyLimit::max(api::MAX_BODY_BYTES))
@@ -707,6 +709,30 @@ async fn health_check() -> Json<Ack> {
     Json(Ack { ok: true })
 }
 
+/// A virtual node runs no Epilog: it answers that it is done.
+async fn epilog(
+    State(host): Host,
+    headers: HeaderMap,
+    Body(req): Body<gsched_proto::api::NodeEpilogRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    let n = host.node(&headers)?;
+    let done = gsched_proto::api::EpilogCompleteRequest {
+        node: n.name.clone(),
+        job_id: req.job_id,
+        start_time: req.start_time,
+        error: None,
+    };
+    tokio::spawn(async move {
+        if let Err(e) = host
+            .post::<_, Ack>(paths::NODES_EPILOG_COMPLETE, done)
+            .await
+        {
+            tracing::debug!("job {}: cannot answer its Epilog ({e})", req.job_id);
+        }
+    });
+    Ok(Json(Ack { ok: true }))
+}
+
 async fn refused(req: Request) -> ApiErr {
     ApiErr(ApiError::new(
         ErrorCode::BadRequest,
@@ -746,6 +772,7 @@ mod tests {
             node_index: 0,
             time_limit: limit,
             gpus: Vec::new(),
+            prolog_env: Vec::new(),
         }
     }
 

@@ -146,6 +146,7 @@ impl Cluster {
             node_index: 0,
             time_limit: None,
             gpus: Vec::new(),
+            prolog_env: Vec::new(),
         }
     }
 

@@ -119,6 +119,7 @@ impl Node {
             node_index: 0,
             time_limit: None,
             gpus,
+            prolog_env: Vec::new(),
         }
     }
 

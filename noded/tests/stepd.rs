@@ -74,6 +74,7 @@ impl Fixture {
             node_index: 0,
             time_limit: None,
             gpus: Vec::new(),
+            prolog_env: Vec::new(),
         }
     }
 
@@ -95,6 +96,8 @@ impl Fixture {
             node: "n1".into(),
             request: req,
             propagate_rlimits: Vec::new(),
+            prolog: None,
+            prolog_env: Vec::new(),
         };
         dir.write_launch(&launch).unwrap();
         dir
@@ -456,5 +459,57 @@ fn missing_launch_file_is_reported() {
             .unwrap_or_default()
             .contains("launch.json is missing"),
         "launch error expected"
+    );
+}
+
+/// `Prolog=`: gsstepd runs it before the script, with the environment gsnoded wrote (and
+/// nothing of the job's own); a failing one stops the job before the script and says why.
+#[test]
+fn the_prolog_runs_before_the_script_and_a_failure_keeps_the_script_from_running() {
+    let f = Fixture::new();
+    let trace = f.work.join("trace");
+    let prolog = f.work.join("prolog");
+    std::fs::write(
+        &prolog,
+        format!(
+            "#!/bin/sh\necho \"prolog $SLURM_SCRIPT_CONTEXT $SLURM_JOB_ID ${{GSCHED_TEST_LEAK:-clean}}\" >> {t}\n\
+             [ \"$SLURM_JOB_ID\" = 131 ] && {{ echo no scratch space; exit 2; }}\nexit 0\n",
+            t = trace.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&prolog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let with_prolog = |id: u32| {
+        let dir = f.folder(f.request(
+            id,
+            &format!("#!/bin/sh\necho script >> {}\n", trace.display()),
+        ));
+        let mut launch = dir.read_launch().unwrap().unwrap();
+        launch.prolog = Some(gsched_noded::prolog::ScriptConf {
+            pattern: prolog.display().to_string(),
+            timeout_secs: Some(30),
+            serial_lock: None,
+        });
+        launch.prolog_env = vec![
+            ("SLURM_JOB_ID".into(), id.to_string()),
+            ("SLURM_SCRIPT_CONTEXT".into(), "prolog_slurmd".into()),
+        ];
+        dir.write_launch(&launch).unwrap();
+        dir
+    };
+    let st = run_stepd(&with_prolog(130));
+    assert_eq!((st.exit_code, st.prolog_error.as_deref()), (0, None));
+    assert_eq!(
+        std::fs::read_to_string(&trace).unwrap(),
+        "prolog prolog_slurmd 130 clean\nscript\n"
+    );
+    std::fs::remove_file(&trace).unwrap();
+    let st = run_stepd(&with_prolog(131));
+    let e = st.prolog_error.expect("the failure is reported");
+    assert!(e.contains("exit status 2: no scratch space"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(&trace).unwrap(),
+        "prolog prolog_slurmd 131 clean\n",
+        "the script ran after a failed Prolog"
     );
 }

@@ -82,6 +82,10 @@ pub mod paths {
     /// `POST` to gsnoded: run `RebootProgram`.
     pub const NODE_REBOOT: &str = "/v1/node/reboot";
     pub const NODE_HEALTH_CHECK: &str = "/v1/node/health_check";
+    /// `POST` to gsnoded: a job ended; run the `Epilog` for its part of the node.
+    pub const NODE_EPILOG: &str = "/v1/node/epilog";
+    /// `POST` from gsnoded: a job's `Epilog` finished on a node (its part is free again).
+    pub const NODES_EPILOG_COMPLETE: &str = "/v1/nodes/epilog_complete";
     /// Time-of-use prices of the next hours and the learned low-load hours (`gsinfo
     /// --prices`, `gsinfo --lowload`).
     pub const PRICES: &str = "/v1/prices";
@@ -145,6 +149,8 @@ pub enum ErrorCode {
     PartitionGroupDenied,
     /// Slurm's ESLURM_USER_ID_MISSING (`DisableRootJobs`).
     InvalidUserId,
+    /// Slurm's ESLURMD_PROLOG_FAILED: the node's `Prolog` failed before a step's tasks.
+    PrologFailed,
     /// A code this build does not know (a newer controller's): the commands print the
     /// answer's message, which has the words. Never sent.
     #[serde(other)]
@@ -203,6 +209,7 @@ impl ErrorCode {
             ErrorCode::ReservationAccess => "Access denied to requested reservation",
             ErrorCode::PartitionGroupDenied => "User's group not permitted to use this partition",
             ErrorCode::InvalidUserId => "Invalid user id",
+            ErrorCode::PrologFailed => "Job prolog failed",
         }
     }
 
@@ -235,7 +242,7 @@ impl ErrorCode {
             ErrorCode::JobAlreadyDone | ErrorCode::JobNotPending => 409,
             ErrorCode::JobPending | ErrorCode::JobSuspended | ErrorCode::JobNotSuspended => 409,
             ErrorCode::Unavailable => 503,
-            ErrorCode::Internal | ErrorCode::Unknown => 500,
+            ErrorCode::Internal | ErrorCode::Unknown | ErrorCode::PrologFailed => 500,
             ErrorCode::NodesBusy | ErrorCode::ReservationNameDup => 409,
             ErrorCode::ReservationInvalid => 400,
             ErrorCode::ReservationAccess
@@ -734,6 +741,34 @@ pub struct JobCompleteRequest {
     /// failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_failure: Option<String>,
+    /// The node's `Prolog` failed (what it said), so the script never ran: the controller
+    /// drains the node ("Prolog error") and requeues the job held, as Slurm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prolog_error: Option<String>,
+}
+
+/// `POST /v1/node/epilog` (from gsctld): the job's run ended; once its processes on this
+/// node are gone, run `Epilog` with `environment` and answer with
+/// `/v1/nodes/epilog_complete`. Sent again at registration while the controller waits.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NodeEpilogRequest {
+    pub job_id: JobId,
+    /// The run (its start time).
+    pub start_time: i64,
+    /// The Epilog's environment, as Slurm's slurmd sets it (`SLURM_JOB_*`,
+    /// `SLURM_SCRIPT_CONTEXT=epilog_slurmd`, the exit codes); gsnoded adds `SLURM_CONF`.
+    pub environment: Vec<(String, String)>,
+}
+
+/// `POST /v1/nodes/epilog_complete` (from gsnoded).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EpilogCompleteRequest {
+    pub node: String,
+    pub job_id: JobId,
+    pub start_time: i64,
+    /// The Epilog failed or timed out (what it said): the node is drained ("Epilog error").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -928,6 +963,10 @@ pub struct LaunchRequest {
     /// GPUs given to the job on this node (empty: none, and no GPU device is accessible).
     #[serde(default)]
     pub gpus: Vec<crate::gpu::GpuAlloc>,
+    /// The `Prolog`'s environment on this node (`SLURM_SCRIPT_CONTEXT=prolog_slurmd`); empty
+    /// when the controller has no `Prolog` configured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prolog_env: Vec<(String, String)>,
 }
 
 impl LaunchRequest {

@@ -79,7 +79,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "DependencyParameters",
     "EioTimeout",
     "EnforcePartLimits",
-    "Epilog",
     "EpilogMsgTime",
     "EpilogSlurmctld",
     "FairShareDampeningFactor",
@@ -141,9 +140,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "PriorityWeightAssoc",
     "PriorityWeightTRES",
     "ProctrackType",
-    "Prolog",
-    "PrologEpilogTimeout",
-    "PrologFlags",
     "PrologSlurmctld",
     "PropagatePrioProcess",
     "ReconfigFlags",
@@ -349,6 +345,10 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "HealthCheckNodeState",
     "PropagateResourceLimits",
     "PropagateResourceLimitsExcept",
+    "Prolog",
+    "Epilog",
+    "PrologEpilogTimeout",
+    "PrologFlags",
     "ResumeTimeout",
 ];
 
@@ -549,6 +549,8 @@ pub struct SchedulerParams {
     pub bf_max_job_test: Option<u32>,
     /// `kill_invalid_depend`: cancel jobs whose dependency can never be satisfied.
     pub kill_invalid_depend: bool,
+    /// `nohold_on_prolog_fail`: a job whose Prolog failed is requeued without a hold.
+    pub nohold_on_prolog_fail: bool,
     /// `bf_predict=easy++|recent` (gsched): plan with runtimes predicted from the cluster's
     /// finished jobs instead of the users' limits (the kill time stays the limit).
     pub bf_predict: RuntimePredict,
@@ -638,6 +640,7 @@ fn parse_scheduler_params(v: &str) -> Result<(SchedulerParams, Vec<String>), Str
             "bf_window" => p.bf_window_min = Some(num("bf_window")?.max(1)),
             "bf_max_job_test" => p.bf_max_job_test = Some(num("bf_max_job_test")?.max(1)),
             "kill_invalid_depend" => p.kill_invalid_depend = true,
+            "nohold_on_prolog_fail" => p.nohold_on_prolog_fail = true,
             "max_script_size" => p.max_script_size = Some(u64::from(num("max_script_size")?)),
             "max_submit_line_size" => {
                 p.max_submit_line_size = Some(u64::from(num("max_submit_line_size")?))
@@ -1016,6 +1019,43 @@ fn parse_acct_enforce(v: &str) -> Result<(AcctEnforce, Vec<String>), String> {
     Ok((e, ignored))
 }
 
+/// `PrologFlags=`: gsched runs the Prolog where Slurm does by default (before the batch
+/// script, and before a job's first step on its other nodes); of the flags, `Serial` is
+/// implemented and the others, which change when and where it runs, are refused with what
+/// to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PrologFlags {
+    /// `Serial`: a node runs one Prolog or Epilog at a time.
+    pub serial: bool,
+}
+
+impl PrologFlags {
+    pub fn parse(v: &str) -> Result<PrologFlags, String> {
+        let mut f = PrologFlags::default();
+        for item in v.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            match item.to_ascii_lowercase().as_str() {
+                "serial" => f.serial = true,
+                "none" => {}
+                "alloc" | "contain" | "x11" | "nohold" | "deferbatch" | "forcerequeueonfail"
+                | "runinjob" => {
+                    return Err(format!(
+                        "PrologFlags={item} is not supported by gsched: the Prolog runs before \
+                         the batch script and before a job's first step on each of its other \
+                         nodes (Slurm's default); remove {item} (only Serial is supported)"
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown PrologFlags value {item:?} (valid: Alloc, Contain, DeferBatch, \
+                         ForceRequeueOnFail, NoHold, RunInJob, Serial, X11; gsched supports Serial)"
+                    ))
+                }
+            }
+        }
+        Ok(f)
+    }
+}
+
 /// `HealthCheckNodeState=`: the nodes the periodic health check runs on (by their CPUs in
 /// use: none, some, all), and `CYCLE` (spread the nodes over the interval). `ANY`, the
 /// default, is every node that answers.
@@ -1209,6 +1249,19 @@ pub struct Config {
     pub health_check_interval: u32,
     /// `HealthCheckNodeState=`: which nodes the periodic check runs on.
     pub health_check_node_state: HealthCheckNodeState,
+    /// `Prolog=`: the program (or glob pattern of programs) the node daemon runs as root
+    /// before a job's first process on a node: before the batch script, and on the job's
+    /// other nodes before its first step there. A failure drains the node ("Prolog error")
+    /// and requeues the job held.
+    pub prolog: Option<String>,
+    /// `Epilog=`: run as root on every node of a job when it ends; the node's part of the
+    /// job stays allocated until it finished. A failure drains the node ("Epilog error").
+    pub epilog: Option<String>,
+    /// `PrologEpilogTimeout=` seconds; `None`: wait indefinitely (Slurm's default). A
+    /// program past it is killed and counts as failed.
+    pub prolog_epilog_timeout: Option<u32>,
+    /// `PrologFlags=`.
+    pub prolog_flags: PrologFlags,
     /// The resource limits a submission propagates to its job (`PropagateResourceLimits=`,
     /// default ALL, or every limit but `PropagateResourceLimitsExcept=`'s), by
     /// [`crate::rlimits::NAMES`].
@@ -1881,6 +1934,10 @@ struct Globals {
     health_check_program: Option<String>,
     health_check_interval: Option<u32>,
     health_check_node_state: Option<HealthCheckNodeState>,
+    prolog: Option<String>,
+    epilog: Option<String>,
+    prolog_epilog_timeout: Option<u32>,
+    prolog_flags: Option<PrologFlags>,
     slurmd_timeout: Option<u32>,
     max_job_count: Option<u32>,
     message_timeout: Option<u32>,
@@ -2140,6 +2197,22 @@ impl Parser {
                 g.health_check_program = Some(value.to_string());
             }
             "HealthCheckInterval" => g.health_check_interval = Some(parse_u32(value).map_err(err)?),
+            "Prolog" | "Epilog" => {
+                if !value.starts_with('/') {
+                    return Err(err(format!(
+                        "{value:?} is not an absolute path (give the program's full path, or a \
+                         glob pattern such as /etc/gsched/{}.d/*)",
+                        canon.to_ascii_lowercase()
+                    )));
+                }
+                if canon == "Prolog" {
+                    g.prolog = Some(value.to_string());
+                } else {
+                    g.epilog = Some(value.to_string());
+                }
+            }
+            "PrologEpilogTimeout" => g.prolog_epilog_timeout = Some(parse_u32(value).map_err(err)?),
+            "PrologFlags" => g.prolog_flags = Some(PrologFlags::parse(value).map_err(err)?),
             "HealthCheckNodeState" => {
                 g.health_check_node_state = Some(HealthCheckNodeState::parse(value).map_err(err)?)
             }
@@ -2679,6 +2752,11 @@ impl Parser {
             health_check_program: g.health_check_program,
             health_check_interval: g.health_check_interval.unwrap_or(0),
             health_check_node_state: g.health_check_node_state.unwrap_or_default(),
+            prolog: g.prolog,
+            epilog: g.epilog,
+            // Slurm's "wait indefinitely" is 65534 (NO_VAL16) or unset.
+            prolog_epilog_timeout: g.prolog_epilog_timeout.filter(|&t| t < 65534),
+            prolog_flags: g.prolog_flags.unwrap_or_default(),
             disable_root_jobs: g.disable_root_jobs.unwrap_or(false),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
             max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),

@@ -164,6 +164,8 @@ pub enum Reason {
     ReqNodeNotAvailMaint,
     /// A `--reservation` job waits for its reservation to begin.
     Reservation,
+    /// Requeued and held because a node's `Prolog` failed (Slurm's state description).
+    LaunchFailedRequeuedHeld,
 }
 
 impl Reason {
@@ -201,6 +203,7 @@ impl Reason {
             Reason::GpuMpsFailure => "GpuMpsFailure",
             Reason::ReqNodeNotAvailMaint => "ReqNodeNotAvail, Reserved for maintenance",
             Reason::Reservation => "Reservation",
+            Reason::LaunchFailedRequeuedHeld => "launch failed requeued held",
         }
     }
 }

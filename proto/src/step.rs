@@ -200,6 +200,10 @@ pub struct StepLaunchRequest {
     /// Append to the per-task output files (srun `--open-mode=append`).
     #[serde(default)]
     pub open_append: bool,
+    /// The `Prolog`'s environment on this node, for the job's first step there; empty when
+    /// the controller has no `Prolog` configured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prolog_env: Vec<(String, String)>,
 }
 
 /// `POST /v1/node/step_signal` (from gsctld): signal a step's tasks on this node, or with

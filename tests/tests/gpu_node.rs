@@ -243,6 +243,7 @@ fn launch_gpu1_and_check(c: &TestCluster, fakes: &Fakes) {
         node_index: 0,
         time_limit: None,
         gpus: vec![GpuAlloc::whole(1)],
+        prolog_env: Vec::new(),
     };
     Client::new(format!("127.0.0.1:{}", c.node_port(0)), c.auth())
         .with_timeout(Duration::from_secs(10))

@@ -460,6 +460,7 @@ fn node_calls_from_ordinary_users_are_refused() {
         oom_kills: 0,
         usage: None,
         gpu_failure: None,
+        prolog_error: None,
     };
     let (code, msg) = api_error(
         ctld_with(&c, &as_user()).post::<_, serde_json::Value>(paths::JOBS_COMPLETE, &done),

@@ -127,6 +127,15 @@ impl State {
                 }
             }
         }
+        for (i, job_id, user, a) in self.epilog_gpu_holds() {
+            if let Some(v) = views[i].iter_mut().find(|v| v.device.index == a.index) {
+                v.holds.push(GpuHold {
+                    job_id,
+                    user,
+                    share: a.share.clone(),
+                });
+            }
+        }
         views
     }
 

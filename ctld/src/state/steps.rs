@@ -249,6 +249,17 @@ impl State {
                     stdin_rank: req.stdin_rank,
                     array: job.array.map(|a| (a.job_id, a.task_id)),
                     open_append: req.open_append,
+                    // For the job's first step on its other nodes (the batch node ran the
+                    // Prolog before the script).
+                    prolog_env: match job.nodes.iter().position(|n| n == node) {
+                        Some(k) if k > 0 && self.cfg.prolog.is_some() => crate::env::script_env(
+                            &self.cfg,
+                            &job,
+                            k,
+                            crate::env::ScriptContext::Prolog,
+                        ),
+                        _ => Vec::new(),
+                    },
                 },
             ));
         }

@@ -115,6 +115,7 @@ fn report_from(
         oom_kills: status.oom_kills,
         usage: status.usage,
         gpu_failure: None,
+        prolog_error: status.prolog_error.clone(),
     }
 }
 
@@ -163,6 +164,7 @@ fn final_status(dir: &JobDir, start_time: i64, missing: Missing) -> StatusFile {
         launch_error: Some(launch_error),
         oom_kills: 0,
         usage: None,
+        prolog_error: None,
     };
     if let Err(e) = dir.write_status(&status) {
         tracing::error!("{e}");
@@ -357,6 +359,22 @@ fn examine(id: JobId, dir: JobDir, node: &str) -> Option<Found> {
 }
 
 impl Node {
+    /// A `Prolog`/`Epilog` environment on this node (`crate::prolog::node_env`).
+    pub(crate) fn script_env(
+        &self,
+        given: &[(String, String)],
+        ids: &crate::prolog::JobIds,
+        context: crate::prolog::Context,
+    ) -> Vec<(String, String)> {
+        crate::prolog::node_env(
+            given,
+            ids,
+            &self.settings.node,
+            &self.settings.config_path,
+            context,
+        )
+    }
+
     /// The `running` list for registration and heartbeats: every job with a folder.
     pub(crate) fn running(&self) -> Vec<RunningJob> {
         self.jobs()
@@ -511,6 +529,14 @@ impl Node {
         for (k, v) in crate::gpu::environment(&req.gpus, constrained, &self.settings.spool_dir) {
             env::set_var(&mut environment, &k, v);
         }
+        let prolog_env = match &self.settings.prolog {
+            Some(_) => self.script_env(
+                &req.prolog_env,
+                &crate::prolog::JobIds::of_launch(&req),
+                crate::prolog::Context::Prolog,
+            ),
+            None => Vec::new(),
+        };
         let mut launch = LaunchFile {
             user: None,
             cgroup: cgroup.clone(),
@@ -523,6 +549,8 @@ impl Node {
             node,
             request: req,
             propagate_rlimits: self.settings.propagate_rlimits.clone(),
+            prolog_env,
+            prolog: self.settings.prolog.clone(),
         };
         let folder = dir.clone();
         let log = blocking(move || -> Result<std::fs::File, String> {
@@ -1217,6 +1245,7 @@ mod tests {
             oom_kills: 0,
             usage: None,
             gpu_failure: None,
+            prolog_error: None,
         }
     }
 
@@ -1243,6 +1272,8 @@ mod tests {
             gpus: crate::gpu::GpuSetup::default(),
             health_check: None,
             propagate_rlimits: Vec::new(),
+            prolog: None,
+            epilog: None,
         };
         let node = Node::new(settings, Arc::new(gsched_auth::NoneAuth::current())).unwrap();
         let failed =

@@ -15,12 +15,14 @@
 //! * `controller` — registration and heartbeats (with the GPUs found and their samples).
 //! * `gpus` — MPS daemons at launch and end, their watch, and GPU sampling.
 //! * `usage`, `progress` — each job's live usage and progress counters for the heartbeats.
+//! * `scripts` — the Prolog before a job's first step on its other nodes, the Epilog.
 
 mod controller;
 mod gpus;
 mod jobs;
 pub mod life;
 mod progress;
+mod scripts;
 pub(crate) mod server;
 mod steps;
 mod usage;
@@ -76,6 +78,9 @@ pub struct NodeSettings {
     pub health_check: Option<String>,
     /// `PropagateResourceLimits` (see `gsched_proto::rlimits`).
     pub propagate_rlimits: Vec<String>,
+    /// `Prolog=` and `Epilog=` with their timeout and lock (`crate::prolog`).
+    pub prolog: Option<crate::prolog::ScriptConf>,
+    pub epilog: Option<crate::prolog::ScriptConf>,
 }
 
 /// Why gsnoded cannot start.
@@ -127,6 +132,16 @@ impl NodeSettings {
                 .clone()
                 .filter(|_| cfg.health_check_interval > 0),
             propagate_rlimits: cfg.propagate_rlimits.clone(),
+            prolog: crate::prolog::ScriptConf::from_config(
+                cfg,
+                crate::prolog::Context::Prolog,
+                &cfg.spool_dir_for(node),
+            ),
+            epilog: crate::prolog::ScriptConf::from_config(
+                cfg,
+                crate::prolog::Context::Epilog,
+                &cfg.spool_dir_for(node),
+            ),
         })
     }
 }
@@ -177,6 +192,8 @@ pub struct Node {
     pub(crate) outbox: Mutex<jobs::Outbox>,
     /// A `HealthCheckProgram` run is under way (a request meanwhile is not run twice).
     pub(crate) health_check_running: std::sync::atomic::AtomicBool,
+    /// Step Prologs and Epilogs under way (`scripts`).
+    pub(crate) scripts: scripts::ScriptsRt,
 }
 
 impl std::fmt::Debug for Node {
@@ -222,6 +239,7 @@ impl Node {
             job_gpus: Mutex::new(BTreeMap::new()),
             outbox: Mutex::new(jobs::Outbox::default()),
             health_check_running: Default::default(),
+            scripts: Default::default(),
             settings,
             auth,
             client,

@@ -91,6 +91,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(paths::NODE_SUSPEND, post(suspend))
         .route(paths::NODE_REBOOT, post(reboot))
         .route(paths::NODE_HEALTH_CHECK, post(health_check))
+        .route(paths::NODE_EPILOG, post(epilog))
         .route(paths::NODE_STEP_LAUNCH, post(step_launch))
         .route(paths::NODE_STEP_SIGNAL, post(step_signal))
         .route(paths::NODE_STEP_IO, post(step_io))
@@ -184,6 +185,12 @@ async fn health_check(
     Body(req): Body<gsched_proto::resv::NodeHealthCheckRequest>,
 ) -> Json<Ack> {
     tokio::spawn(async move { node.health_check(&req.program).await });
+    Json(Ack { ok: true })
+}
+
+/// A job's run ended: its Epilog (answered at once, reported when done).
+async fn epilog(State(node): Node_, Body(req): Body<api::NodeEpilogRequest>) -> Json<Ack> {
+    node.epilog(req);
     Json(Ack { ok: true })
 }
 

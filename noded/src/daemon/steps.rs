@@ -143,6 +143,7 @@ impl Node {
         if self.steps().contains_key(&key) {
             return Ok(());
         }
+        self.step_prolog(&req).await?;
         let dir = step::step_dir(&self.settings.spool_dir, req.job_id, req.step_id);
         let mut file = self.step_file(req, &dir);
         let uid = file.request.uid;
@@ -234,7 +235,7 @@ impl Node {
     }
 
     /// Steps of a job here (every folder `step_<job>.*`).
-    fn steps_of_job(&self, job: JobId) -> Vec<StepRt> {
+    pub(super) fn steps_of_job(&self, job: JobId) -> Vec<StepRt> {
         let mut ids: Vec<u32> = std::fs::read_dir(&self.settings.spool_dir)
             .map(|rd| {
                 rd.flatten()
@@ -518,7 +519,7 @@ impl Node {
 }
 
 /// A step's processes, looked up on the blocking pool (a walk over /proc).
-async fn processes_of(s: &StepRt) -> Vec<i32> {
+pub(super) async fn processes_of(s: &StepRt) -> Vec<i32> {
     let (pid, ticks) = (s.stepd_pid, s.stepd_ticks);
     blocking(move || step::step_processes(pid, ticks))
         .await

@@ -2582,6 +2582,10 @@ impl State {
                 "DisableRootJobs".into(),
                 if c.disable_root_jobs { "Yes" } else { "No" }.into(),
             ),
+            (
+                "Epilog".into(),
+                c.epilog.clone().unwrap_or_else(|| "(null)".into()),
+            ),
             ("FirstJobId".into(), c.first_job_id.to_string()),
             ("KillWait".into(), format!("{} sec", c.kill_wait)),
             ("MaxArraySize".into(), c.max_array_size.to_string()),
@@ -2598,6 +2602,23 @@ impl State {
             ),
             ("PriorityType".into(), c.priority.priority_type.to_string()),
             ("PrivateData".into(), c.private_data.to_string()),
+            (
+                "Prolog".into(),
+                c.prolog.clone().unwrap_or_else(|| "(null)".into()),
+            ),
+            (
+                "PrologEpilogTimeout".into(),
+                c.prolog_epilog_timeout.unwrap_or(65534).to_string(),
+            ),
+            (
+                "PrologFlags".into(),
+                if c.prolog_flags.serial {
+                    "Serial"
+                } else {
+                    "(null)"
+                }
+                .into(),
+            ),
             ("SchedulerType".into(), "sched/builtin".into()),
             ("SlurmUser".into(), slurm_user),
             ("SlurmctldHost[0]".into(), host),

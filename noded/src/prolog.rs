@@ -200,7 +200,6 @@ fn run_one(
     let mut child = Command::new(program)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir("/")
         .stdin(Stdio::null())
         .stdout(out.try_clone().map_err(|e| e.to_string())?)
         .stderr(err_copy)

@@ -2844,6 +2844,30 @@ mod tests {
     }
 
     #[test]
+    fn prolog_epilog_and_their_flags() {
+        let c = parse(&format!(
+            "{MIN}Prolog=/etc/gsched/prolog.d/*\nEpilog=/usr/sbin/epilog\n\
+             PrologEpilogTimeout=65534\nPrologFlags=serial\n\
+             SchedulerParameters=nohold_on_prolog_fail\n"
+        ));
+        assert_eq!(c.prolog.as_deref(), Some("/etc/gsched/prolog.d/*"));
+        assert_eq!(c.epilog.as_deref(), Some("/usr/sbin/epilog"));
+        assert_eq!(
+            c.prolog_epilog_timeout, None,
+            "65534 is Slurm's 'indefinitely'"
+        );
+        assert!(c.prolog_flags.serial);
+        assert!(c.scheduler.params.nohold_on_prolog_fail);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let c = parse(&format!("{MIN}PrologEpilogTimeout=30\n"));
+        assert_eq!((c.prolog, c.prolog_epilog_timeout), (None, Some(30)));
+        let e = parse_err(&format!("{MIN}PrologFlags=Serial,Contain\n"));
+        assert!(e.contains("PrologFlags=Contain is not supported"), "{e}");
+        assert!(parse_err(&format!("{MIN}PrologFlags=Sometimes\n")).contains("unknown"));
+        assert!(parse_err(&format!("{MIN}Epilog=epilog.sh\n")).contains("absolute path"));
+    }
+
+    #[test]
     fn over_time_limit_and_disable_root_jobs() {
         let c = parse(&format!(
             "{MIN}OverTimeLimit=3\nDisableRootJobs=YES\nNodeName=n1 CPUs=2\n\

@@ -466,6 +466,18 @@ fn node_calls_from_ordinary_users_are_refused() {
         ctld_with(&c, &as_user()).post::<_, serde_json::Value>(paths::JOBS_COMPLETE, &done),
     );
     assert_eq!(code, ErrorCode::AccessDenied, "{msg}");
+    // Nor free a node's part of a job by answering for its Epilog.
+    let epilog_done = gsched_proto::api::EpilogCompleteRequest {
+        node: running.nodes[0].clone(),
+        job_id: job,
+        start_time: running.start_time.unwrap(),
+        error: None,
+    };
+    let (code, msg) = api_error(
+        ctld_with(&c, &as_user())
+            .post::<_, serde_json::Value>(paths::NODES_EPILOG_COMPLETE, &epilog_done),
+    );
+    assert_eq!(code, ErrorCode::AccessDenied, "{msg}");
     let beat = HeartbeatRequest {
         name: "n1".into(),
         running: Vec::new(),

@@ -117,8 +117,9 @@ pub struct SrunOpts {
     pub export: Option<String>,
     pub chdir: Option<String>,
     pub quiet: bool,
-    /// `--open-mode=append`, or `SLURM_OPEN_MODE=a` (sbatch's `--open-mode` for the job).
-    pub open_append: bool,
+    /// `--open-mode=append` (`Some(true)`) or `truncate`, or `SLURM_OPEN_MODE` (sbatch's
+    /// `--open-mode` for the job); `None`: the config's `JobFileAppend`.
+    pub open_append: Option<bool>,
     pub argv: Vec<String>,
 }
 
@@ -283,9 +284,7 @@ pub fn parse(
             o.cpus_per_task = Some(positive(prog, "SLURM_CPUS_PER_TASK", &v)?);
         }
     }
-    o.open_append = open_mode
-        .or_else(|| env("SLURM_OPEN_MODE").and_then(|v| parse_open_mode(&v)))
-        .unwrap_or(false);
+    o.open_append = open_mode.or_else(|| env("SLURM_OPEN_MODE").and_then(|v| parse_open_mode(&v)));
     if o.jobid.is_none() {
         if let Some(v) = env("SLURM_JOB_ID").or_else(|| env("SLURM_JOBID")) {
             o.jobid = Some(positive(prog, "SLURM_JOB_ID", &v)?);
@@ -543,6 +542,7 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
     };
     let (cfg, client) = common::connect(prog, None)?;
     let auth = gsched_auth::from_config(&cfg).map_err(|e| Fail::error(prog, e.to_string()))?;
+    let open_append = o.open_append.unwrap_or(cfg.job_file_append);
     let cwd = match &o.chdir {
         Some(d) => d.clone(),
         None => std::env::current_dir()
@@ -589,7 +589,7 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
         },
         stdin: input.is_some(),
         stdin_rank,
-        open_append: o.open_append,
+        open_append,
     };
     let created: StepCreateResponse = client
         .post(gsched_proto::api::paths::JOBS_STEPS, &req)
@@ -626,7 +626,7 @@ fn run(prog: &str, o: SrunOpts) -> Result<i32, Fail> {
                 let path = resolve_output_path(&expand_stdio(p, &ctx), std::path::Path::new(&cwd));
                 let mut opts = std::fs::OpenOptions::new();
                 opts.create(true);
-                if o.open_append {
+                if open_append {
                     opts.append(true);
                 } else {
                     opts.write(true).truncate(true);
@@ -970,16 +970,16 @@ mod tests {
         .unwrap();
         let o = run_opts(&["--nodes=1", "--ntasks=1", "-w", "n[1]", "hostname"], &[]).unwrap();
         assert_eq!(o.nodelist, ["n1"]);
-        assert!(!o.open_append);
+        assert_eq!(o.open_append, None, "the config's JobFileAppend decides");
         // The job's --open-mode reaches srun through SLURM_OPEN_MODE; the option wins.
         let o = run_opts(&["true"], &[("SLURM_OPEN_MODE", "a")]).unwrap();
-        assert!(o.open_append);
+        assert_eq!(o.open_append, Some(true));
         let o = run_opts(
             &["--open-mode=truncate", "true"],
             &[("SLURM_OPEN_MODE", "a")],
         )
         .unwrap();
-        assert!(!o.open_append);
+        assert_eq!(o.open_append, Some(false));
         assert!(run_opts(&["--open-mode=x", "true"], &[]).is_err());
         run_opts(
             &["--mpi=none", "--overlap", "--export=ALL", "-J", "x", "true"],

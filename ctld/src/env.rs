@@ -192,7 +192,10 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
         stdout: spec.stdout.clone(),
         stderr: spec.stderr.clone(),
         stdin: spec.stdin.clone(),
-        open_mode: spec.open_mode,
+        // No --open-mode: JobFileAppend decides (Slurm's slurmstepd reads it).
+        open_mode: spec.open_mode.or(cfg
+            .job_file_append
+            .then_some(gsched_proto::job::OpenMode::Append)),
         environment: env,
         cpus,
         mem_mb,

@@ -2587,9 +2587,15 @@ impl State {
                 c.epilog.clone().unwrap_or_else(|| "(null)".into()),
             ),
             ("FirstJobId".into(), c.first_job_id.to_string()),
+            (
+                "JobFileAppend".into(),
+                u8::from(c.job_file_append).to_string(),
+            ),
             ("KillWait".into(), format!("{} sec", c.kill_wait)),
             ("MaxArraySize".into(), c.max_array_size.to_string()),
             ("MaxJobCount".into(), c.max_job_count.to_string()),
+            ("MaxStepCount".into(), c.max_step_count.to_string()),
+            ("MaxTasksPerNode".into(), c.max_tasks_per_node.to_string()),
             (
                 "MessageTimeout".into(),
                 format!("{} sec", c.message_timeout),

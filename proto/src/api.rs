@@ -151,6 +151,10 @@ pub enum ErrorCode {
     InvalidUserId,
     /// Slurm's ESLURMD_PROLOG_FAILED: the node's `Prolog` failed before a step's tasks.
     PrologFailed,
+    /// Slurm's ESLURM_STEP_LIMIT (`MaxStepCount`).
+    StepLimit,
+    /// Slurm's ESLURM_BAD_TASK_COUNT (`MaxTasksPerNode`).
+    BadTaskCount,
     /// A code this build does not know (a newer controller's): the commands print the
     /// answer's message, which has the words. Never sent.
     #[serde(other)]
@@ -210,6 +214,8 @@ impl ErrorCode {
             ErrorCode::PartitionGroupDenied => "User's group not permitted to use this partition",
             ErrorCode::InvalidUserId => "Invalid user id",
             ErrorCode::PrologFailed => "Job prolog failed",
+            ErrorCode::StepLimit => "Step limit reached for this job",
+            ErrorCode::BadTaskCount => "Task count specification invalid",
         }
     }
 
@@ -231,7 +237,9 @@ impl ErrorCode {
             | ErrorCode::InvalidQos
             | ErrorCode::AccountingPolicy
             | ErrorCode::PathnameTooLong
-            | ErrorCode::InvalidGres => 400,
+            | ErrorCode::InvalidGres
+            | ErrorCode::BadTaskCount => 400,
+            ErrorCode::StepLimit => 409,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::MaxJobCount => 503,
             ErrorCode::Disabled => 409,

@@ -103,7 +103,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "JobCompType",
     "JobCompUser",
     "JobContainerType",
-    "JobFileAppend",
     "JobSubmitPlugins",
     "KeepAliveTime",
     "KillOnBadExit",
@@ -114,8 +113,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "MaxDBDMsgs",
     "MaxJobId",
     "MaxNodeCount",
-    "MaxStepCount",
-    "MaxTasksPerNode",
     "MCSParameters",
     "MCSPlugin",
     "MpiDefault",
@@ -349,6 +346,9 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "Epilog",
     "PrologEpilogTimeout",
     "PrologFlags",
+    "JobFileAppend",
+    "MaxStepCount",
+    "MaxTasksPerNode",
     "ResumeTimeout",
 ];
 
@@ -1019,6 +1019,11 @@ fn parse_acct_enforce(v: &str) -> Result<(AcctEnforce, Vec<String>), String> {
     Ok((e, ignored))
 }
 
+/// Slurm's `MaxStepCount` default.
+pub const DEFAULT_MAX_STEP_COUNT: u32 = 40_000;
+/// Slurm's `MaxTasksPerNode` default (`MAX_TASKS_PER_NODE`).
+pub const DEFAULT_MAX_TASKS_PER_NODE: u32 = 512;
+
 /// `PrologFlags=`: gsched runs the Prolog where Slurm does by default (before the batch
 /// script, and before a job's first step on its other nodes); of the flags, `Serial` is
 /// implemented and the others, which change when and where it runs, are refused with what
@@ -1262,6 +1267,13 @@ pub struct Config {
     pub prolog_epilog_timeout: Option<u32>,
     /// `PrologFlags=`.
     pub prolog_flags: PrologFlags,
+    /// `JobFileAppend=1`: a job's output files are appended to unless it asks
+    /// `--open-mode=truncate` (Slurm's default, 0, truncates them).
+    pub job_file_append: bool,
+    /// `MaxStepCount=`: the most steps a job may create (Slurm's default 40000).
+    pub max_step_count: u32,
+    /// `MaxTasksPerNode=`: the most tasks a step may start on one node (default 512).
+    pub max_tasks_per_node: u32,
     /// The resource limits a submission propagates to its job (`PropagateResourceLimits=`,
     /// default ALL, or every limit but `PropagateResourceLimitsExcept=`'s), by
     /// [`crate::rlimits::NAMES`].
@@ -1938,6 +1950,9 @@ struct Globals {
     epilog: Option<String>,
     prolog_epilog_timeout: Option<u32>,
     prolog_flags: Option<PrologFlags>,
+    job_file_append: Option<bool>,
+    max_step_count: Option<u32>,
+    max_tasks_per_node: Option<u32>,
     slurmd_timeout: Option<u32>,
     max_job_count: Option<u32>,
     message_timeout: Option<u32>,
@@ -2213,6 +2228,15 @@ impl Parser {
             }
             "PrologEpilogTimeout" => g.prolog_epilog_timeout = Some(parse_u32(value).map_err(err)?),
             "PrologFlags" => g.prolog_flags = Some(PrologFlags::parse(value).map_err(err)?),
+            "JobFileAppend" => g.job_file_append = Some(parse_bool(value).map_err(err)?),
+            "MaxStepCount" => g.max_step_count = Some(parse_u32(value).map_err(err)?),
+            "MaxTasksPerNode" => {
+                let v = parse_u32(value).map_err(err)?;
+                if v == 0 || v > 65533 {
+                    return Err(err("must be between 1 and 65533".to_string()));
+                }
+                g.max_tasks_per_node = Some(v);
+            }
             "HealthCheckNodeState" => {
                 g.health_check_node_state = Some(HealthCheckNodeState::parse(value).map_err(err)?)
             }
@@ -2757,6 +2781,9 @@ impl Parser {
             // Slurm's "wait indefinitely" is 65534 (NO_VAL16) or unset.
             prolog_epilog_timeout: g.prolog_epilog_timeout.filter(|&t| t < 65534),
             prolog_flags: g.prolog_flags.unwrap_or_default(),
+            job_file_append: g.job_file_append.unwrap_or(false),
+            max_step_count: g.max_step_count.unwrap_or(DEFAULT_MAX_STEP_COUNT),
+            max_tasks_per_node: g.max_tasks_per_node.unwrap_or(DEFAULT_MAX_TASKS_PER_NODE),
             disable_root_jobs: g.disable_root_jobs.unwrap_or(false),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
             max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),
@@ -2859,7 +2886,15 @@ mod tests {
         assert!(c.prolog_flags.serial);
         assert!(c.scheduler.params.nohold_on_prolog_fail);
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
-        let c = parse(&format!("{MIN}PrologEpilogTimeout=30\n"));
+        let c = parse(&format!(
+            "{MIN}PrologEpilogTimeout=30\nJobFileAppend=1\nMaxStepCount=9\nMaxTasksPerNode=4\n"
+        ));
+        assert!(c.job_file_append);
+        assert_eq!((c.max_step_count, c.max_tasks_per_node), (9, 4));
+        let d = parse(MIN);
+        assert!(!d.job_file_append);
+        assert_eq!((d.max_step_count, d.max_tasks_per_node), (40_000, 512));
+        assert!(parse_err(&format!("{MIN}MaxTasksPerNode=0\n")).contains("between 1"));
         assert_eq!((c.prolog, c.prolog_epilog_timeout), (None, Some(30)));
         let e = parse_err(&format!("{MIN}PrologFlags=Serial,Contain\n"));
         assert!(e.contains("PrologFlags=Contain is not supported"), "{e}");

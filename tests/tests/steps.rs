@@ -217,3 +217,49 @@ fn gsrun_outside_an_allocation_says_what_to_do() {
         "{err}"
     );
 }
+
+/// `MaxTasksPerNode` and `MaxStepCount` refuse steps with Slurm's errors (the refused step
+/// takes no number), and `JobFileAppend=1` appends to a batch job's and a step's output
+/// files unless the job asks `--open-mode=truncate`.
+#[test]
+fn step_limits_and_job_file_append() {
+    let c = TestCluster::start(
+        ClusterOpts::named("steplimits")
+            .nodes(1)
+            .cpus(2)
+            .config_line("MaxTasksPerNode=2")
+            .config_line("MaxStepCount=2")
+            .config_line("JobFileAppend=1"),
+    );
+    let script = "#!/bin/sh\n\
+        gsrun -n 3 --overlap true; echo rc_tasks=$?\n\
+        gsrun true; echo rc0=$?\n\
+        gsrun -o step.out echo step; echo rc1=$?\n\
+        gsrun true; echo rc2=$?\n";
+    c.write_script("limits.sh", script);
+    std::fs::write(c.work_file("limits.out"), "old\n").unwrap();
+    std::fs::write(c.work_file("step.out"), "old step\n").unwrap();
+    let id = c.submit(["-o", "limits.out", "limits.sh"]);
+    let j = c.wait_terminal(id, secs(60));
+    let out = c.read_work_file("limits.out");
+    assert_eq!(j.state, JobState::Completed, "{out}");
+    assert!(
+        out.starts_with("old\n"),
+        "JobFileAppend=1 truncated the job's file: {out}"
+    );
+    assert!(out.contains("Task count specification invalid"), "{out}");
+    assert!(out.contains("rc_tasks=1\nrc0=0\nrc1=0\n"), "{out}");
+    assert!(out.contains("Step limit reached for this job"), "{out}");
+    assert!(out.contains("rc2=1\n"), "{out}");
+    assert_eq!(c.read_work_file("step.out"), "old step\nstep\n");
+    // Asked for: truncated.
+    let t = c.submit([
+        "-o",
+        "limits.out",
+        "--open-mode=truncate",
+        "--wrap",
+        "echo new",
+    ]);
+    c.wait_terminal(t, secs(60));
+    assert_eq!(c.read_work_file("limits.out"), "new\n");
+}

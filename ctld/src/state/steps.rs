@@ -162,8 +162,29 @@ impl State {
         }
         let per = block_layout(ntasks, &cpus, cpt)
             .ok_or_else(|| ApiError::new(ErrorCode::BadRequest, "fewer tasks than nodes"))?;
+        // MaxTasksPerNode, as slurmctld's step_create: tasks over nodes times the limit.
+        let max_tasks = (idx.len() as u32).saturating_mul(self.cfg.max_tasks_per_node);
+        if ntasks > max_tasks {
+            return Err(ApiError::new(
+                ErrorCode::BadTaskCount,
+                format!(
+                    "Task count specification invalid: {ntasks} task(s) on {} node(s), MaxTasksPerNode={}",
+                    idx.len(),
+                    self.cfg.max_tasks_per_node
+                ),
+            ));
+        }
         let nodes: Vec<String> = idx.iter().map(|&i| job.nodes[i].clone()).collect();
         let step_id = self.store.next_step_id(job.job_id).map_err(internal)?;
+        if step_id >= self.cfg.max_step_count {
+            return Err(ApiError::new(
+                ErrorCode::StepLimit,
+                format!(
+                    "Step limit reached for this job: MaxStepCount={}",
+                    self.cfg.max_step_count
+                ),
+            ));
+        }
         let name = req.name.clone().unwrap_or_else(|| {
             let cmd = &req.argv[0];
             cmd.rsplit('/').next().unwrap_or(cmd).to_string()

@@ -407,13 +407,14 @@ impl Session<'_> {
             self.reboot(&mut out, &argv[1..]);
         } else if kw(tag, "reconfigure", 3) {
             self.unsupported(&mut out, "reconfigure");
-        } else if tag.len() >= 11 && tag[..11].eq_ignore_ascii_case("requeuehold") {
-            self.unsupported(&mut out, "requeuehold");
-        } else if kw(tag, "requeue", 3) {
+        } else if (tag.len() >= 11 && tag[..11].eq_ignore_ascii_case("requeuehold"))
+            || kw(tag, "requeue", 3)
+        {
             if n < 2 {
                 self.complain(&mut out, format!("too few arguments for keyword:{tag}"));
             } else {
-                self.requeue(&mut out, &argv[1..]);
+                let hold = tag.len() >= 11;
+                self.requeue(&mut out, &argv[1..], hold);
             }
         } else if (tag.len() >= 4 && tag[..4].eq_ignore_ascii_case("hold"))
             || (tag.len() >= 5
@@ -975,16 +976,33 @@ impl Session<'_> {
     }
 
     /// `requeue <job_list>`: comma or space separated ids.
-    fn requeue(&self, out: &mut Out, args: &[String]) {
+    fn requeue(&self, out: &mut Out, args: &[String], hold: bool) {
         let mut ids = Vec::new();
         // Array tasks named `N_K` (submitit and Lightning requeue
         // `$SLURM_ARRAY_JOB_ID_$SLURM_ARRAY_TASK_ID`): resolved to the tasks' own ids.
         let mut tasks = Vec::new();
+        // Leading flags, as scontrol's parse_requeue_flags: `Incomplete` (a prefix of it)
+        // and `State=SpecialExit` (or `State=SE`).
+        let mut req = RequeueRequest {
+            hold,
+            ..Default::default()
+        };
+        let mut first_job = 0;
         for a in args {
-            if a.eq_ignore_ascii_case("Incomplete") {
-                self.complain(out, "requeue Incomplete is not supported by gsched yet");
-                return;
+            let lower = a.to_ascii_lowercase();
+            if !lower.is_empty() && "incomplete".starts_with(&lower) {
+                req.incomplete = true;
+            } else if lower
+                .strip_prefix("state=")
+                .is_some_and(|s| s.starts_with("specialexit") || s.starts_with("se"))
+            {
+                req.special_exit = true;
+            } else {
+                break;
             }
+            first_job += 1;
+        }
+        for a in &args[first_job..] {
             let mut s = a.as_str();
             for pre in ["JobID=", "Job="] {
                 if s.len() >= pre.len() && s[..pre.len()].eq_ignore_ascii_case(pre) {
@@ -1028,7 +1046,8 @@ impl Session<'_> {
                 return;
             }
         }
-        match api.requeue(&RequeueRequest { ids }) {
+        req.ids = ids;
+        match api.requeue(&req) {
             Ok(r) => {
                 for res in &r.results {
                     if let Some(e) = &res.error {
@@ -2173,7 +2192,10 @@ pub fn usage_text() -> String {
      \x20                             reboot nodes with RebootProgram once they are idle\n\
      \x20                             (ASAP: drain them meanwhile).\n\
      \x20    release <job_list>       permit specified job to start.\n\
-     \x20    requeue <job_list>       re-queue a batch job.\n\
+     \x20    requeue [Incomplete] <job_list>\n\
+     \x20                             re-queue a batch job (Incomplete: only running ones).\n\
+     \x20    requeuehold [State=SpecialExit] <job_list>\n\
+     \x20                             re-queue and hold a batch job (in SPECIAL_EXIT).\n\
      \x20    resume <job_list>        resume previously suspended job.\n\
      \x20    show <ENTITY> [<ID>]     display state of identified entity, default\n\
      \x20                             is all records.\n\
@@ -2520,9 +2542,21 @@ mod tests {
             assert_eq!(o.stderr, vec!["Invalid job id specified for job 42_1"]);
             let o = cmd(s, "requeue x");
             assert!(o.failed);
+            // Leading flags, as scontrol's parse_requeue_flags.
+            let o = cmd(s, "requeuehold State=SpecialExit 44");
+            assert!(!o.failed, "{o:?}");
+            let o = cmd(s, "requeue inc 45");
+            assert!(!o.failed, "{o:?}");
+            let o = cmd(s, "requeuehold 46");
+            assert!(!o.failed, "{o:?}");
             assert_eq!(
                 fk.sent.borrow().as_slice(),
-                ["RequeueRequest { ids: [42, 43] }"]
+                [
+                    "RequeueRequest { ids: [42, 43], hold: false, special_exit: false, incomplete: false }",
+                    "RequeueRequest { ids: [44], hold: true, special_exit: true, incomplete: false }",
+                    "RequeueRequest { ids: [45], hold: false, special_exit: false, incomplete: true }",
+                    "RequeueRequest { ids: [46], hold: true, special_exit: false, incomplete: false }",
+                ]
             );
         });
     }

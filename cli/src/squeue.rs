@@ -861,7 +861,14 @@ pub fn query_fields(p: &Params) -> Option<Vec<&'static str>> {
     }
     // Ids, arrays and het jobs (`-j`, array collapsing, `%i`), and the state (the default
     // filter, `-t`, SUSPENDED).
-    let mut out: Vec<&'static str> = vec!["job_id", "array", "het", "state", "suspended_since"];
+    let mut out: Vec<&'static str> = vec![
+        "job_id",
+        "array",
+        "het",
+        "state",
+        "suspended_since",
+        "special_exit",
+    ];
     let f = &p.filters;
     for (given, field) in [
         (f.users.is_some(), "user_id"),
@@ -966,7 +973,8 @@ pub fn sort_jobs(jobs: &mut [&JobInfo], spec: &str, now: i64) -> Result<(), Stri
 }
 
 /// Slurm job state names accepted by `-t` that are no [`JobState`]: SUSPENDED (a flag of a
-/// running job, see `Filters::suspended`) and states gsched never uses (they match nothing).
+/// running job, see `Filters::suspended`), SPECIAL_EXIT (one of a pending job,
+/// `Filters::special_exit`) and states gsched never uses (they match nothing).
 const OTHER_STATES: &[&str] = &[
     "SUSPENDED",
     "S",
@@ -1001,6 +1009,13 @@ const OTHER_STATES: &[&str] = &[
 ];
 
 const VALID_STATES: &str = "PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED";
+
+/// Whether a `-t` list names SPECIAL_EXIT.
+fn names_special_exit(s: &str) -> bool {
+    split_list(s).iter().any(|t| {
+        t.trim().eq_ignore_ascii_case("SPECIAL_EXIT") || t.trim().eq_ignore_ascii_case("SE")
+    })
+}
 
 /// Whether a `-t` list names SUSPENDED.
 fn names_suspended(s: &str) -> bool {
@@ -1068,6 +1083,9 @@ pub struct Filters {
     pub states: Option<Option<Vec<JobState>>>,
     /// `SUSPENDED` (or `S`) is in the `-t` list.
     pub suspended: bool,
+    /// `SPECIAL_EXIT` (or `SE`) is in the `-t` list: a flag of a pending job, which a
+    /// `PENDING` filter does not select (squeue matches flags and base states apart).
+    pub special_exit: bool,
     pub users: Option<Vec<u32>>,
     pub partitions: Option<Vec<String>>,
     pub names: Option<Vec<String>>,
@@ -1104,6 +1122,8 @@ impl Filters {
             Some(Some(list)) => {
                 let ok = if job.is_suspended() {
                     self.suspended
+                } else if job.is_special_exit() {
+                    self.special_exit
                 } else {
                     list.contains(&job.state)
                 };
@@ -1277,6 +1297,7 @@ pub fn parse_args(
             "states" => {
                 p.filters.states = Some(parse_states(prog, &val)?);
                 p.filters.suspended = names_suspended(&val);
+                p.filters.special_exit = names_special_exit(&val);
             }
             "user" => p.filters.users = Some(parse_users(prog, &val, &mut p.warnings)),
             "verbose" => p.verbose += 1,
@@ -1351,6 +1372,7 @@ pub fn parse_args(
         if let Some(v) = env("SQUEUE_STATES") {
             p.filters.states = Some(parse_states(prog, &v)?);
             p.filters.suspended = names_suspended(&v);
+            p.filters.special_exit = names_special_exit(&v);
         }
     }
     if p.filters.users.is_none() {
@@ -1480,6 +1502,10 @@ fn run(prog: &str, args: &[String]) -> Result<i32, Fail> {
                 if p.filters.suspended && !list.contains(&JobState::Running) {
                     filter.states.push(JobState::Running);
                 }
+                // And a SPECIAL_EXIT one a pending one.
+                if p.filters.special_exit && !list.contains(&JobState::Pending) {
+                    filter.states.push(JobState::Pending);
+                }
             }
         }
         if let Some(u) = &p.filters.users {
@@ -1608,6 +1634,7 @@ pub(crate) mod tests {
 
     pub(crate) fn job(id: u32, state: JobState) -> JobInfo {
         JobInfo {
+            special_exit: false,
             gpus: Vec::new(),
             job_id: id,
             name: "job.sh".into(),
@@ -1910,6 +1937,7 @@ pub(crate) mod tests {
                 "job_id",
                 "partition",
                 "priority",
+                "special_exit",
                 "state",
                 "suspended_since"
             ]

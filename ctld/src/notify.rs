@@ -521,6 +521,7 @@ mod tests {
 
     fn job(state: JobState) -> JobInfo {
         JobInfo {
+            special_exit: false,
             gpus: Vec::new(),
             job_id: 42,
             name: "train".into(),

@@ -428,7 +428,7 @@ async fn requeue(
     Extension(who): Who,
     Body(req): Body<RequeueRequest>,
 ) -> Result<Json<JobActionResponse>, ApiErr> {
-    let (r, effects) = sh.lock().requeue(&req.ids, who, now())?;
+    let (r, effects) = sh.lock().requeue(&req, who, now())?;
     dispatch::send(sh.clone(), effects);
     sh.wake.notify_one();
     Ok(results(r))

@@ -143,9 +143,24 @@ pub struct JobExtra {
     /// when the job goes back to the queue, which it leaves only once they are free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epilog: Option<epilog::EpilogHold>,
-    /// This run is being ended because a node's `Prolog` failed: held when requeued.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub prolog_failed: bool,
+    /// How this run, being ended to go back to the queue, is held there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeue_hold: Option<RequeueHold>,
+}
+
+/// How a requeued run waits in the queue, as Slurm's requeue flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequeueHold {
+    /// A node's `Prolog` failed ("launch failed requeued held"; not held with
+    /// `nohold_on_prolog_fail`).
+    LaunchFailed,
+    /// `scontrol requeuehold` ("job requeued in held state").
+    Held,
+    /// `scontrol requeuehold State=SpecialExit` ("job requeued in special exit state").
+    SpecialExit,
+    /// `RequeueExitHold=`: SPECIAL_EXIT, held as the user's (`JobHeldUser`).
+    ExitHold,
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -990,6 +1005,7 @@ impl State {
         };
         let mut info = JobInfo {
             gpus: Vec::new(),
+            special_exit: false,
             job_id: id,
             name: spec.name.clone(),
             user_id: uid,
@@ -1294,6 +1310,10 @@ impl State {
                     continue;
                 }
                 job.info.held = false;
+                // As slurmctld's release: out of SPECIAL_EXIT, the last exit code cleared.
+                job.info.special_exit = false;
+                job.info.exit_code = 0;
+                job.info.exit_signal = 0;
                 // A het job's components queue with their leader's place.
                 job.info.priority =
                     priority_for(job.info.het.map_or(id, |h| h.job_id), job.info.nice());
@@ -1442,18 +1462,35 @@ impl State {
     }
 
     /// `scontrol requeue`: a running job is ended and goes back to PENDING once its run is
-    /// over; a finished batch job goes back to PENDING at once.
+    /// over; a finished batch job goes back to PENDING at once. `requeuehold` holds it
+    /// there (in SPECIAL_EXIT with `State=SpecialExit`); `Incomplete` leaves jobs that are
+    /// not running alone.
     pub fn requeue(
         &mut self,
-        ids: &[JobId],
+        req: &gsched_proto::api::RequeueRequest,
         who: Identity,
         now: i64,
     ) -> Result<(ActionResults, Vec<Effect>), ApiError> {
+        let ids = &req.ids;
+        let hold = match (req.hold || req.special_exit, req.special_exit) {
+            (false, _) => None,
+            (true, false) => Some(RequeueHold::Held),
+            (true, true) => Some(RequeueHold::SpecialExit),
+        };
         let kill_wait = self.cfg.kill_wait;
         let mut results = Vec::new();
         let mut effects = Vec::new();
         let mut changed = Vec::new();
         for &id in ids {
+            let skip = req.incomplete
+                && self
+                    .jobs
+                    .get(&id)
+                    .is_some_and(|j| j.info.state != JobState::Running);
+            if skip {
+                results.push((id, None));
+                continue;
+            }
             let r = match self.jobs.get(&id) {
                 None => Err(ApiError::plain(ErrorCode::InvalidJobId)),
                 Some(j) => self.check_owner(&j.info, &who).and_then(|_| {
@@ -1486,6 +1523,7 @@ impl State {
                     job.info.state = JobState::Completing;
                     job.extra.terminate = Some(TerminateReason::Cancelled);
                     job.extra.requeue = true;
+                    job.extra.requeue_hold = hold;
                     job.terminate_sent_at = Some(now);
                     if let Some(node) = job.info.nodes.first() {
                         effects.push(Effect::Terminate {
@@ -1496,8 +1534,18 @@ impl State {
                         });
                     }
                 }
-                JobState::Completing => {}
-                _ => requeue_run(job, now),
+                JobState::Completing => {
+                    if hold.is_some() {
+                        job.extra.requeue_hold = hold;
+                    }
+                }
+                _ => {
+                    let code = job.info.exit_code;
+                    requeue_run(job, now);
+                    if let Some(kind) = hold {
+                        hold_requeued(job, kind, code, false);
+                    }
+                }
             }
             changed.push(id);
             results.push((id, None));
@@ -2219,7 +2267,8 @@ impl State {
         job.launch = None;
         let terminate = job.extra.terminate.or(req.terminated_for);
         // The batch node's Prolog failed: the script never ran (slurmd's _launch_job_fail).
-        let prolog_failed = req.prolog_error.is_some() || job.extra.prolog_failed;
+        let prolog_failed =
+            req.prolog_error.is_some() || job.extra.requeue_hold == Some(RequeueHold::LaunchFailed);
         let (state, reason) = if req.prolog_error.is_some() && !job.info.requeue {
             job.info.exit_signal = libc::SIGKILL;
             job.info.exit_code = 0;
@@ -2259,9 +2308,25 @@ impl State {
             && req.signal == 0
             && req.oom_kills == 0
             && u8::try_from(req.exit_code).is_ok_and(|c| self.cfg.requeue_exit.contains(&c));
+        // RequeueExitHold: the same, held in SPECIAL_EXIT (RequeueExit wins, as slurmctld).
+        let exit_hold = !requeue_exit
+            && terminate.is_none()
+            && req.launch_error.is_none()
+            && !prolog_failed
+            && req.signal == 0
+            && req.oom_kills == 0
+            && u8::try_from(req.exit_code).is_ok_and(|c| self.cfg.requeue_exit_hold.contains(&c));
         let requeue_prolog = prolog_failed && job.info.requeue;
-        let requeue =
-            (job.extra.requeue || requeue_exit) && req.launch_error.is_none() || requeue_prolog;
+        let requeue = (job.extra.requeue || requeue_exit || exit_hold)
+            && req.launch_error.is_none()
+            || requeue_prolog;
+        let hold = if requeue_prolog {
+            Some(RequeueHold::LaunchFailed)
+        } else if exit_hold {
+            Some(RequeueHold::ExitHold)
+        } else {
+            job.extra.requeue_hold
+        };
         if let Some(e) = &req.prolog_error {
             tracing::error!("job {}: Prolog failed on {}: {e}", req.job_id, req.node);
             if let Some(&i) = self.node_index.get(&req.node) {
@@ -2278,9 +2343,18 @@ impl State {
                     req.exit_code
                 );
             }
+            if exit_hold {
+                tracing::info!(
+                    "job {}: exit code {} is in RequeueExitHold; requeued held",
+                    req.job_id,
+                    req.exit_code
+                );
+            }
+            let code = job.info.exit_code;
             requeue_run(job, now);
-            if requeue_prolog {
-                self.hold_after_prolog_failure(req.job_id);
+            if let Some(kind) = hold {
+                let nohold = self.cfg.scheduler.params.nohold_on_prolog_fail;
+                hold_requeued(job, kind, code, nohold);
             }
         }
         self.persist(req.job_id).map_err(internal)?;
@@ -2709,6 +2783,25 @@ fn back_to_queue(job: &mut Job) {
     job.launch = None;
     job.terminate_sent_at = None;
     job.terminate_acked = false;
+}
+
+/// A requeued job waits held as `kind` says; SPECIAL_EXIT keeps `exit_code` (the last run's)
+/// until released, as slurmctld.
+fn hold_requeued(job: &mut Job, kind: RequeueHold, exit_code: i32, nohold_on_prolog_fail: bool) {
+    let reason = match kind {
+        RequeueHold::LaunchFailed if nohold_on_prolog_fail => return,
+        RequeueHold::LaunchFailed => Reason::LaunchFailedRequeuedHeld,
+        RequeueHold::Held => Reason::RequeuedHeld,
+        RequeueHold::SpecialExit => Reason::RequeuedSpecialExit,
+        RequeueHold::ExitHold => Reason::JobHeldUser,
+    };
+    job.info.held = true;
+    job.info.priority = 0;
+    job.info.reason = reason;
+    if matches!(kind, RequeueHold::SpecialExit | RequeueHold::ExitHold) {
+        job.info.special_exit = true;
+        job.info.exit_code = exit_code;
+    }
 }
 
 /// Puts an ended run back in the queue as a new run (`scontrol requeue`).

@@ -717,10 +717,29 @@ impl JobUpdateRequest {
     }
 }
 
+impl RequeueRequest {
+    /// A plain `scontrol requeue` of `ids`.
+    pub fn of(ids: &[JobId]) -> RequeueRequest {
+        RequeueRequest {
+            ids: ids.to_vec(),
+            ..Default::default()
+        }
+    }
+}
+
 /// `POST /v1/jobs/requeue`: `scontrol requeue`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RequeueRequest {
     pub ids: Vec<JobId>,
+    /// `scontrol requeuehold`: held once back in the queue.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold: bool,
+    /// `requeuehold State=SpecialExit`: held in the SPECIAL_EXIT state.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub special_exit: bool,
+    /// `requeue Incomplete`: only running (or suspended) jobs; the others are left alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
 }
 
 /// `POST /v1/jobs/complete`: gsnoded reports how a job's batch script ended.

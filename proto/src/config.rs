@@ -140,7 +140,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "PrologSlurmctld",
     "PropagatePrioProcess",
     "ReconfigFlags",
-    "RequeueExitHold",
     "ResumeFailProgram",
     "ResumeProgram",
     "ResumeRate",
@@ -337,6 +336,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "MaxMemPerCPU",
     "MaxMemPerNode",
     "RequeueExit",
+    "RequeueExitHold",
     "HealthCheckProgram",
     "HealthCheckInterval",
     "HealthCheckNodeState",
@@ -1281,6 +1281,9 @@ pub struct Config {
     /// `RequeueExit=`: exit codes (0-255) with which a batch job that ended by itself goes
     /// back to the queue (`SLURM_RESTART_COUNT` counts the runs), as slurmctld does.
     pub requeue_exit: Vec<u8>,
+    /// `RequeueExitHold=`: exit codes with which such a job goes back to the queue held in
+    /// the SPECIAL_EXIT state (`RequeueExit` wins for a code in both, as in slurmctld).
+    pub requeue_exit_hold: Vec<u8>,
     /// `OverTimeLimit=`: minutes a job may run past its time limit before it is killed (the
     /// limit stays what backfill plans with); `None` = UNLIMITED. Default 0.
     pub over_time_limit: Option<u32>,
@@ -1941,6 +1944,7 @@ struct Globals {
     over_time_limit: Option<Option<u32>>,
     disable_root_jobs: Option<bool>,
     requeue_exit: Option<Vec<u8>>,
+    requeue_exit_hold: Option<Vec<u8>>,
     propagate_rlimits: Option<(Vec<&'static str>, Loc)>,
     propagate_rlimits_except: Option<(Vec<&'static str>, Loc)>,
     health_check_program: Option<String>,
@@ -2195,6 +2199,7 @@ impl Parser {
             "DefMemPerCPU" => g.def_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?),
             "OverTimeLimit" => g.over_time_limit = Some(parse_over_time(value).map_err(err)?),
             "RequeueExit" => g.requeue_exit = Some(parse_exit_codes(value).map_err(err)?),
+            "RequeueExitHold" => g.requeue_exit_hold = Some(parse_exit_codes(value).map_err(err)?),
             "PropagateResourceLimits" => {
                 g.propagate_rlimits =
                     Some((crate::rlimits::parse_list(value).map_err(err)?, loc.clone()))
@@ -2772,6 +2777,7 @@ impl Parser {
             max_mem: per_cpu_or_node(g.max_mem_per_cpu, g.max_mem_per_node),
             over_time_limit: g.over_time_limit.unwrap_or(Some(0)),
             requeue_exit: g.requeue_exit.unwrap_or_default(),
+            requeue_exit_hold: g.requeue_exit_hold.unwrap_or_default(),
             propagate_rlimits,
             health_check_program: g.health_check_program,
             health_check_interval: g.health_check_interval.unwrap_or(0),
@@ -2859,8 +2865,11 @@ mod tests {
 
     #[test]
     fn requeue_exit_codes() {
-        let c = parse(&format!("{MIN}RequeueExit=18,1-3,2\n"));
+        let c = parse(&format!(
+            "{MIN}RequeueExit=18,1-3,2\nRequeueExitHold=100-101\n"
+        ));
         assert_eq!(c.requeue_exit, vec![1, 2, 3, 18]);
+        assert_eq!(c.requeue_exit_hold, vec![100, 101]);
         assert!(parse(MIN).requeue_exit.is_empty());
         for bad in ["256", "3-1", "x", "-1"] {
             assert!(

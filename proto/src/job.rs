@@ -166,6 +166,10 @@ pub enum Reason {
     Reservation,
     /// Requeued and held because a node's `Prolog` failed (Slurm's state description).
     LaunchFailedRequeuedHeld,
+    /// `scontrol requeuehold` (Slurm's state description).
+    RequeuedHeld,
+    /// `scontrol requeuehold State=SpecialExit` (Slurm's state description).
+    RequeuedSpecialExit,
 }
 
 impl Reason {
@@ -204,6 +208,8 @@ impl Reason {
             Reason::ReqNodeNotAvailMaint => "ReqNodeNotAvail, Reserved for maintenance",
             Reason::Reservation => "Reservation",
             Reason::LaunchFailedRequeuedHeld => "launch failed requeued held",
+            Reason::RequeuedHeld => "job requeued in held state",
+            Reason::RequeuedSpecialExit => "job requeued in special exit state",
         }
     }
 }
@@ -629,6 +635,11 @@ pub struct JobInfo {
     /// the record, so a restarted controller knows which GPUs are held.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<Vec<crate::gpu::GpuAlloc>>,
+    /// Requeued held in Slurm's SPECIAL_EXIT state (`RequeueExitHold=`, `scontrol
+    /// requeuehold State=SpecialExit`): a held pending job shown as `SPECIAL_EXIT`/`SE`
+    /// until released, which keeps the exit code of its last run until then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub special_exit: bool,
 }
 
 /// Why the invalid-job ladder flagged a job.
@@ -734,10 +745,18 @@ impl JobInfo {
         self.state == JobState::Running && self.suspended_since.is_some()
     }
 
-    /// The state as Slurm's commands print it: `SUSPENDED` for a suspended job.
+    /// A pending job requeued in Slurm's SPECIAL_EXIT state.
+    pub fn is_special_exit(&self) -> bool {
+        self.special_exit && self.state == JobState::Pending
+    }
+
+    /// The state as Slurm's commands print it: `SUSPENDED` for a suspended job,
+    /// `SPECIAL_EXIT` for one requeued so.
     pub fn state_long(&self) -> &'static str {
         if self.is_suspended() {
             "SUSPENDED"
+        } else if self.is_special_exit() {
+            "SPECIAL_EXIT"
         } else {
             self.state.long()
         }
@@ -747,6 +766,8 @@ impl JobInfo {
     pub fn state_compact(&self) -> &'static str {
         if self.is_suspended() {
             "S"
+        } else if self.is_special_exit() {
+            "SE"
         } else {
             self.state.compact()
         }

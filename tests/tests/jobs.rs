@@ -480,6 +480,81 @@ fn requeue_exit_runs_a_job_again_with_its_restart_count() {
     assert_eq!((j.state, j.restarts, j.exit_code), (JobState::Failed, 0, 4));
 }
 
+/// `RequeueExitHold`: a job ending with a listed code goes back to the queue held in
+/// SPECIAL_EXIT (`SE`, its exit code kept), which `gsqueue -t SE` selects and `-t PD` does
+/// not; released, it runs again. `scontrol requeuehold` holds a requeued job ("job requeued
+/// in held state", or SPECIAL_EXIT with `State=SpecialExit`), and `requeue Incomplete`
+/// leaves a finished job alone.
+#[test]
+fn requeue_exit_hold_and_requeuehold() {
+    let c = TestCluster::start(
+        ClusterOpts::named("requeue-hold")
+            .nodes(1)
+            .config_line("RequeueExitHold=42")
+            .config_line("JobRequeue=1"),
+    );
+    let special = c.submit(["--wrap", "test ${SLURM_RESTART_COUNT:-0} -ge 1 || exit 42"]);
+    let se = c.wait_job(special, secs(30), "SPECIAL_EXIT", |j| j.special_exit);
+    assert_eq!(
+        (
+            se.state,
+            se.held,
+            se.exit_code,
+            se.restarts,
+            se.reason.as_str()
+        ),
+        (JobState::Pending, true, 42, 1, "JobHeldUser")
+    );
+    let id = special.to_string();
+    let shown = |args: &[&str]| c.cmd_ok("gsqueue", args).trim().to_string();
+    assert_eq!(
+        shown(&["-h", "-j", &id, "-o", "%t %T %r"]),
+        "SE SPECIAL_EXIT JobHeldUser"
+    );
+    assert_eq!(shown(&["-h", "-t", "SE", "-o", "%i"]), id);
+    assert_eq!(shown(&["-h", "-t", "PD", "-o", "%i"]), "");
+    let show = c.cmd_ok("gscontrol", ["show", "job", &id]);
+    assert!(show.contains("JobState=SPECIAL_EXIT"), "{show}");
+    assert!(show.contains("ExitCode=42:0"), "{show}");
+    c.cmd_ok("gscontrol", ["release", &id]);
+    let j = c.wait_terminal(special, secs(30));
+    assert_eq!(
+        (j.state, j.exit_code, j.special_exit),
+        (JobState::Completed, 0, false)
+    );
+
+    // requeuehold of a running job: held once its run is over.
+    let running = c.submit(["--wrap", "sleep 300"]);
+    c.wait_state(running, JobState::Running, secs(30));
+    c.cmd_ok("gscontrol", ["requeuehold", &running.to_string()]);
+    let held = c.wait_job(running, secs(30), "held", |j| {
+        j.state == JobState::Pending && j.held
+    });
+    assert_eq!(held.reason.as_str(), "job requeued in held state");
+    assert!(!held.special_exit);
+    c.cmd_ok("gscancel", [running.to_string()]);
+
+    // requeue Incomplete leaves a finished job; requeuehold State=SE requeues it in SE.
+    let done = c.submit(["--wrap", "exit 3"]);
+    c.wait_terminal(done, secs(30));
+    c.cmd_ok("gscontrol", ["requeue", "Incomplete", &done.to_string()]);
+    assert_eq!(c.job(done).state, JobState::Failed);
+    c.cmd_ok(
+        "gscontrol",
+        ["requeuehold", "State=SpecialExit", &done.to_string()],
+    );
+    let j = c.job(done);
+    assert_eq!(
+        (j.state, j.special_exit, j.exit_code, j.reason.as_str()),
+        (
+            JobState::Pending,
+            true,
+            3,
+            "job requeued in special exit state"
+        )
+    );
+}
+
 /// `sh -c "ulimit ...; exec gsbatch ARGS"` in the cluster's environment: the job's id.
 fn submit_with_limits(c: &TestCluster, ulimits: &str, args: &str) -> u32 {
     let out = std::process::Command::new("/bin/sh")

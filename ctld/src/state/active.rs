@@ -235,7 +235,8 @@ mod tests {
         assert!(st.jobs.contains_key(&a));
         // A requeue of the finished job puts it back without waiting for a rebuild, and it
         // starts once eligible again.
-        st.requeue(&[a], ROOT, 1002).unwrap();
+        st.requeue(&gsched_proto::api::RequeueRequest::of(&[a]), ROOT, 1002)
+            .unwrap();
         assert_eq!(st.jobs[&a].info.state, JobState::Pending);
         assert!(unfinished(&st).contains(&a));
         let eligible = st.jobs[&a].info.eligible_time.unwrap();

@@ -251,7 +251,7 @@ impl State {
         job.terminate_sent_at = Some(now);
         if job.info.requeue {
             job.extra.requeue = true;
-            job.extra.prolog_failed = true;
+            job.extra.requeue_hold = Some(RequeueHold::LaunchFailed);
         }
         let effects = job
             .info
@@ -269,17 +269,6 @@ impl State {
             tracing::error!("job {job_id}: {e}");
         }
         effects
-    }
-
-    /// A run whose Prolog failed went back to the queue: held with Slurm's reason unless
-    /// `nohold_on_prolog_fail`.
-    pub(super) fn hold_after_prolog_failure(&mut self, id: JobId) {
-        let hold = !self.cfg.scheduler.params.nohold_on_prolog_fail;
-        if let Some(job) = self.jobs.get_mut(&id).filter(|_| hold) {
-            job.info.held = true;
-            job.info.priority = 0;
-            job.info.reason = Reason::LaunchFailedRequeuedHeld;
-        }
     }
 
     /// Drains node `i` with `reason` (unless it is drained or down already, as slurmctld's

@@ -16,7 +16,7 @@
 
 use super::{Effect, JobId, JobState, State};
 use crate::notify::Transition;
-use gsched_proto::api::{JobFilter, JobProgress};
+use gsched_proto::api::{JobFilter, JobProgress, RequeueRequest};
 use gsched_proto::auth::Identity;
 use gsched_proto::job::{InvalidKind, InvalidMark, JobInfo, LadderStep, Reason};
 use gsched_proto::ladder_conf::{PartitionLadder, QosLadder};
@@ -218,10 +218,12 @@ impl State {
             };
             match step {
                 LadderStep::Notify => changed.push(id),
-                LadderStep::Requeue => match self.requeue(&[id], controller, now) {
-                    Ok((_, e)) => effects.extend(e),
-                    Err(e) => tracing::error!("job {id}: invalid-job requeue failed: {e}"),
-                },
+                LadderStep::Requeue => {
+                    match self.requeue(&RequeueRequest::of(&[id]), controller, now) {
+                        Ok((_, e)) => effects.extend(e),
+                        Err(e) => tracing::error!("job {id}: invalid-job requeue failed: {e}"),
+                    }
+                }
                 LadderStep::Cancel => {
                     let filter = JobFilter {
                         ids: vec![id],

@@ -145,6 +145,9 @@ pub const OPTIONS: &[Opt] = &[
 /// `--wckey` (no accounting, as Slurm with
 /// `TrackWCKey=no`), `-M` naming the local cluster). Every other option is refused.
 const IMPLEMENTED: &[&str] = &[
+    "priority",
+    "nodefile",
+    "wait-all-nodes",
     "propagate",
     "mail-type",
     "mail-user",
@@ -360,8 +363,11 @@ pub struct Opts {
     pub qos: Option<String>,
     /// `--nice[=N]`.
     pub nice: Option<i32>,
-    /// `-w/--nodelist`, as given (checked as a hostlist).
+    /// `-w/--nodelist`, as given (checked as a hostlist), or read from `--nodefile` (or a
+    /// `-w` value with a `/`, which sbatch takes as a file).
     pub nodelist: Option<String>,
+    /// `--priority=N|TOP` (kept by the controller for operators only, as slurmctld).
+    pub priority: Option<u32>,
     /// `-x/--exclude`, as given (checked as a hostlist).
     pub exclude: Option<String>,
     /// `-C/--constraint`, as given (checked).
@@ -595,6 +601,19 @@ impl Opts {
             "account" => self.account = Some(val.to_ascii_lowercase()),
             "qos" => self.qos = Some(val.trim().to_ascii_lowercase()).filter(|q| !q.is_empty()),
             "nice" => self.nice = Some(parse_nice(prog, arg)?),
+            "nodefile" => self.nodelist = Some(read_node_file(prog, val)?),
+            "nodelist" if val.contains('/') => self.nodelist = Some(read_node_file(prog, val)?),
+            "priority" => self.priority = Some(parse_priority(prog, val)?),
+            // gsched's nodes are ready when allocated (no power saving, no boot for a job):
+            // both values start the script at once, as Slurm's 1 does once nodes booted.
+            "wait-all-nodes" => match val.trim() {
+                "0" | "1" => {}
+                _ => {
+                    return Err(opt_err(&format!(
+                        "Invalid --wait-all-nodes argument: {val}"
+                    )))
+                }
+            },
             "nodelist" | "exclude" => {
                 if gsched_proto::hostlist::expand(val).is_err() {
                     return Err(opt_err(&format!("Invalid node name specified: {val}")));
@@ -738,10 +757,58 @@ impl Opts {
             test_only: self.test_only,
             account: self.account.clone(),
             nice: self.nice,
+            priority: self.priority,
             exclude: self.exclude.clone(),
             ..Opts::default()
         }
     }
+}
+
+/// `--priority`: `TOP` (the highest, Slurm's `NO_VAL - 1`) or a number below `NO_VAL`.
+fn parse_priority(prog: &str, val: &str) -> Result<u32, Fail> {
+    let v = val.trim();
+    if v.eq_ignore_ascii_case("TOP") {
+        return Ok(u32::MAX - 2);
+    }
+    match v.parse::<i64>() {
+        Ok(p) if p < 0 => Err(Fail::error(prog, "Priority must be >= 0")),
+        Ok(p) if p >= i64::from(u32::MAX - 1) => Err(Fail::error(
+            prog,
+            format!("Priority must be < {}", u32::MAX - 1),
+        )),
+        Ok(p) => Ok(p as u32),
+        Err(_) => Err(Fail::error(
+            prog,
+            format!("Invalid --priority specification: {val} (a number or TOP)"),
+        )),
+    }
+}
+
+/// `--nodefile` (and `-w` with a `/`): the hosts of a file, one expression a line, `#`
+/// comments, as Slurm's `slurm_read_hostfile`; returned as one hostlist.
+fn read_node_file(prog: &str, path: &str) -> Result<String, Fail> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Fail::error(prog, format!("Invalid --nodefile node file {path}: {e}")))?;
+    let mut hosts = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        for expr in line.split_whitespace() {
+            let names = gsched_proto::hostlist::expand(expr).map_err(|_| {
+                Fail::error(
+                    prog,
+                    format!("Invalid node name specified: {expr} (in {path})"),
+                )
+            })?;
+            hosts.extend(names);
+        }
+    }
+    if hosts.is_empty() {
+        return Err(Fail::error(
+            prog,
+            format!("Invalid --nodefile node file {path}: it names no node"),
+        ));
+    }
+    Ok(gsched_proto::hostlist::compress(&hosts))
 }
 
 /// `--nice[=N]`: 100 without a value; Slurm's range check. Negative values are checked by
@@ -1431,6 +1498,7 @@ pub fn build(
         reservation: opts.reservation.clone(),
         account: opts.account.clone(),
         nice: opts.nice,
+        priority: opts.priority,
         nodelist: opts.nodelist.clone(),
         exclude: opts.exclude.clone(),
         constraint: opts.constraint.clone(),
@@ -1494,6 +1562,7 @@ pub fn build(
             reservation: o.reservation.clone(),
             account: o.account.clone(),
             nice: o.nice,
+            priority: o.priority,
             nodelist: o.nodelist.clone(),
             exclude: o.exclude.clone(),
             constraint: o.constraint.clone(),
@@ -1793,9 +1862,12 @@ pub fn help_text() -> String {
      \x20     --no-requeue            if set, do not permit the job to be requeued\n\
      \x20     --ntasks-per-node=n     number of tasks to invoke on each node\n\
      \x20 -N, --nodes=N               number of nodes on which to run (N = min[-max])\n\
+     \x20 -F, --nodefile=filename     request the hosts listed in a file (as -w)\n\
      \x20     --open-mode={append|truncate} output file open mode\n\
      \x20 -o, --output=out            file for batch script's standard output\n\
      \x20 -p, --partition=partition   partition requested\n\
+     \x20     --priority=value        set the priority of the job to value (a number or\n\
+     \x20                             TOP; operators only, 0 holds the job)\n\
      \x20     --parsable              outputs only the jobid and cluster name (if present),\n\
      \x20                             separated by semicolon, only on successful submission.\n\
      \x20     --propagate[=rlimits]   propagate all [or specific list of] rlimits\n\
@@ -1817,6 +1889,8 @@ pub fn help_text() -> String {
      \x20     --test-only             validate the job and estimate its start, submit nothing\n\
      \x20 -v, --verbose               verbose mode (multiple -v's increase verbosity)\n\
      \x20 -W, --wait                  wait for completion of submitted job\n\
+     \x20     --wait-all-nodes=0|1    start once all nodes are ready (gsched's nodes are\n\
+     \x20                             ready when allocated: both start at once)\n\
      \x20     --wckey=wckey           wckey to run job under (accepted, not tracked)\n\
      \x20     --wrap[=command string] wrap command string in a sh script and submit\n\
      \n\
@@ -2071,6 +2145,54 @@ mod tests {
         assert_eq!(
             e.lines,
             vec!["sbatch: error: Invalid --nice value, out of range (+/- 2147483645)"]
+        );
+    }
+
+    #[test]
+    fn priority_nodefile_and_wait_all_nodes() {
+        let src = ScriptSource::File("job.sh".into());
+        let run = |args: &[&str]| build(&ctx(&[]), &cli(args), &src, SCRIPT, None);
+        assert_eq!(
+            run(&["--priority=TOP", "job.sh"]).unwrap().spec.priority,
+            Some(u32::MAX - 2)
+        );
+        assert_eq!(
+            run(&["--priority", "7", "job.sh"]).unwrap().spec.priority,
+            Some(7)
+        );
+        assert_eq!(run(&["job.sh"]).unwrap().spec.priority, None);
+        for (bad, msg) in [
+            ("-1", "sbatch: error: Priority must be >= 0"),
+            ("4294967294", "sbatch: error: Priority must be < 4294967294"),
+            (
+                "high",
+                "sbatch: error: Invalid --priority specification: high (a number or TOP)",
+            ),
+        ] {
+            let e = run(&[&format!("--priority={bad}"), "job.sh"]).unwrap_err();
+            assert_eq!(e.lines, vec![msg]);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hosts");
+        std::fs::write(&file, "# our nodes\nn3 n1\nn[4-5] # the new ones\n\n").unwrap();
+        let f = file.display().to_string();
+        let b = run(&["--nodefile", &f, "job.sh"]).unwrap();
+        assert_eq!(b.spec.nodelist.as_deref(), Some("n[1,3-5]"));
+        // -w with a '/' is a file too, as sbatch.
+        let b = run(&["-w", &f, "job.sh"]).unwrap();
+        assert_eq!(b.spec.nodelist.as_deref(), Some("n[1,3-5]"));
+        let missing = dir.path().join("none").display().to_string();
+        let e = run(&["-F", &missing, "job.sh"]).unwrap_err();
+        assert!(
+            e.lines[0].contains("Invalid --nodefile node file"),
+            "{:?}",
+            e.lines
+        );
+        run(&["--wait-all-nodes=1", "job.sh"]).unwrap();
+        let e = run(&["--wait-all-nodes=2", "job.sh"]).unwrap_err();
+        assert_eq!(
+            e.lines,
+            vec!["sbatch: error: Invalid --wait-all-nodes argument: 2"]
         );
     }
 

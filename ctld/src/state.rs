@@ -163,6 +163,16 @@ pub enum RequeueHold {
     ExitHold,
 }
 
+impl JobExtra {
+    /// A new job's: `--priority` from an operator is a fixed priority.
+    pub(crate) fn for_new(info: &JobInfo) -> JobExtra {
+        JobExtra {
+            priority_fixed: info.spec.priority.is_some(),
+            ..JobExtra::default()
+        }
+    }
+}
+
 fn is_zero(v: &u32) -> bool {
     *v == 0
 }
@@ -762,8 +772,8 @@ impl State {
                 .map(|id| (id, None));
         }
         let rec = StoredRecord {
+            extra: JobExtra::for_new(&info),
             info: info.clone(),
-            extra: JobExtra::default(),
         };
         let text = serde_json::to_string(&rec)
             .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
@@ -772,7 +782,8 @@ impl State {
             .map_err(internal)?;
         self.next_id = id + 1;
         self.active.note(id, JobState::Pending);
-        let job = self.specs.job(info, JobExtra::default(), None);
+        let extra = JobExtra::for_new(&info);
+        let job = self.specs.job(info, extra, None);
         self.jobs.insert(id, job);
         Ok((id, None))
     }
@@ -997,6 +1008,15 @@ impl State {
             .iter()
             .map(|&p| self.parts[p].name.clone())
             .collect();
+        // --priority: an operator's is the job's fixed priority; another user's is dropped
+        // unless 0, which holds the job (slurmctld's validate_job_create_req).
+        if spec.priority == Some(0) {
+            spec.priority = None;
+            spec.hold = true;
+        } else if !self.is_admin(who) {
+            spec.priority = None;
+        }
+        let fixed_priority = spec.priority;
         let held = spec.hold;
         let mem_per_node_mb = match spec.mem {
             Some(MemRequest::PerNode(m)) => m,
@@ -1019,10 +1039,10 @@ impl State {
                 Reason::None
             },
             partition: self.parts[part].name.clone(),
-            priority: if held {
-                0
-            } else {
-                priority_for(id, spec.nice.unwrap_or(0))
+            priority: match (held, fixed_priority) {
+                (true, _) => 0,
+                (false, Some(p)) => p,
+                (false, None) => priority_for(id, spec.nice.unwrap_or(0)),
             },
             time_limit,
             submit_time: now,
@@ -1314,9 +1334,11 @@ impl State {
                 job.info.special_exit = false;
                 job.info.exit_code = 0;
                 job.info.exit_signal = 0;
-                // A het job's components queue with their leader's place.
-                job.info.priority =
-                    priority_for(job.info.het.map_or(id, |h| h.job_id), job.info.nice());
+                // A het job's components queue with their leader's place; a fixed priority
+                // (an operator's) comes back.
+                job.info.priority = job.info.spec.priority.unwrap_or_else(|| {
+                    priority_for(job.info.het.map_or(id, |h| h.job_id), job.info.nice())
+                });
                 job.info.reason = Reason::None;
                 if job.info.eligible_time.is_none() {
                     let begin = job.info.spec.begin_time;
@@ -1655,6 +1677,8 @@ impl State {
         if let Some(p) = req.priority {
             job.info.priority = p;
             job.extra.priority_fixed = p != 0;
+            // What a release gives back (`hold`).
+            job.info.spec.priority = (p != 0).then_some(p);
             job.info.priority_factors = None;
             if p == 0 {
                 job.info.held = true;

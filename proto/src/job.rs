@@ -353,6 +353,11 @@ pub struct JobSpec {
     /// `--nice[=N]`; `None` = 0. Negative only for root and SlurmUser; within ±[`NICE_LIMIT`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nice: Option<i32>,
+    /// `--priority=N` (`TOP`: `u32::MAX - 2`): the job's fixed priority. The controller
+    /// keeps it for operators only; from others it drops it, except 0, which holds the job
+    /// (slurmctld's `validate_job_create_req`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u32>,
     /// `-w/--nodelist` as given (a hostlist): nodes the job must be given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodelist: Option<String>,

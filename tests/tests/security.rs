@@ -282,6 +282,34 @@ fn users_cannot_act_on_other_users_jobs() {
     let out = run("gscancel", &[&mine.to_string()]);
     assert!(out.status.success(), "{}", stderr(&out));
     c.wait_state(mine, JobState::Cancelled, secs(30));
+    // --priority: an operator's is the job's priority; a user's is dropped (slurmctld
+    // resets it), except 0, which holds the job.
+    let submit = |run_as_user: bool, priority: &str| -> u32 {
+        let args = [
+            "--parsable",
+            "--begin=now+1hour",
+            priority,
+            "--wrap",
+            "true",
+        ];
+        let out = if run_as_user {
+            run("gsbatch", &args)
+        } else {
+            c.cmd("gsbatch", args)
+        };
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out).trim().parse().unwrap()
+    };
+    let top = submit(false, "--priority=TOP");
+    assert_eq!(c.job(top).priority, 4_294_967_293);
+    let users = submit(true, "--priority=4000000000");
+    assert!(
+        c.job(users).priority < 4_000_000_000,
+        "{}",
+        c.job(users).priority
+    );
+    let zero = c.job(submit(true, "--priority=0"));
+    assert_eq!((zero.held, zero.reason.as_str()), (true, "JobHeldUser"));
     // Asking to run as root: gsbatch refuses as sbatch does, and a hand-made request with
     // gstest's credential is refused by the controller; nothing is stored.
     let out = run("gsbatch", &["--uid=root", "--wrap", "true"]);

@@ -84,12 +84,12 @@ impl State {
             // is every task's alike, as their factors are.
             let basic =
                 self.cfg.priority.priority_type != gsched_proto::config::PriorityType::Multifactor;
-            if !info.held && basic {
+            if !info.held && basic && info.spec.priority.is_none() {
                 info.priority = priority_for(id, info.nice());
             }
             let rec = StoredRecord {
+                extra: JobExtra::for_new(&info),
                 info,
-                extra: JobExtra::default(),
             };
             let text = serde_json::to_string(&rec)
                 .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
@@ -104,7 +104,8 @@ impl State {
         for info in jobs {
             self.active.note(info.job_id, JobState::Pending);
             let id = info.job_id;
-            let job = self.specs.job(info, JobExtra::default(), None);
+            let extra = JobExtra::for_new(&info);
+            let job = self.specs.job(info, extra, None);
             self.jobs.insert(id, job);
         }
         self.arrays.insert(

@@ -341,7 +341,10 @@ impl State {
 
     /// [`State::priority_at_submit`]'s figures, or None where it leaves the job alone.
     pub(super) fn fresh_priority(&self, j: &JobInfo, now: i64) -> Option<(u32, PriorityFactors)> {
-        if self.cfg.priority.priority_type != PriorityType::Multifactor || j.held {
+        if self.cfg.priority.priority_type != PriorityType::Multifactor
+            || j.held
+            || j.spec.priority.is_some()
+        {
             return None;
         }
         let (account, user) = (j.spec.account.as_deref().unwrap_or(""), &j.user_name);

@@ -145,6 +145,7 @@ pub const OPTIONS: &[Opt] = &[
 /// `--wckey` (no accounting, as Slurm with
 /// `TrackWCKey=no`), `-M` naming the local cluster). Every other option is refused.
 const IMPLEMENTED: &[&str] = &[
+    "licenses",
     "priority",
     "nodefile",
     "wait-all-nodes",
@@ -368,6 +369,8 @@ pub struct Opts {
     pub nodelist: Option<String>,
     /// `--priority=N|TOP` (kept by the controller for operators only, as slurmctld).
     pub priority: Option<u32>,
+    /// `-L/--licenses`.
+    pub licenses: Vec<gsched_proto::licenses::License>,
     /// `-x/--exclude`, as given (checked as a hostlist).
     pub exclude: Option<String>,
     /// `-C/--constraint`, as given (checked).
@@ -604,6 +607,9 @@ impl Opts {
             "nodefile" => self.nodelist = Some(read_node_file(prog, val)?),
             "nodelist" if val.contains('/') => self.nodelist = Some(read_node_file(prog, val)?),
             "priority" => self.priority = Some(parse_priority(prog, val)?),
+            "licenses" => {
+                self.licenses = gsched_proto::licenses::parse(val).map_err(|e| opt_err(&e))?
+            }
             // gsched's nodes are ready when allocated (no power saving, no boot for a job):
             // both values start the script at once, as Slurm's 1 does once nodes booted.
             "wait-all-nodes" => match val.trim() {
@@ -758,6 +764,7 @@ impl Opts {
             account: self.account.clone(),
             nice: self.nice,
             priority: self.priority,
+            licenses: self.licenses.clone(),
             exclude: self.exclude.clone(),
             ..Opts::default()
         }
@@ -1499,6 +1506,7 @@ pub fn build(
         account: opts.account.clone(),
         nice: opts.nice,
         priority: opts.priority,
+        licenses: opts.licenses.clone(),
         nodelist: opts.nodelist.clone(),
         exclude: opts.exclude.clone(),
         constraint: opts.constraint.clone(),
@@ -1563,6 +1571,7 @@ pub fn build(
             account: o.account.clone(),
             nice: o.nice,
             priority: o.priority,
+            licenses: o.licenses.clone(),
             nodelist: o.nodelist.clone(),
             exclude: o.exclude.clone(),
             constraint: o.constraint.clone(),
@@ -1856,6 +1865,7 @@ pub fn help_text() -> String {
      \x20     --ignore-pbs            ignore #PBS and #BSUB options in the batch script\n\
      \x20 -i, --input=in              file for batch script's standard input\n\
      \x20 -J, --job-name=jobname      name of job\n\
+     \x20 -L, --licenses=names        required license, comma separated (name[:count])\n\
      \x20 -M, --clusters=names        comma separated list of clusters to issue\n\
      \x20                             commands to (only the local cluster here)\n\
      \x20 -n, --ntasks=ntasks         number of tasks to run\n\

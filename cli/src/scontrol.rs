@@ -597,7 +597,7 @@ impl Session<'_> {
         } else if kw(tag, "jobs", 1) || kw(tag, "jobid", 1) {
             self.show_job(out, val.as_deref());
         } else if kw(tag, "licenses", 2) {
-            entity_unsupported(self, out, "licenses");
+            self.show_licenses(out, val.as_deref());
         } else if kw(tag, "nodes", 1) {
             self.show_nodes(out, val.as_deref());
         } else if kw(tag, "partitions", 2) || kw(tag, "partitionname", 2) {
@@ -659,6 +659,31 @@ impl Session<'_> {
                 self.ping(out);
             }
             Err(e) => self.perror(out, "slurm_load_ctl_conf error", &e),
+        }
+    }
+
+    /// `show licenses [name]`: scontrol's `LicenseName=... Total= Used= Free= Reserved=
+    /// Remote=`, sorted by name.
+    fn show_licenses(&self, out: &mut Out, name: Option<&str>) {
+        let Some(api) = self.connect(out) else { return };
+        let mut lics = match api.config() {
+            Ok(c) => c.licenses,
+            Err(e) => return self.perror(out, "slurm_load_license error", &e),
+        };
+        if lics.is_empty() {
+            out.print("No licenses configured in Slurm.\n");
+            return;
+        }
+        lics.sort_by(|a, b| a.name.cmp(&b.name));
+        let sep = if self.flags.one_liner { " " } else { "\n    " };
+        for l in lics.iter().filter(|l| name.is_none_or(|n| n == l.name)) {
+            out.print(&format!(
+                "LicenseName={}{sep}Total={} Used={} Free={} Reserved=0 Remote=no\n",
+                l.name,
+                l.total,
+                l.used,
+                l.total.saturating_sub(l.used)
+            ));
         }
     }
 
@@ -1729,8 +1754,9 @@ pub fn format_job_ranged(
         or_null(spec.constraint.as_deref().unwrap_or(""))
     ));
     o.push_str(&format!(
-        "OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null){le}",
-        if spec.exclusive { "NO" } else { "OK" }
+        "OverSubscribe={} Contiguous=0 Licenses={} Network=(null){le}",
+        if spec.exclusive { "NO" } else { "OK" },
+        or_null(&gsched_proto::licenses::format(&spec.licenses))
     ));
     o.push_str(&format!("Command={}{le}", or_null(&spec.command)));
     o.push_str(&format!("SubmitLine={}{le}", or_null(&spec.submit_line)));
@@ -2256,6 +2282,18 @@ mod tests {
             Ok(ConfigResponse {
                 now: 0,
                 entries: vec![("MinJobAge".into(), "300 sec".into())],
+                licenses: vec![
+                    gsched_proto::api::LicenseInfo {
+                        name: "matlab".into(),
+                        total: 5,
+                        used: 2,
+                    },
+                    gsched_proto::api::LicenseInfo {
+                        name: "fluent".into(),
+                        total: 1,
+                        used: 0,
+                    },
+                ],
             })
         }
         fn ping(&self) -> Result<PingResponse, String> {
@@ -2528,6 +2566,24 @@ mod tests {
             s.flags.one_liner = true;
             let o = cmd(s, "show job 42");
             assert_eq!(o.stdout.lines().count(), 1);
+        });
+    }
+
+    #[test]
+    fn show_licenses_as_scontrol() {
+        with_session(|s, _| {
+            let o = cmd(s, "show licenses");
+            assert_eq!(
+                o.stdout,
+                "LicenseName=fluent\n    Total=1 Used=0 Free=1 Reserved=0 Remote=no\n\
+                 LicenseName=matlab\n    Total=5 Used=2 Free=3 Reserved=0 Remote=no\n"
+            );
+            s.flags.one_liner = true;
+            let o = cmd(s, "show lic matlab");
+            assert_eq!(
+                o.stdout,
+                "LicenseName=matlab Total=5 Used=2 Free=3 Reserved=0 Remote=no\n"
+            );
         });
     }
 

@@ -473,7 +473,14 @@ pub fn job(j: &JobInfo, range: Option<&str>, cluster: &str) -> Data {
         "last_sched_evaluation",
         i(j.start_time.or(j.eligible_time).unwrap_or(j.submit_time)),
     );
-    put("licenses", Data::Null);
+    put(
+        "licenses",
+        if j.spec.licenses.is_empty() {
+            Data::Null
+        } else {
+            s(gsched_proto::licenses::format(&j.spec.licenses))
+        },
+    );
     put("max_cpus", i(0));
     put("max_nodes", i(0));
     put("mcs_label", Data::Null);

@@ -597,6 +597,9 @@ pub fn value(kind: F, job: &JobInfo, ctx: &RenderCtx) -> (String, bool) {
             .reservation
             .clone()
             .unwrap_or_else(|| "(null)".to_string()),
+        F::Licenses if !job.spec.licenses.is_empty() => {
+            gsched_proto::licenses::format(&job.spec.licenses)
+        }
         F::WcKey | F::Licenses | F::Network => "(null)".to_string(),
         F::JobId => job.job_id.to_string(),
         F::JobArrayId => crate::arrays::job_array_id(job, &ctx.ranges),
@@ -751,6 +754,7 @@ fn fields_of(kind: F) -> Option<&'static [&'static str]> {
         F::Features => &["spec.constraint"],
         F::Qos => &["spec.qos"],
         F::Reservation => &["spec.reservation"],
+        F::Licenses => &["spec.licenses"],
         F::TresPerNode | F::TresPerJob | F::TresPerTask | F::CpusPerTres | F::MemPerTres => {
             &["spec.gpu"]
         }
@@ -814,7 +818,6 @@ fn fields_of(kind: F) -> Option<&'static [&'static str]> {
         | F::Contiguous
         | F::SelectJobInfo
         | F::WcKey
-        | F::Licenses
         | F::CoreSpec
         | F::Sct
         | F::Cluster
@@ -878,6 +881,7 @@ pub fn query_fields(p: &Params) -> Option<Vec<&'static str>> {
         (f.accounts.is_some(), "spec.account"),
         (f.qos.is_some(), "spec.qos"),
         (f.reservations.is_some(), "spec.reservation"),
+        (f.licenses.is_some(), "spec.licenses"),
     ] {
         if given {
             out.push(field);
@@ -1096,6 +1100,8 @@ pub struct Filters {
     pub qos: Option<Vec<String>>,
     /// `-R/--reservation`.
     pub reservations: Option<Vec<String>>,
+    /// `-L/--licenses`: jobs that hold or ask for any of these licenses.
+    pub licenses: Option<Vec<String>>,
 }
 
 impl Filters {
@@ -1159,6 +1165,11 @@ impl Filters {
         }
         if let Some(r) = &self.reservations {
             if !r.iter().any(|x| job.spec.reservation.as_deref() == Some(x)) {
+                return false;
+            }
+        }
+        if let Some(l) = &self.licenses {
+            if !job.spec.licenses.iter().any(|(name, _)| l.contains(name)) {
                 return false;
             }
         }
@@ -1306,7 +1317,7 @@ pub fn parse_args(
             "qos" => p.filters.qos = Some(lower_list(&val)),
             "steps" => p.steps = Some(split_list(&val)),
             "reservation" => p.filters.reservations = Some(split_list(&val)),
-            "licenses" => return Err(Fail::not_supported(prog, &format!("--{id}"))),
+            "licenses" => p.filters.licenses = Some(split_list(&val)),
             _ => {}
         }
     }
@@ -1347,7 +1358,11 @@ pub fn parse_args(
             return Err(unrecognized(&o));
         }
     }
-    common::refuse_env(prog, env, &[("SQUEUE_LICENSES", "--licenses")])?;
+    if p.filters.licenses.is_none() {
+        if let Some(v) = env("SQUEUE_LICENSES") {
+            p.filters.licenses = Some(split_list(&v));
+        }
+    }
     if p.filters.accounts.is_none() {
         if let Some(v) = env("SQUEUE_ACCOUNT") {
             p.filters.accounts = Some(lower_list(&v));
@@ -1588,6 +1603,7 @@ pub fn help_text() -> String {
      \x20     --local                     Report information only about jobs on the\n\
      \x20                                 local cluster. Overrides --federation.\n\
      \x20 -l, --long                      long report\n\
+     \x20 -L, --licenses=(license names)  comma separated list of license names to view\n\
      \x20 -M, --clusters=cluster_name     cluster to issue commands to (only the\n\
      \x20                                 local cluster here)\n\
      \x20     --me                        equivalent to --user=<my username>\n\
@@ -1618,8 +1634,6 @@ pub fn help_text() -> String {
      \x20 -w, --nodelist=hostlist         list of nodes to view, default is\n\
      \x20                                 all nodes\n\
      \x20     --yaml                      Produce YAML output\n\
-     \n\
-     Not supported by gsched yet: -L/--licenses.\n\
      \n\
      Help options:\n\
      \x20 --help                          show this help message\n\
@@ -2208,11 +2222,19 @@ pub(crate) mod tests {
             Some(vec!["physics".to_string(), "chem".to_string()])
         );
         assert_eq!(p.filters.qos, Some(vec!["high".to_string()]));
-        let e = parse(&["-L", "lic"]).unwrap_err();
+        let Parsed::Run(p) = parse(&["-L", "matlab,fluent", "-o", "%i %W"]).unwrap() else {
+            panic!()
+        };
         assert_eq!(
-            e.lines[0],
-            "squeue: error: option --licenses is not supported by gsched yet"
+            p.filters.licenses,
+            Some(vec!["matlab".to_string(), "fluent".to_string()])
         );
+        let mut j = job(7, JobState::Pending);
+        assert!(!p.filters.matches(&j));
+        j.spec.licenses = vec![("fluent".into(), 2)];
+        assert!(p.filters.matches(&j));
+        assert_eq!(render_job(&p.format, &j, &ctx()), "7 fluent:2\n");
+        assert!(query_fields(&p).unwrap().contains(&"spec.licenses"));
         assert!(parse(&["-o", "%i", "-l"]).is_err());
         let e = parse(&["1", "2"]).unwrap_err();
         assert_eq!(e.lines[0], "squeue: error: Unrecognized option: 1");

@@ -634,9 +634,11 @@ async fn partitions(AxState(sh): Sh, Extension(who): Who) -> Json<PartitionsResp
 }
 
 async fn config(AxState(sh): Sh) -> Json<ConfigResponse> {
+    let st = sh.lock();
     Json(ConfigResponse {
         now: now(),
-        entries: sh.lock().config_entries(),
+        entries: st.config_entries(),
+        licenses: st.license_infos(),
     })
 }
 

@@ -41,6 +41,7 @@ mod gpu_fail;
 mod gpu_samples;
 mod ladder;
 mod launch;
+mod licenses;
 #[cfg(test)]
 pub(crate) use launch::launches;
 mod limits;
@@ -671,6 +672,7 @@ impl State {
     fn request_of(&self, spec: &JobSpec, uid: u32) -> ResourceRequest {
         let filter = self.node_filter(spec).ok().flatten();
         let mut req = ResourceRequest {
+            licenses: self.license_request(spec),
             gpu: Self::gpu_need(spec, uid),
             nodes: spec.nodes,
             tasks: spec.total_tasks(),
@@ -994,6 +996,7 @@ impl State {
         let user_name = users::cached_user_name(uid);
         let mut time_limit = time_limit;
         let count = array.as_ref().map_or(1, |a| a.indices.len() as u32);
+        self.check_licenses(&spec)?;
         self.check_job_acct(
             &mut spec,
             &part_idx,
@@ -1898,7 +1901,8 @@ impl State {
                 })
                 .collect(),
             running,
-            limits: Vec::new(),
+            // Licenses first (`state/licenses.rs`); a pass adds its QOS/association limits.
+            limits: self.license_slots(),
             blackouts: self.blackouts(),
         }
     }
@@ -2030,7 +2034,9 @@ impl State {
         let resv_jobs: Vec<JobId> = resv_jobs.iter().map(|j| j.info.job_id).collect();
         let candidate_ids: Vec<JobId> = candidates.iter().map(|j| j.info.job_id).collect();
         let mut limits = self.limit_slots(&candidate_ids);
-        view.limits = std::mem::take(&mut limits.slots);
+        // After the licenses' slots: the QOS/association limits' indices move up by them.
+        let base = view.limits.len();
+        view.limits.append(&mut limits.slots);
         let predicted = self.predictions(&candidate_ids);
         let queue: Vec<QueuedJob> = candidates
             .iter()
@@ -2061,7 +2067,13 @@ impl State {
                     &j.info,
                     now,
                 ),
-                limits: limits.by_job.remove(&j.info.job_id).unwrap_or_default(),
+                limits: limits
+                    .by_job
+                    .remove(&j.info.job_id)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|i| i + base)
+                    .collect(),
             })
             .collect();
         let mut decisions = self.decide_priced(&view, &queue, now);

@@ -155,6 +155,8 @@ pub enum ErrorCode {
     StepLimit,
     /// Slurm's ESLURM_BAD_TASK_COUNT (`MaxTasksPerNode`).
     BadTaskCount,
+    /// Slurm's ESLURM_INVALID_LICENSES.
+    InvalidLicenses,
     /// A code this build does not know (a newer controller's): the commands print the
     /// answer's message, which has the words. Never sent.
     #[serde(other)]
@@ -216,6 +218,7 @@ impl ErrorCode {
             ErrorCode::PrologFailed => "Job prolog failed",
             ErrorCode::StepLimit => "Step limit reached for this job",
             ErrorCode::BadTaskCount => "Task count specification invalid",
+            ErrorCode::InvalidLicenses => "Invalid license specification",
         }
     }
 
@@ -238,7 +241,8 @@ impl ErrorCode {
             | ErrorCode::AccountingPolicy
             | ErrorCode::PathnameTooLong
             | ErrorCode::InvalidGres
-            | ErrorCode::BadTaskCount => 400,
+            | ErrorCode::BadTaskCount
+            | ErrorCode::InvalidLicenses => 400,
             ErrorCode::StepLimit => 409,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::MaxJobCount => 503,
@@ -727,6 +731,15 @@ impl RequeueRequest {
     }
 }
 
+/// One license of the cluster and how much of it running jobs hold (`scontrol show
+/// licenses`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LicenseInfo {
+    pub name: String,
+    pub total: u32,
+    pub used: u32,
+}
+
 /// `POST /v1/jobs/requeue`: `scontrol requeue`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RequeueRequest {
@@ -881,6 +894,9 @@ pub struct NodeUpdateRequest {
 pub struct ConfigResponse {
     pub now: i64,
     pub entries: Vec<(String, String)>,
+    /// The cluster's licenses and their use (`scontrol show licenses`).
+    #[serde(default)]
+    pub licenses: Vec<LicenseInfo>,
 }
 
 /// `POST /v1/nodes/register`: a gsnoded starting (or re-registering after a controller

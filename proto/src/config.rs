@@ -107,7 +107,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "KeepAliveTime",
     "KillOnBadExit",
     "LaunchParameters",
-    "Licenses",
     "LogTimeFormat",
     "MaxBatchRequeue",
     "MaxDBDMsgs",
@@ -349,6 +348,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "JobFileAppend",
     "MaxStepCount",
     "MaxTasksPerNode",
+    "Licenses",
     "ResumeTimeout",
 ];
 
@@ -1274,6 +1274,8 @@ pub struct Config {
     pub max_step_count: u32,
     /// `MaxTasksPerNode=`: the most tasks a step may start on one node (default 512).
     pub max_tasks_per_node: u32,
+    /// `Licenses=`: the cluster's licenses and how many of each (`--licenses`).
+    pub licenses: Vec<crate::licenses::License>,
     /// The resource limits a submission propagates to its job (`PropagateResourceLimits=`,
     /// default ALL, or every limit but `PropagateResourceLimitsExcept=`'s), by
     /// [`crate::rlimits::NAMES`].
@@ -1957,6 +1959,7 @@ struct Globals {
     job_file_append: Option<bool>,
     max_step_count: Option<u32>,
     max_tasks_per_node: Option<u32>,
+    licenses: Option<Vec<crate::licenses::License>>,
     slurmd_timeout: Option<u32>,
     max_job_count: Option<u32>,
     message_timeout: Option<u32>,
@@ -2234,6 +2237,20 @@ impl Parser {
             "PrologEpilogTimeout" => g.prolog_epilog_timeout = Some(parse_u32(value).map_err(err)?),
             "PrologFlags" => g.prolog_flags = Some(PrologFlags::parse(value).map_err(err)?),
             "JobFileAppend" => g.job_file_append = Some(parse_bool(value).map_err(err)?),
+            "Licenses" => {
+                let text = value.replace(' ', "");
+                let list = crate::licenses::parse(&text).map_err(err)?;
+                let mut seen = std::collections::HashSet::new();
+                if let Some((dup, _)) = text
+                    .split(',')
+                    .map(|i| i.split([':', '*']).next().unwrap_or(i))
+                    .map(|n| (n, ()))
+                    .find(|(n, _)| !seen.insert(*n))
+                {
+                    return Err(err(format!("license {dup} is listed twice")));
+                }
+                g.licenses = Some(list);
+            }
             "MaxStepCount" => g.max_step_count = Some(parse_u32(value).map_err(err)?),
             "MaxTasksPerNode" => {
                 let v = parse_u32(value).map_err(err)?;
@@ -2790,6 +2807,7 @@ impl Parser {
             job_file_append: g.job_file_append.unwrap_or(false),
             max_step_count: g.max_step_count.unwrap_or(DEFAULT_MAX_STEP_COUNT),
             max_tasks_per_node: g.max_tasks_per_node.unwrap_or(DEFAULT_MAX_TASKS_PER_NODE),
+            licenses: g.licenses.unwrap_or_default(),
             disable_root_jobs: g.disable_root_jobs.unwrap_or(false),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
             max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),
@@ -2904,6 +2922,10 @@ mod tests {
         assert!(!d.job_file_append);
         assert_eq!((d.max_step_count, d.max_tasks_per_node), (40_000, 512));
         assert!(parse_err(&format!("{MIN}MaxTasksPerNode=0\n")).contains("between 1"));
+        let l = parse(&format!("{MIN}Licenses=matlab:5,fluent\n"));
+        assert_eq!(l.licenses, vec![("matlab".into(), 5), ("fluent".into(), 1)]);
+        assert!(parse_err(&format!("{MIN}Licenses=a:1,a:2\n")).contains("listed twice"));
+        assert!(parse_err(&format!("{MIN}Licenses=a@db:1\n")).contains("remote licenses"));
         assert_eq!((c.prolog, c.prolog_epilog_timeout), (None, Some(30)));
         let e = parse_err(&format!("{MIN}PrologFlags=Serial,Contain\n"));
         assert!(e.contains("PrologFlags=Contain is not supported"), "{e}");

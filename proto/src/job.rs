@@ -170,6 +170,8 @@ pub enum Reason {
     RequeuedHeld,
     /// `scontrol requeuehold State=SpecialExit` (Slurm's state description).
     RequeuedSpecialExit,
+    /// Not enough of a license it asks for is free (`--licenses`).
+    Licenses,
 }
 
 impl Reason {
@@ -210,6 +212,7 @@ impl Reason {
             Reason::LaunchFailedRequeuedHeld => "launch failed requeued held",
             Reason::RequeuedHeld => "job requeued in held state",
             Reason::RequeuedSpecialExit => "job requeued in special exit state",
+            Reason::Licenses => "Licenses",
         }
     }
 }
@@ -358,6 +361,9 @@ pub struct JobSpec {
     /// (slurmctld's `validate_job_create_req`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<u32>,
+    /// `-L/--licenses`: the cluster licenses the job holds while it runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub licenses: Vec<crate::licenses::License>,
     /// `-w/--nodelist` as given (a hostlist): nodes the job must be given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodelist: Option<String>,

@@ -21,6 +21,7 @@ pub mod het;
 pub mod hostlist;
 pub mod job;
 pub mod ladder_conf;
+pub mod licenses;
 pub mod lifecycle;
 pub mod mail;
 pub mod node;

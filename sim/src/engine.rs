@@ -225,6 +225,7 @@ fn request(j: &TraceJob, gpu: Option<crate::gpu::GpuSharing>) -> ResourceRequest
         };
     }
     ResourceRequest {
+        licenses: Vec::new(),
         gpu: None,
         nodes: j.one_node.then_some(1),
         tasks: j.tasks.max(1),

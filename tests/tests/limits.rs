@@ -1,6 +1,7 @@
 //! Limits on what clients may send (issue 9): oversize scripts and fields, `MaxJobCount`
 //! (with gsbatch retrying as sbatch does), `max_array_tasks`, and clients that open a
 //! connection and send nothing (`MessageTimeout`). Every refusal leaves the store as it was.
+//! And the cluster's `Licenses=`, which jobs wait for and hold.
 
 use gsched_tests::{secs, stderr, ClusterOpts, JobState, TestCluster};
 use std::io::{Read, Write};
@@ -131,4 +132,53 @@ fn silent_clients_are_dropped_after_message_timeout() {
     // Meanwhile and afterwards, well-behaved clients are served.
     let id = c.submit(["--wrap", "true"]);
     assert_eq!(c.wait_terminal(id, secs(30)).state, JobState::Completed);
+}
+
+/// `Licenses=`: a job asking for more of a license than is free waits with the reason
+/// `Licenses` and starts when the holder ends; `gscontrol show licenses` counts what runs,
+/// `gsqueue -L` selects by license and `%W` prints them; unknown licenses are refused.
+#[test]
+fn licenses_are_held_by_running_jobs_and_waited_for() {
+    let c = TestCluster::start(
+        ClusterOpts::named("licenses")
+            .nodes(1)
+            .cpus(4)
+            .config_line("Licenses=matlab:2,fluent"),
+    );
+    let a = c.submit(["-L", "matlab:2", "--wrap", "sleep 3"]);
+    c.wait_state(a, JobState::Running, secs(30));
+    let b = c.submit(["-L", "matlab", "--wrap", "true"]);
+    let other = c.submit(["-L", "fluent", "--wrap", "sleep 30"]);
+    c.wait_state(other, JobState::Running, secs(30));
+    let waiting = c.wait_job(b, secs(30), "waiting for licenses", |j| {
+        j.reason.as_str() == "Licenses"
+    });
+    assert_eq!(waiting.state, JobState::Pending);
+    let lic = c.cmd_ok("gscontrol", ["show", "licenses", "-o"]);
+    assert_eq!(
+        lic,
+        "LicenseName=fluent Total=1 Used=1 Free=0 Reserved=0 Remote=no\n\
+         LicenseName=matlab Total=2 Used=2 Free=0 Reserved=0 Remote=no\n"
+    );
+    let listed = c.cmd_ok(
+        "gsqueue",
+        ["-h", "-S", "i", "-L", "matlab", "-o", "%i %W %r"],
+    );
+    assert_eq!(
+        listed,
+        format!("{a} matlab:2 None\n{b} matlab:1 Licenses\n")
+    );
+    // The holder ends: b starts.
+    assert_eq!(c.wait_terminal(b, secs(60)).state, JobState::Completed);
+    let out = c.cmd("gsbatch", ["-L", "ansys", "--wrap", "true"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("Invalid license specification: the cluster has no license ansys"),
+        "{}",
+        stderr(&out)
+    );
+    let out = c.cmd("gsbatch", ["-L", "matlab:x", "--wrap", "true"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("is no count"), "{}", stderr(&out));
+    c.cmd_ok("gscancel", [other.to_string()]);
 }

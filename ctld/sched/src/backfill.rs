@@ -386,6 +386,7 @@ fn is_limit(r: Reason) -> bool {
             | Reason::QOSMaxCpuPerUserLimit
             | Reason::QOSMaxWallDurationPerJobLimit
             | Reason::AssocMaxWallDurationPerJobLimit
+            | Reason::Licenses
     )
 }
 

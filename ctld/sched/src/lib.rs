@@ -176,6 +176,8 @@ pub enum LimitUnit {
     Jobs,
     /// The CPUs each job started gets.
     Cpus,
+    /// What each job names of it ([`ResourceRequest::licenses`]): a license's free count.
+    Count,
 }
 
 /// One counted limit (for example "jobs user bob may still start in QOS normal"): the caller
@@ -200,13 +202,25 @@ impl LimitsLeft {
     /// The reason of the first limit of `job` that cannot take it, if any.
     pub(crate) fn blocks(&self, job: &QueuedJob, view: &ClusterView) -> Option<Reason> {
         let cpus = u64::from(job.req.tasks.max(1)) * u64::from(job.req.cpus_per_task.max(1));
-        job.limits.iter().find_map(|&i| {
+        self.short(job, view, cpus)
+    }
+
+    /// The first limit (or license) of `job` with less left than it needs.
+    fn short(&self, job: &QueuedJob, view: &ClusterView, cpus: u64) -> Option<Reason> {
+        let counted = job.limits.iter().find_map(|&i| {
             let l = view.limits.get(i)?;
             let need = match l.unit {
                 LimitUnit::Jobs => 1,
                 LimitUnit::Cpus => cpus,
+                LimitUnit::Count => 0,
             };
             (self.0[i] < need).then_some(l.reason)
+        });
+        counted.or_else(|| {
+            job.req.licenses.iter().find_map(|&(i, n)| {
+                let l = view.limits.get(i)?;
+                (self.0[i] < u64::from(n)).then_some(l.reason)
+            })
         })
     }
 
@@ -219,14 +233,7 @@ impl LimitsLeft {
         view: &ClusterView,
     ) -> Option<Reason> {
         let cpus: u64 = placement.nodes.iter().map(|a| u64::from(a.cpus)).sum();
-        job.limits.iter().find_map(|&i| {
-            let l = view.limits.get(i)?;
-            let need = match l.unit {
-                LimitUnit::Jobs => 1,
-                LimitUnit::Cpus => cpus,
-            };
-            (self.0[i] < need).then_some(l.reason)
-        })
+        self.short(job, view, cpus)
     }
 
     /// Takes a started job from every limit it names.
@@ -237,8 +244,14 @@ impl LimitsLeft {
                 let n = match l.unit {
                     LimitUnit::Jobs => 1,
                     LimitUnit::Cpus => cpus,
+                    LimitUnit::Count => 0,
                 };
                 self.0[i] = self.0[i].saturating_sub(n);
+            }
+        }
+        for &(i, n) in &job.req.licenses {
+            if let Some(left) = self.0.get_mut(i) {
+                *left = left.saturating_sub(u64::from(n));
             }
         }
     }
@@ -261,6 +274,9 @@ pub struct ResourceRequest {
     pub filter: Option<Arc<NodeFilter>>,
     /// GPUs on each node (`--gres=gpu`, `--gpus*`, `--gpu-mem`, ...); `None` = no GPU.
     pub gpu: Option<Arc<GpuNeed>>,
+    /// Cluster-wide licenses (`--licenses`): (index into [`ClusterView::limits`], count).
+    /// The job starts only while each has that many left, and takes them.
+    pub licenses: Vec<(usize, u32)>,
 }
 
 impl ResourceRequest {

@@ -6,8 +6,9 @@ use gsched_ctld::server::{self, Shared};
 use gsched_ctld::state::State;
 use gsched_ctld::store::Store;
 use gsched_proto::config::{AuthType, Config};
+use gsched_proto::daemon_log;
 use std::net::ToSocketAddrs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -39,24 +40,21 @@ fn main() {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let level = match args.verbose {
-        0 => "info",
-        1 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("GSCHED_DEBUG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-
     let path = gsched_proto::config::resolve_config_path(args.config.as_deref());
     let cfg = Config::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
     for w in &cfg.warnings {
         eprintln!("gsctld: warning: {w}");
     }
+    // SlurmctldDebug / SlurmctldLogFile (GSCHED_DEBUG and -v win over the level).
+    let logs = &cfg.daemon_logs;
+    let filter = daemon_log::filter_for("GSCHED_DEBUG", args.verbose, logs.ctld_debug.as_deref());
+    let log_file = daemon_log::init(&filter, logs.ctld_log_file.as_deref().map(Path::new))
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let _pid_file = logs.ctld_pid_file.as_deref().and_then(|p| {
+        daemon_log::PidFile::create(Path::new(p))
+            .map_err(|e| tracing::error!("{e}"))
+            .ok()
+    });
     let cfg = Arc::new(cfg);
     let auth = gsched_auth::from_config(&cfg)?;
     for name in &cfg.admin_users {
@@ -165,6 +163,9 @@ fn run(args: Args) -> anyhow::Result<()> {
                 }
             }
         });
+        if let Some(log) = log_file {
+            tokio::spawn(reopen_on_sigusr2(log));
+        }
         let app = server::router(shared.clone());
         let header_timeout = std::time::Duration::from_secs(cfg.message_timeout.into());
         gsched_proto::server::serve_api(listener, app, header_timeout, async {
@@ -180,4 +181,19 @@ fn run(args: Args) -> anyhow::Result<()> {
         .await
         .context("API server failed")
     })
+}
+
+/// SIGUSR2 opens the log file again, as slurmctld does (logrotate's postrotate).
+async fn reopen_on_sigusr2(log: Arc<daemon_log::LogFile>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut usr2) = signal(SignalKind::user_defined2()) else {
+        tracing::warn!("cannot catch SIGUSR2: the log file is not reopened on it");
+        return;
+    };
+    while usr2.recv().await.is_some() {
+        match log.reopen() {
+            Ok(()) => tracing::info!("log file reopened (SIGUSR2)"),
+            Err(e) => tracing::error!("{e}"),
+        }
+    }
 }

@@ -150,18 +150,12 @@ pub const IGNORED_KEYS: &[&str] = &[
     "SelectType",
     "SelectTypeParameters",
     "SlurmctldAddr",
-    "SlurmctldDebug",
-    "SlurmctldLogFile",
     "SlurmctldParameters",
-    "SlurmctldPidFile",
     "SlurmctldPrimaryOffProg",
     "SlurmctldPrimaryOnProg",
     "SlurmctldSyslogDebug",
     "SlurmctldTimeout",
-    "SlurmdDebug",
-    "SlurmdLogFile",
     "SlurmdParameters",
-    "SlurmdPidFile",
     "SlurmdSyslogDebug",
     "SlurmdUser",
     "SlurmSchedLogFile",
@@ -349,6 +343,12 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "MaxStepCount",
     "MaxTasksPerNode",
     "Licenses",
+    "SlurmctldDebug",
+    "SlurmctldLogFile",
+    "SlurmctldPidFile",
+    "SlurmdDebug",
+    "SlurmdLogFile",
+    "SlurmdPidFile",
     "ResumeTimeout",
 ];
 
@@ -1019,6 +1019,37 @@ fn parse_acct_enforce(v: &str) -> Result<(AcctEnforce, Vec<String>), String> {
     Ok((e, ignored))
 }
 
+/// `SlurmctldLogFile`, `SlurmdLogFile`, `SlurmctldPidFile`, `SlurmdPidFile` (paths; a node
+/// daemon's may hold `%n` and `%h`) and `SlurmctldDebug`, `SlurmdDebug` (Slurm's level
+/// names, checked when read). `None`: stderr, no pid file, `info`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DaemonLogs {
+    pub ctld_log_file: Option<String>,
+    pub slurmd_log_file: Option<String>,
+    pub ctld_pid_file: Option<String>,
+    pub slurmd_pid_file: Option<String>,
+    pub ctld_debug: Option<String>,
+    pub slurmd_debug: Option<String>,
+}
+
+/// A Slurm debug level (`quiet` ... `debug5`, or 0-9), lower-cased.
+fn level_name(v: &str) -> Result<String, String> {
+    const NAMES: [&str; 10] = [
+        "quiet", "fatal", "error", "info", "verbose", "debug", "debug2", "debug3", "debug4",
+        "debug5",
+    ];
+    let l = v.trim().to_ascii_lowercase();
+    if NAMES.contains(&l.as_str()) {
+        return Ok(l);
+    }
+    match l.parse::<usize>() {
+        Ok(n) if n < NAMES.len() => Ok(NAMES[n].to_string()),
+        _ => Err(format!(
+            "unknown debug level {v:?} (quiet, fatal, error, info, verbose, debug, debug2 ... debug5, or 0-9)"
+        )),
+    }
+}
+
 /// Slurm's `MaxStepCount` default.
 pub const DEFAULT_MAX_STEP_COUNT: u32 = 40_000;
 /// Slurm's `MaxTasksPerNode` default (`MAX_TASKS_PER_NODE`).
@@ -1276,6 +1307,8 @@ pub struct Config {
     pub max_tasks_per_node: u32,
     /// `Licenses=`: the cluster's licenses and how many of each (`--licenses`).
     pub licenses: Vec<crate::licenses::License>,
+    /// The daemons' log files, pid files and levels.
+    pub daemon_logs: DaemonLogs,
     /// The resource limits a submission propagates to its job (`PropagateResourceLimits=`,
     /// default ALL, or every limit but `PropagateResourceLimitsExcept=`'s), by
     /// [`crate::rlimits::NAMES`].
@@ -1960,6 +1993,7 @@ struct Globals {
     max_step_count: Option<u32>,
     max_tasks_per_node: Option<u32>,
     licenses: Option<Vec<crate::licenses::License>>,
+    daemon_logs: DaemonLogs,
     slurmd_timeout: Option<u32>,
     max_job_count: Option<u32>,
     message_timeout: Option<u32>,
@@ -2237,6 +2271,28 @@ impl Parser {
             "PrologEpilogTimeout" => g.prolog_epilog_timeout = Some(parse_u32(value).map_err(err)?),
             "PrologFlags" => g.prolog_flags = Some(PrologFlags::parse(value).map_err(err)?),
             "JobFileAppend" => g.job_file_append = Some(parse_bool(value).map_err(err)?),
+            "SlurmctldDebug" | "SlurmdDebug" => {
+                let level = level_name(value).map_err(err)?;
+                if canon == "SlurmctldDebug" {
+                    g.daemon_logs.ctld_debug = Some(level);
+                } else {
+                    g.daemon_logs.slurmd_debug = Some(level);
+                }
+            }
+            "SlurmctldLogFile" | "SlurmdLogFile" | "SlurmctldPidFile" | "SlurmdPidFile" => {
+                if !value.starts_with('/') {
+                    return Err(err(format!(
+                        "{value:?} is not an absolute path (give the file's full path)"
+                    )));
+                }
+                let l = &mut g.daemon_logs;
+                *match canon {
+                    "SlurmctldLogFile" => &mut l.ctld_log_file,
+                    "SlurmdLogFile" => &mut l.slurmd_log_file,
+                    "SlurmctldPidFile" => &mut l.ctld_pid_file,
+                    _ => &mut l.slurmd_pid_file,
+                } = Some(value.to_string());
+            }
             "Licenses" => {
                 let text = value.replace(' ', "");
                 let list = crate::licenses::parse(&text).map_err(err)?;
@@ -2808,6 +2864,7 @@ impl Parser {
             max_step_count: g.max_step_count.unwrap_or(DEFAULT_MAX_STEP_COUNT),
             max_tasks_per_node: g.max_tasks_per_node.unwrap_or(DEFAULT_MAX_TASKS_PER_NODE),
             licenses: g.licenses.unwrap_or_default(),
+            daemon_logs: g.daemon_logs,
             disable_root_jobs: g.disable_root_jobs.unwrap_or(false),
             slurmd_timeout: g.slurmd_timeout.unwrap_or(300),
             max_job_count: g.max_job_count.unwrap_or(DEFAULT_MAX_JOB_COUNT),
@@ -2926,6 +2983,17 @@ mod tests {
         assert_eq!(l.licenses, vec![("matlab".into(), 5), ("fluent".into(), 1)]);
         assert!(parse_err(&format!("{MIN}Licenses=a:1,a:2\n")).contains("listed twice"));
         assert!(parse_err(&format!("{MIN}Licenses=a@db:1\n")).contains("remote licenses"));
+        let d = parse(&format!(
+            "{MIN}SlurmctldDebug=debug2\nSlurmdDebug=3\nSlurmdLogFile=/var/log/gsched/%n.log\n"
+        ));
+        assert_eq!(d.daemon_logs.ctld_debug.as_deref(), Some("debug2"));
+        assert_eq!(d.daemon_logs.slurmd_debug.as_deref(), Some("info"));
+        assert_eq!(
+            d.daemon_logs.slurmd_log_file.as_deref(),
+            Some("/var/log/gsched/%n.log")
+        );
+        assert!(parse_err(&format!("{MIN}SlurmdDebug=loud\n")).contains("unknown debug level"));
+        assert!(parse_err(&format!("{MIN}SlurmctldPidFile=x.pid\n")).contains("absolute"));
         assert_eq!((c.prolog, c.prolog_epilog_timeout), (None, Some(30)));
         let e = parse_err(&format!("{MIN}PrologFlags=Serial,Contain\n"));
         assert!(e.contains("PrologFlags=Contain is not supported"), "{e}");
@@ -3168,14 +3236,16 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
         assert!(c.warnings.contains(&format!(
             "{PATH}:30: SelectType is a Slurm setting gsched does not use yet; ignored"
         )));
+        // SlurmctldDebug is read now (the daemons' level): no warning.
         assert_eq!(
             c.warnings
                 .iter()
                 .filter(|w| w.contains("SlurmctldDebug"))
                 .count(),
-            1
+            0
         );
-        assert_eq!(c.warnings.len(), 20, "{:#?}", c.warnings);
+        assert_eq!(c.daemon_logs.ctld_debug.as_deref(), Some("info"));
+        assert_eq!(c.warnings.len(), 14, "{:#?}", c.warnings);
     }
 
     #[test]
@@ -3861,12 +3931,6 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=2-00:00:00 DefaultTime=1:00:00
             "TaskPluginParam",
             "MpiDefault",
             "ReturnToService",
-            "SlurmctldPidFile",
-            "SlurmdPidFile",
-            "SlurmctldLogFile",
-            "SlurmdLogFile",
-            "SlurmctldDebug",
-            "SlurmdDebug",
             "SwitchType",
             "PriorityType",
             "PriorityWeightAge",

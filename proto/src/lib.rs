@@ -11,6 +11,8 @@ pub mod cgroup_conf;
 pub mod client;
 pub mod config;
 pub mod constraint;
+#[cfg(feature = "server")]
+pub mod daemon_log;
 pub mod depend;
 pub mod environment;
 pub mod gpu;

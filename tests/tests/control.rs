@@ -1,7 +1,8 @@
 //! Administration through the commands against real daemons: `gscontrol update` of a job's
 //! time limit and of a node's state (a drained node gets no new jobs, resuming it lets them
 //! start), `gscancel --signal` reaching the job's steps, `-b` the batch shell and `-f` every
-//! process, and `gscancel`'s filters; `Nice=` of a pending job.
+//! process, and `gscancel`'s filters; `Nice=` of a pending job; the daemons' log and pid
+//! files.
 
 use gsched_tests::{secs, ClusterOpts, JobState, Reason, TestCluster};
 
@@ -153,4 +154,55 @@ fn signal_reaches_the_job_and_filters_select_jobs() {
     assert_eq!(c.job(other).state, JobState::Running);
     c.cmd_ok("gscancel", ["-u", c.user()]);
     c.wait_state(other, JobState::Cancelled, secs(30));
+}
+
+/// `SlurmctldLogFile`/`SlurmdLogFile` (with `%n`), `SlurmdDebug` and the pid files: the
+/// daemons log there instead of stderr, at the configured level, write their pids, and
+/// SIGUSR2 opens the log again after logrotate moved it.
+#[test]
+fn daemons_log_to_their_files_and_reopen_them_on_sigusr2() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let c = TestCluster::start(
+        ClusterOpts::named("logfiles")
+            .nodes(1)
+            .config_line(&format!("SlurmctldLogFile={d}/ctld.log"))
+            .config_line(&format!("SlurmdLogFile={d}/node-%n.log"))
+            .config_line(&format!("SlurmctldPidFile={d}/ctld.pid"))
+            .config_line(&format!("SlurmdPidFile={d}/node-%n.pid"))
+            .config_line("SlurmdDebug=debug"),
+    );
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+    let id = c.submit(["--wrap", "true"]);
+    c.wait_terminal(id, secs(30));
+    c.wait_until(secs(10), "the node's job lines", || {
+        read("node-n1.log").contains(&format!("job {id}: ended"))
+    });
+    assert!(
+        read("ctld.log").contains("node n1 registered"),
+        "{}",
+        read("ctld.log")
+    );
+    // SlurmdDebug=debug: the node logs its debug lines; the controller (info) does not.
+    assert!(
+        read("node-n1.log").contains("DEBUG"),
+        "{}",
+        read("node-n1.log")
+    );
+    assert!(!read("ctld.log").contains("DEBUG"));
+    assert_eq!(read("ctld.pid").trim(), c.ctld_pid().unwrap().to_string());
+    assert_eq!(
+        read("node-n1.pid").trim(),
+        c.noded_pid(0).unwrap().to_string()
+    );
+    // logrotate: moved, then SIGUSR2; new lines go to a new file.
+    std::fs::rename(dir.path().join("ctld.log"), dir.path().join("ctld.log.1")).unwrap();
+    let pid = nix::unistd::Pid::from_raw(c.ctld_pid().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGUSR2).unwrap();
+    c.wait_until(secs(10), "a new ctld.log", || {
+        read("ctld.log").contains("log file reopened")
+    });
+    let again = c.submit(["--wrap", "true"]);
+    c.wait_terminal(again, secs(30));
+    assert!(!read("ctld.log.1").contains("log file reopened"));
 }

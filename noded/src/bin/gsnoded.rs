@@ -10,7 +10,7 @@ use gsched_noded::cgroup::CgroupSetup;
 use gsched_noded::daemon::{self, Node, NodeSettings};
 use gsched_proto::cgroup_conf::CgroupConf;
 use gsched_proto::config::{AuthType, Config};
-use std::io::IsTerminal;
+use gsched_proto::daemon_log;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,6 +49,10 @@ struct Args {
     version: bool,
 }
 
+/// The log file, for SIGUSR2 (set once at start).
+static LOG_FILE: std::sync::OnceLock<std::sync::Arc<daemon_log::LogFile>> =
+    std::sync::OnceLock::new();
+
 fn main() {
     let args = Args::parse();
     if args.version {
@@ -65,32 +69,40 @@ fn main() {
     }
 }
 
-fn init_logging() {
-    let filter = std::env::var("RUST_LOG")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .or_else(|| {
-            std::env::var("GSCHED_DEBUG").ok().map(|v| match v.trim() {
-                "" | "0" => "info".to_string(),
-                "1" | "true" | "yes" => "debug".to_string(),
-                "2" => "trace".to_string(),
-                other => other.to_string(),
-            })
-        })
-        .unwrap_or_else(|| "info".to_string());
-    let filter = tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|e| {
-        eprintln!("gsnoded: warning: bad log filter {filter:?} ({e}); using info");
-        tracing_subscriber::EnvFilter::new("info")
+/// SlurmdDebug / SlurmdLogFile (`%n`, `%h`) and SlurmdPidFile; RUST_LOG, then
+/// GSCHED_DEBUG, win over the level.
+fn init_logging(
+    cfg: &Config,
+    node: &str,
+) -> anyhow::Result<(
+    Option<std::sync::Arc<daemon_log::LogFile>>,
+    Option<daemon_log::PidFile>,
+)> {
+    let logs = &cfg.daemon_logs;
+    let env_var = if std::env::var("RUST_LOG").is_ok_and(|v| !v.is_empty()) {
+        "RUST_LOG"
+    } else {
+        "GSCHED_DEBUG"
+    };
+    let filter = daemon_log::filter_for(env_var, 0, logs.slurmd_debug.as_deref());
+    let file = logs
+        .slurmd_log_file
+        .as_deref()
+        .map(|p| daemon_log::node_path(p, node));
+    let log = daemon_log::init(&filter, file.as_deref()).or_else(|e| {
+        eprintln!("gsnoded: warning: {e}; logging at info to stderr");
+        daemon_log::init("info", None)
     });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    let log = log.map_err(|e| anyhow::anyhow!(e))?;
+    let pid = logs.slurmd_pid_file.as_deref().and_then(|p| {
+        daemon_log::PidFile::create(&daemon_log::node_path(p, node))
+            .map_err(|e| tracing::error!("{e}"))
+            .ok()
+    });
+    Ok((log, pid))
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    init_logging();
     let Some(node_name) = args.node else {
         bail!("no node name given; pass -N <NodeName>");
     };
@@ -99,6 +111,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     let cfg = Config::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
     for w in &cfg.warnings {
         eprintln!("gsnoded: warning: {w}");
+    }
+    let (log_file, _pid_file) = init_logging(&cfg, &node_name)?;
+    if let Some(log) = log_file {
+        LOG_FILE.set(log).ok();
     }
     if args.virtual_nodes {
         return run_virtual(&cfg, &node_name);
@@ -358,6 +374,18 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + S
             tracing::warn!("SIGHUP: gsnoded does not reload its config; restart it to apply changes (jobs keep running)");
         }
     });
+    // SIGUSR2 opens SlurmdLogFile again, as slurmd does (logrotate's postrotate).
+    if let Some(log) = LOG_FILE.get() {
+        let mut usr2 = signal(SignalKind::user_defined2()).context("cannot handle SIGUSR2")?;
+        tokio::spawn(async move {
+            while usr2.recv().await.is_some() {
+                match log.reopen() {
+                    Ok(()) => tracing::info!("log file reopened (SIGUSR2)"),
+                    Err(e) => tracing::error!("{e}"),
+                }
+            }
+        });
+    }
     Ok(async move {
         tokio::select! {
             _ = term.recv() => tracing::info!("SIGTERM received; stopping"),

@@ -3,8 +3,8 @@
 //! job's first step on its other node, with Slurm's variables; the Epilog runs on both nodes
 //! when the job ends, with its exit code, and the node stays allocated until it finished (the
 //! next job starts after it); a failing Prolog drains its node ("Prolog error") and requeues
-//! the job held ("launch failed requeued held"), a failing Epilog drains its node ("Epilog
-//! error").
+//! the job held ("launch failed requeued held"; at a batch script or at a step on the other
+//! node), a failing Epilog drains its node ("Epilog error").
 
 use gsched_tests::{secs, ClusterOpts, JobState, TestCluster};
 use std::path::Path;
@@ -141,6 +141,24 @@ fn prolog_and_epilog_run_around_jobs_and_their_failures_drain_the_node() {
     assert_eq!(reason.trim(), "launch failed requeued held");
     let n2 = c.nodes().into_iter().find(|n| n.name == "n2").unwrap();
     assert_eq!(n2.reason.as_deref(), Some("Prolog error"));
+
+    // The same at a step's launch on the job's other node: the step fails, the job goes
+    // back to the queue held, the node is drained.
+    c.cmd_ok("gscontrol", ["release", &p.to_string()]);
+    c.cmd_ok("gscancel", [p.to_string()]);
+    c.cmd_ok("gscontrol", ["update", "NodeName=n2", "State=RESUME"]);
+    c.write_script(
+        "step.sh",
+        "#!/bin/sh\ngsrun -N 2 -n 2 true; echo step=$?\nsleep 300\n",
+    );
+    let s = c.submit(["-N", "2", "-n", "2", "-o", "step-%j.out", "step.sh"]);
+    let held = c.wait_job(s, secs(60), "held after the step's Prolog failed", |j| {
+        j.held && j.state == JobState::Pending
+    });
+    assert_eq!(held.reason.as_str(), "launch failed requeued held");
+    let n2 = c.nodes().into_iter().find(|n| n.name == "n2").unwrap();
+    assert_eq!(n2.reason.as_deref(), Some("Prolog error"));
+    c.cmd_ok("gscancel", [s.to_string()]);
 
     // A failing Epilog drains its node; the job's own state is untouched.
     std::fs::write(dir.path().join("fail-epilog-n1"), "").unwrap();

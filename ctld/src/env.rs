@@ -203,7 +203,7 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
         time_limit: job.time_limit,
         gpus: job.gpus.first().cloned().unwrap_or_default(),
         prolog_env: if cfg.prolog.is_some() {
-            script_env(cfg, job, 0, ScriptContext::Prolog)
+            script_env(cfg, job, Some(0), ScriptContext::Prolog)
         } else {
             Vec::new()
         },
@@ -215,22 +215,25 @@ pub fn launch_request(cfg: &Config, job: &JobInfo, cpus: u32, mem_mb: u64) -> La
 pub enum ScriptContext {
     Prolog,
     Epilog,
+    /// The controller's `EpilogSlurmctld` (slurmctld's `job_common_env_vars`).
+    EpilogSlurmctld,
 }
 
-/// The environment of the `Prolog` or `Epilog` on the job's `k`-th node, as slurmd 22.05
-/// sets it (`prep_script_slurmd.c`): who and what the job is, never the user's own
+/// The environment of the `Prolog` or `Epilog` on the job's `node`-th node, as slurmd
+/// 22.05 sets it (`prep_script_slurmd.c`), or of `EpilogSlurmctld` (`node` None, as
+/// slurmctld's `job_common_env_vars`): who and what the job is, never the user's own
 /// variables (the programs run as root). The node adds `SLURM_CONF`.
 pub fn script_env(
     cfg: &Config,
     job: &JobInfo,
-    k: usize,
+    node: Option<usize>,
     context: ScriptContext,
 ) -> Vec<(String, String)> {
     let spec = &job.spec;
     let mut env: Vec<(String, String)> = Vec::with_capacity(24);
     let mut put = |k: &str, v: String| env.push((k.to_string(), v));
-    if let Some(node) = job.nodes.get(k) {
-        put("SLURMD_NODENAME", node.clone());
+    if let Some(name) = node.and_then(|k| job.nodes.get(k)) {
+        put("SLURMD_NODENAME", name.clone());
     }
     put("SLURM_CLUSTER_NAME", cfg.cluster_name.clone());
     let id = job.job_id.to_string();
@@ -252,10 +255,29 @@ pub fn script_env(
         match context {
             ScriptContext::Prolog => "prolog_slurmd",
             ScriptContext::Epilog => "epilog_slurmd",
+            ScriptContext::EpilogSlurmctld => "epilog_slurmctld",
         }
         .to_string(),
     );
-    if context == ScriptContext::Epilog {
+    if context == ScriptContext::EpilogSlurmctld {
+        put("SLURM_JOB_NAME", job.name.clone());
+        put("SLURM_JOB_GROUP", job.group_name.clone());
+        put("SLURM_JOB_NODELIST", hostlist::compress(&job.nodes));
+        if !spec.licenses.is_empty() {
+            put(
+                "SLURM_JOB_LICENSES",
+                gsched_proto::licenses::format(&spec.licenses),
+            );
+        }
+        if let Some(a) = job.array {
+            put("SLURM_ARRAY_JOB_ID", a.job_id.to_string());
+            put("SLURM_ARRAY_TASK_ID", a.task_id.to_string());
+        }
+        if let Some(h) = job.het {
+            put("SLURM_HET_JOB_OFFSET", h.offset.to_string());
+        }
+    }
+    if context != ScriptContext::Prolog {
         // As a wait() status: the code in the high byte, the signal in the low bits.
         let status = ((job.exit_code & 0xff) << 8) | (job.exit_signal & 0x7f);
         put("SLURM_JOB_DERIVED_EC", job.exit_code.to_string());
@@ -292,7 +314,7 @@ pub fn script_env(
     }
     // The node's GPUs of the job by their index on the node (the programs run outside the
     // job's device cgroup), as the GPU plugin's prolog environment.
-    if let Some(gpus) = job.gpus.get(k).filter(|g| !g.is_empty()) {
+    if let Some(gpus) = node.and_then(|k| job.gpus.get(k)).filter(|g| !g.is_empty()) {
         let ids: Vec<String> = gpus.iter().map(|g| g.index.to_string()).collect();
         let ids = ids.join(",");
         put("SLURM_JOB_GPUS", ids.clone());

@@ -88,6 +88,15 @@ pub enum Delivery {
         url: String,
         body: serde_json::Value,
     },
+    /// `EpilogSlurmctld`: the program(s) with the ended job's environment, as the
+    /// controller's user; a failure is only logged, as in Slurm.
+    Program {
+        job_id: u32,
+        conf: gsched_proto::site_program::ScriptConf,
+        env: Vec<(String, String)>,
+        /// Where its output is kept while it runs.
+        scratch: std::path::PathBuf,
+    },
 }
 
 /// Slurm's `secs2time_str` (`HH:MM:SS`, or `D-HH:MM:SS` from one day on) is scontrol's
@@ -432,6 +441,18 @@ fn deliver(cfg: &NotifyConfig, d: &Delivery) {
             match r {
                 Ok(()) => tracing::debug!("mail to {to}: {subject}"),
                 Err(e) => tracing::error!("cannot mail {to} ({subject}): {e}"),
+            }
+        }
+        Delivery::Program {
+            job_id,
+            conf,
+            env,
+            scratch,
+        } => {
+            use gsched_proto::site_program::{run, Context};
+            match run(conf, Context::EpilogSlurmctld, env, scratch) {
+                Ok(()) => tracing::debug!("job {job_id}: EpilogSlurmctld done"),
+                Err(e) => tracing::error!("job {job_id}: {e}"),
             }
         }
         Delivery::Webhook { name, url, body } => {

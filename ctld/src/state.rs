@@ -2696,6 +2696,12 @@ impl State {
                 "Epilog".into(),
                 c.epilog.clone().unwrap_or_else(|| "(null)".into()),
             ),
+            (
+                "EpilogSlurmctld".into(),
+                c.epilog_slurmctld
+                    .clone()
+                    .unwrap_or_else(|| "(null)".into()),
+            ),
             ("FirstJobId".into(), c.first_job_id.to_string()),
             (
                 "JobFileAppend".into(),

@@ -80,7 +80,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "EioTimeout",
     "EnforcePartLimits",
     "EpilogMsgTime",
-    "EpilogSlurmctld",
     "FairShareDampeningFactor",
     "FastSchedule",
     "FederationParameters",
@@ -343,6 +342,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "MaxStepCount",
     "MaxTasksPerNode",
     "Licenses",
+    "EpilogSlurmctld",
     "SlurmctldDebug",
     "SlurmctldLogFile",
     "SlurmctldPidFile",
@@ -1293,6 +1293,9 @@ pub struct Config {
     /// `Epilog=`: run as root on every node of a job when it ends; the node's part of the
     /// job stays allocated until it finished. A failure drains the node ("Epilog error").
     pub epilog: Option<String>,
+    /// `EpilogSlurmctld=`: run by the controller (as its own user) when a job ends; a
+    /// failure is only logged, as in Slurm.
+    pub epilog_slurmctld: Option<String>,
     /// `PrologEpilogTimeout=` seconds; `None`: wait indefinitely (Slurm's default). A
     /// program past it is killed and counts as failed.
     pub prolog_epilog_timeout: Option<u32>,
@@ -1987,6 +1990,7 @@ struct Globals {
     health_check_node_state: Option<HealthCheckNodeState>,
     prolog: Option<String>,
     epilog: Option<String>,
+    epilog_slurmctld: Option<String>,
     prolog_epilog_timeout: Option<u32>,
     prolog_flags: Option<PrologFlags>,
     job_file_append: Option<bool>,
@@ -2254,7 +2258,7 @@ impl Parser {
                 g.health_check_program = Some(value.to_string());
             }
             "HealthCheckInterval" => g.health_check_interval = Some(parse_u32(value).map_err(err)?),
-            "Prolog" | "Epilog" => {
+            "Prolog" | "Epilog" | "EpilogSlurmctld" => {
                 if !value.starts_with('/') {
                     return Err(err(format!(
                         "{value:?} is not an absolute path (give the program's full path, or a \
@@ -2262,11 +2266,11 @@ impl Parser {
                         canon.to_ascii_lowercase()
                     )));
                 }
-                if canon == "Prolog" {
-                    g.prolog = Some(value.to_string());
-                } else {
-                    g.epilog = Some(value.to_string());
-                }
+                *match canon {
+                    "Prolog" => &mut g.prolog,
+                    "Epilog" => &mut g.epilog,
+                    _ => &mut g.epilog_slurmctld,
+                } = Some(value.to_string());
             }
             "PrologEpilogTimeout" => g.prolog_epilog_timeout = Some(parse_u32(value).map_err(err)?),
             "PrologFlags" => g.prolog_flags = Some(PrologFlags::parse(value).map_err(err)?),
@@ -2857,6 +2861,7 @@ impl Parser {
             health_check_node_state: g.health_check_node_state.unwrap_or_default(),
             prolog: g.prolog,
             epilog: g.epilog,
+            epilog_slurmctld: g.epilog_slurmctld,
             // Slurm's "wait indefinitely" is 65534 (NO_VAL16) or unset.
             prolog_epilog_timeout: g.prolog_epilog_timeout.filter(|&t| t < 65534),
             prolog_flags: g.prolog_flags.unwrap_or_default(),
@@ -2999,6 +3004,8 @@ mod tests {
         assert!(e.contains("PrologFlags=Contain is not supported"), "{e}");
         assert!(parse_err(&format!("{MIN}PrologFlags=Sometimes\n")).contains("unknown"));
         assert!(parse_err(&format!("{MIN}Epilog=epilog.sh\n")).contains("absolute path"));
+        let e = parse(&format!("{MIN}EpilogSlurmctld=/usr/sbin/jobstats\n"));
+        assert_eq!(e.epilog_slurmctld.as_deref(), Some("/usr/sbin/jobstats"));
     }
 
     #[test]

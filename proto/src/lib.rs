@@ -36,6 +36,8 @@ pub mod resv;
 pub mod rlimits;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "server")]
+pub mod site_program;
 pub mod slurm_import;
 #[cfg(feature = "stand-in")]
 pub mod stand_in;

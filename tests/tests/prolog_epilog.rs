@@ -1,4 +1,4 @@
-//! `Prolog=` and `Epilog=` through the real daemons (two gsnoded on this host; nothing is
+//! `Prolog=`, `Epilog=` and `EpilogSlurmctld=` through the real daemons (two gsnoded on this host; nothing is
 //! faked): the Prolog runs as root before the batch script on the batch node and before the
 //! job's first step on its other node, with Slurm's variables; the Epilog runs on both nodes
 //! when the job ends, with its exit code, and the node stays allocated until it finished (the
@@ -48,6 +48,14 @@ fn prolog_and_epilog_run_around_jobs_and_their_failures_drain_the_node() {
              [ -e {d}/fail-epilog-$SLURMD_NODENAME ] && exit 4\nexit 0"
         ),
     );
+    let ctld_log = dir.path().join("ctld-log");
+    program(
+        &dir.path().join("ctld-epilog"),
+        &format!(
+            "echo \"$SLURM_JOB_ID $SLURM_SCRIPT_CONTEXT $SLURM_JOB_NAME $SLURM_JOB_NODELIST $SLURM_JOB_EXIT_CODE2 ${{SLURMD_NODENAME:-none}}\" >> {}",
+            ctld_log.display()
+        ),
+    );
     let c = TestCluster::start(
         ClusterOpts::named("prologs")
             .nodes(2)
@@ -55,6 +63,7 @@ fn prolog_and_epilog_run_around_jobs_and_their_failures_drain_the_node() {
             .config_line(&format!("Prolog={d}/prolog"))
             // A glob, as sites use a folder of programs.
             .config_line(&format!("Epilog={d}/epilo*"))
+            .config_line(&format!("EpilogSlurmctld={d}/ctld-epilog"))
             .config_line("PrologEpilogTimeout=60")
             .config_line("JobRequeue=1"),
     );
@@ -97,6 +106,13 @@ fn prolog_and_epilog_run_around_jobs_and_their_failures_drain_the_node() {
             format!("epilog n1 {id} epilog_slurmd 3:0"),
             format!("epilog n2 {id} epilog_slurmd 3:0"),
         ]
+    );
+
+    // EpilogSlurmctld ran on the controller, with the job's variables and no node's.
+    c.wait_until(secs(30), "EpilogSlurmctld", || !lines(&ctld_log).is_empty());
+    assert_eq!(
+        lines(&ctld_log),
+        [format!("{id} epilog_slurmctld two.sh n[1-2] 3:0 none")]
     );
 
     // The node is held while its Epilog runs: the next job for it starts after.

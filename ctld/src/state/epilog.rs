@@ -80,7 +80,7 @@ impl State {
                 environment: crate::env::script_env(
                     &self.cfg,
                     info,
-                    k,
+                    Some(k),
                     crate::env::ScriptContext::Epilog,
                 ),
                 sent_at: Some(now),

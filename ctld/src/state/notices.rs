@@ -38,6 +38,31 @@ impl State {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
+        // EpilogSlurmctld: every run that ended (a job cancelled before it started had none).
+        let ended = cur.is_terminal() && prev.is_some_and(|p| !p.is_terminal());
+        if let Some(pattern) = self.cfg.epilog_slurmctld.as_deref() {
+            if ended && job.info.start_time.is_some() {
+                let d = Delivery::Program {
+                    job_id: id,
+                    conf: gsched_proto::site_program::ScriptConf::new(
+                        pattern,
+                        &self.cfg,
+                        &self.cfg.state_save_location,
+                    ),
+                    env: crate::env::script_env(
+                        &self.cfg,
+                        &job.info,
+                        None,
+                        crate::env::ScriptContext::EpilogSlurmctld,
+                    ),
+                    scratch: self.cfg.state_save_location.clone(),
+                };
+                self.deliver(vec![d]);
+            }
+        }
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
         if !notify::interested(&self.cfg.notify, &job.info) {
             return;
         }

@@ -276,7 +276,7 @@ impl State {
                         Some(k) if k > 0 && self.cfg.prolog.is_some() => crate::env::script_env(
                             &self.cfg,
                             &job,
-                            k,
+                            Some(k),
                             crate::env::ScriptContext::Prolog,
                         ),
                         _ => Vec::new(),

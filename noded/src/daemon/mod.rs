@@ -132,12 +132,12 @@ impl NodeSettings {
                 .clone()
                 .filter(|_| cfg.health_check_interval > 0),
             propagate_rlimits: cfg.propagate_rlimits.clone(),
-            prolog: crate::prolog::ScriptConf::from_config(
+            prolog: crate::prolog::node_script(
                 cfg,
                 crate::prolog::Context::Prolog,
                 &cfg.spool_dir_for(node),
             ),
-            epilog: crate::prolog::ScriptConf::from_config(
+            epilog: crate::prolog::node_script(
                 cfg,
                 crate::prolog::Context::Epilog,
                 &cfg.spool_dir_for(node),

@@ -277,11 +277,29 @@ fn run(sh: &Arc<Shared>, e: Effect) {
         // Not answered: sent again by a later pass (`state/epilog.rs`).
         Effect::Epilog { node, request } => {
             let Some(c) = client(sh, &node) else { return };
-            if let Err(e) = c.post::<_, Ack>(paths::NODE_EPILOG, &request) {
-                tracing::warn!(
+            match c.post::<_, Ack>(paths::NODE_EPILOG, &request) {
+                Ok(_) => {}
+                // A gsnoded of an older release runs no Epilog: its part is free now.
+                Err(ClientError::Api(e)) if e.code == ErrorCode::NotFound => {
+                    tracing::warn!(
+                        "node {node}: its gsnoded runs no Epilog (an older release); job {}'s part of it is released",
+                        request.job_id
+                    );
+                    let done = gsched_proto::api::EpilogCompleteRequest {
+                        node: node.clone(),
+                        job_id: request.job_id,
+                        start_time: request.start_time,
+                        error: None,
+                    };
+                    if let Err(e) = sh.lock().epilog_complete(&done, crate::server::now()) {
+                        tracing::error!("job {}: {e}", request.job_id);
+                    }
+                    sh.wake.notify_one();
+                }
+                Err(e) => tracing::warn!(
                     "node {node}: Epilog request for job {} failed: {e}",
                     request.job_id
-                );
+                ),
             }
         }
     }
@@ -367,6 +385,45 @@ mod tests {
                 "job {id}"
             );
         }
+    }
+
+    /// A node daemon of an older release answers an Epilog request with `not_found`: it
+    /// runs none, so the job's part of the node is released instead of held for good.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_node_without_epilogs_releases_its_part_at_once() {
+        let (port, asked) = older_daemon::<LaunchRequest>(paths::NODE_LAUNCH, |r| r.job_id).await;
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nAuthType=auth/none\nStateSaveLocation={d}/s\n\
+             SlurmdSpoolDir={d}/sp\nEpilog=/etc/gsched/epilog\n\
+             NodeName=n1 NodeAddr=127.0.0.1 Port={port} CPUs=2 RealMemory=1000\n\
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n",
+            d = dir.path().display()
+        );
+        let cfg = Arc::new(Config::parse(&text, &dir.path().join("gsched.conf")).unwrap());
+        let store = Store::open(&cfg.state_save_location, false).unwrap();
+        let mut st = State::load(cfg, store, 1000).unwrap();
+        crate::state::tests::register_node(&mut st, "n1", &[], 1000);
+        let a = st.submit(spec(2), ROOT, 1000).unwrap();
+        let effects = st.schedule(1001);
+        assert_eq!(crate::state::launches(&mut st, &effects, 1001).len(), 1);
+        let epilogs = st
+            .complete(&crate::state::tests::ended(a, "n1", 1001, 1002), 1002)
+            .unwrap();
+        assert_eq!(epilogs.len(), 1);
+        let b = st.submit(spec(2), ROOT, 1003).unwrap();
+        assert!(st.schedule(1004).is_empty(), "n1 is held for a's Epilog");
+        let sh = shared(st, LAUNCH_JOBS_IN_FLIGHT);
+        let s = sh.clone();
+        let e = epilogs.into_iter().next().unwrap();
+        tokio::task::spawn_blocking(move || run(&s, e))
+            .await
+            .unwrap();
+        assert_eq!(*asked.lock().unwrap(), [paths::NODE_EPILOG.to_string()]);
+        let mut st = sh.lock();
+        assert!(st.jobs[&a].extra.epilog.is_none());
+        let started = st.schedule(1005);
+        assert_eq!(crate::state::launches(&mut st, &started, 1005)[0].job_id, b);
     }
 
     /// What a slow node daemon saw: the most jobs and node requests it held at once, and

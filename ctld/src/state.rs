@@ -2336,22 +2336,18 @@ impl State {
         };
         job.info.state = state;
         job.info.reason = reason;
-        // RequeueExit: a batch job that ended by itself with one of these codes runs again
-        // (not one cancelled, timed out, killed by a signal or the OOM killer).
-        let requeue_exit = terminate.is_none()
+        // RequeueExit: a batch job that ended by itself (not cancelled, timed out, killed by a
+        // signal or the OOM killer) with one of these codes runs again; RequeueExitHold: the
+        // same, held in SPECIAL_EXIT (RequeueExit wins, as slurmctld).
+        let by_itself = terminate.is_none()
             && req.launch_error.is_none()
             && !prolog_failed
             && req.signal == 0
-            && req.oom_kills == 0
-            && u8::try_from(req.exit_code).is_ok_and(|c| self.cfg.requeue_exit.contains(&c));
-        // RequeueExitHold: the same, held in SPECIAL_EXIT (RequeueExit wins, as slurmctld).
-        let exit_hold = !requeue_exit
-            && terminate.is_none()
-            && req.launch_error.is_none()
-            && !prolog_failed
-            && req.signal == 0
-            && req.oom_kills == 0
-            && u8::try_from(req.exit_code).is_ok_and(|c| self.cfg.requeue_exit_hold.contains(&c));
+            && req.oom_kills == 0;
+        let code = u8::try_from(req.exit_code).ok().filter(|_| by_itself);
+        let requeue_exit = code.is_some_and(|c| self.cfg.requeue_exit.contains(&c));
+        let exit_hold =
+            !requeue_exit && code.is_some_and(|c| self.cfg.requeue_exit_hold.contains(&c));
         let requeue_prolog = prolog_failed && job.info.requeue;
         let requeue = (job.extra.requeue || requeue_exit || exit_hold)
             && req.launch_error.is_none()

@@ -48,8 +48,11 @@ fn run(args: Args) -> anyhow::Result<()> {
     // SlurmctldDebug / SlurmctldLogFile (GSCHED_DEBUG and -v win over the level).
     let logs = &cfg.daemon_logs;
     let filter = daemon_log::filter_for("GSCHED_DEBUG", args.verbose, logs.ctld_debug.as_deref());
-    let log_file = daemon_log::init(&filter, logs.ctld_log_file.as_deref().map(Path::new))
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let log_file = daemon_log::init(
+        "gsctld",
+        &filter,
+        logs.ctld_log_file.as_deref().map(Path::new),
+    );
     let _pid_file = logs.ctld_pid_file.as_deref().and_then(|p| {
         daemon_log::PidFile::create(Path::new(p))
             .map_err(|e| tracing::error!("{e}"))

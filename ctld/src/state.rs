@@ -127,7 +127,8 @@ pub struct JobExtra {
     /// does not send it again).
     #[serde(default)]
     pub warn_signal_sent: bool,
-    /// An administrator set the priority: priority/multifactor leaves it alone.
+    /// An administrator set the priority (records stored before `JobSpec::priority` kept
+    /// it here; read through [`Job::priority_fixed`], cleared by the next update).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub priority_fixed: bool,
     /// One-off notices already sent for this run (`MailTypes` bits: time-limit thresholds,
@@ -164,16 +165,6 @@ pub enum RequeueHold {
     ExitHold,
 }
 
-impl JobExtra {
-    /// A new job's: `--priority` from an operator is a fixed priority.
-    pub(crate) fn for_new(info: &JobInfo) -> JobExtra {
-        JobExtra {
-            priority_fixed: info.spec.priority.is_some(),
-            ..JobExtra::default()
-        }
-    }
-}
-
 fn is_zero(v: &u32) -> bool {
     *v == 0
 }
@@ -204,6 +195,12 @@ pub struct Job {
 impl Job {
     /// The record as the store keeps it and the API shows it: the spec with the job's name
     /// and submit line (copied from the shared spec when they are not in it).
+    /// An administrator fixed the priority (`--priority`, `scontrol update Priority=`):
+    /// priority/multifactor leaves it alone.
+    pub(crate) fn priority_fixed(&self) -> bool {
+        self.info.spec.priority.is_some() || self.extra.priority_fixed
+    }
+
     pub(crate) fn record(&self) -> JobInfo {
         let mut info = self.info.clone();
         self.complete_spec(&mut info);
@@ -774,8 +771,8 @@ impl State {
                 .map(|id| (id, None));
         }
         let rec = StoredRecord {
-            extra: JobExtra::for_new(&info),
             info: info.clone(),
+            extra: JobExtra::default(),
         };
         let text = serde_json::to_string(&rec)
             .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
@@ -784,8 +781,7 @@ impl State {
             .map_err(internal)?;
         self.next_id = id + 1;
         self.active.note(id, JobState::Pending);
-        let extra = JobExtra::for_new(&info);
-        let job = self.specs.job(info, extra, None);
+        let job = self.specs.job(info, JobExtra::default(), None);
         self.jobs.insert(id, job);
         Ok((id, None))
     }
@@ -1679,9 +1675,10 @@ impl State {
         }
         if let Some(p) = req.priority {
             job.info.priority = p;
-            job.extra.priority_fixed = p != 0;
-            // What a release gives back (`hold`).
+            // The job's fixed priority (what a release gives back); 0 is a hold. The old
+            // flag of records stored before `spec.priority` is cleared.
             job.info.spec.priority = (p != 0).then_some(p);
+            job.extra.priority_fixed = false;
             job.info.priority_factors = None;
             if p == 0 {
                 job.info.held = true;
@@ -1695,7 +1692,7 @@ impl State {
             job.info.partition = p.clone();
             job.info.spec.partitions = vec![p];
         }
-        let fixed = job.extra.priority_fixed || job.info.priority == 0;
+        let fixed = job.priority_fixed() || job.info.priority == 0;
         let basic = self.cfg.priority.priority_type != PriorityType::Multifactor;
         if let Some(n) = nice {
             job.info.spec.nice = (n != 0).then_some(n);
@@ -3409,6 +3406,48 @@ pub(crate) mod tests {
         assert_eq!((ci.state, mi.state), (JobState::Running, JobState::Running));
         assert!(ci.time_limit.unwrap() < 120, "{:?}", ci.time_limit);
         assert_eq!(mi.partition, "b");
+    }
+
+    /// `--priority` from an operator is the job's fixed priority, which a hold and release
+    /// give back and multifactor leaves alone; `Priority=` by update replaces it.
+    #[test]
+    fn an_operators_priority_is_fixed_through_hold_and_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = state_conf(
+            dir.path(),
+            "PriorityType=priority/multifactor
+PriorityWeightAge=1000
+             NodeName=n1 NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE
+",
+        );
+        let a = st
+            .submit(
+                JobSpec {
+                    priority: Some(7),
+                    begin_time: Some(5000),
+                    ..spec(1)
+                },
+                ROOT,
+                1000,
+            )
+            .unwrap();
+        assert_eq!(st.jobs[&a].info.priority, 7);
+        st.schedule(2000);
+        assert_eq!(st.jobs[&a].info.priority, 7, "multifactor left it alone");
+        st.hold(&[a], &[], &[], false, ROOT, 2001).unwrap();
+        assert_eq!(st.jobs[&a].info.priority, 0);
+        st.hold(&[a], &[], &[], true, ROOT, 2002).unwrap();
+        assert_eq!(st.jobs[&a].info.priority, 7, "the release gave it back");
+        let req = JobUpdateRequest {
+            job_id: a,
+            priority: Some(9),
+            ..Default::default()
+        };
+        st.update_job(&req, ROOT, 2003).unwrap();
+        st.hold(&[a], &[], &[], false, ROOT, 2004).unwrap();
+        st.hold(&[a], &[], &[], true, ROOT, 2005).unwrap();
+        assert_eq!(st.jobs[&a].info.priority, 9);
     }
 
     #[test]

@@ -98,20 +98,27 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for ToLogFile {
     }
 }
 
-/// Installs the global subscriber: `filter` (an env-filter text), to `file` when given,
-/// else to stderr. Returns the file, for SIGUSR2.
-pub fn init(filter: &str, file: Option<&Path>) -> Result<Option<Arc<LogFile>>, String> {
-    let env_filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .map_err(|e| format!("bad log filter {filter:?}: {e}"))?;
-    match file {
-        Some(path) => {
-            let log = LogFile::open(path)?;
+/// Installs the global subscriber: `filter` (an env-filter text; a bad one is `info`),
+/// to `file` when given and it opens, else to stderr (a daemon that cannot open its log
+/// says so on stderr and goes on, as Slurm's). Returns the file, for SIGUSR2.
+pub fn init(prog: &str, filter: &str, file: Option<&Path>) -> Option<Arc<LogFile>> {
+    let env_filter = tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|e| {
+        eprintln!("{prog}: warning: bad log filter {filter:?} ({e}); logging at info");
+        tracing_subscriber::EnvFilter::new("info")
+    });
+    let log = file.and_then(|path| {
+        LogFile::open(path)
+            .map_err(|e| eprintln!("{prog}: error: {e}; logging to stderr"))
+            .ok()
+    });
+    match log {
+        Some(log) => {
             tracing_subscriber::fmt()
                 .with_env_filter(env_filter)
                 .with_writer(ToLogFile(log.clone()))
                 .with_ansi(false)
                 .init();
-            Ok(Some(log))
+            Some(log)
         }
         None => {
             tracing_subscriber::fmt()
@@ -119,7 +126,7 @@ pub fn init(filter: &str, file: Option<&Path>) -> Result<Option<Arc<LogFile>>, S
                 .with_writer(std::io::stderr)
                 .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
                 .init();
-            Ok(None)
+            None
         }
     }
 }

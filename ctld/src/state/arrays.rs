@@ -88,8 +88,8 @@ impl State {
                 info.priority = priority_for(id, info.nice());
             }
             let rec = StoredRecord {
-                extra: JobExtra::for_new(&info),
                 info,
+                extra: JobExtra::default(),
             };
             let text = serde_json::to_string(&rec)
                 .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
@@ -104,8 +104,7 @@ impl State {
         for info in jobs {
             self.active.note(info.job_id, JobState::Pending);
             let id = info.job_id;
-            let extra = JobExtra::for_new(&info);
-            let job = self.specs.job(info, extra, None);
+            let job = self.specs.job(info, JobExtra::default(), None);
             self.jobs.insert(id, job);
         }
         self.arrays.insert(

@@ -83,8 +83,8 @@ impl State {
         let mut rows = Vec::with_capacity(infos.len());
         for info in &infos {
             let rec = StoredRecord {
-                extra: JobExtra::for_new(info),
                 info: info.clone(),
+                extra: JobExtra::default(),
             };
             let text = serde_json::to_string(&rec)
                 .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
@@ -99,8 +99,7 @@ impl State {
         for info in infos {
             self.active.note(info.job_id, JobState::Pending);
             let id = info.job_id;
-            let extra = JobExtra::for_new(&info);
-            let job = self.specs.job(info, extra, None);
+            let job = self.specs.job(info, JobExtra::default(), None);
             self.jobs.insert(id, job);
         }
         Ok(base)

@@ -401,10 +401,10 @@ impl State {
         let fs = fairshare_by_assoc(&self.acct, &self.usage.by_assoc, seen);
         let acct = &self.acct;
         for job in self.jobs.values_mut() {
-            let j = &mut job.info;
-            if j.state != JobState::Pending || job.extra.priority_fixed {
+            if job.info.state != JobState::Pending || job.priority_fixed() {
                 continue;
             }
+            let j = &mut job.info;
             if j.held {
                 j.priority_factors = None;
                 continue;

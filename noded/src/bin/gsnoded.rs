@@ -89,11 +89,7 @@ fn init_logging(
         .slurmd_log_file
         .as_deref()
         .map(|p| daemon_log::node_path(p, node));
-    let log = daemon_log::init(&filter, file.as_deref()).or_else(|e| {
-        eprintln!("gsnoded: warning: {e}; logging at info to stderr");
-        daemon_log::init("info", None)
-    });
-    let log = log.map_err(|e| anyhow::anyhow!(e))?;
+    let log = daemon_log::init("gsnoded", &filter, file.as_deref());
     let pid = logs.slurmd_pid_file.as_deref().and_then(|p| {
         daemon_log::PidFile::create(&daemon_log::node_path(p, node))
             .map_err(|e| tracing::error!("{e}"))

@@ -182,6 +182,12 @@ pub trait Api {
     fn reboot(&self, _req: &gsched_proto::resv::RebootRequest) -> Result<(), String> {
         Err("reboot is not available".into())
     }
+    fn update_partition(
+        &self,
+        _req: &gsched_proto::api::PartitionUpdateRequest,
+    ) -> Result<(), String> {
+        Err("partition updates are not available".into())
+    }
     /// Running job steps (`show step`).
     fn steps(
         &self,
@@ -263,6 +269,12 @@ impl Api for Remote {
     }
     fn update_nodes(&self, req: &NodeUpdateRequest) -> Result<(), String> {
         err_text(self.client.post::<_, Ack>(paths::NODES_UPDATE, req)).map(|_| ())
+    }
+    fn update_partition(
+        &self,
+        req: &gsched_proto::api::PartitionUpdateRequest,
+    ) -> Result<(), String> {
+        err_text(self.client.post::<_, Ack>(paths::PARTITIONS_UPDATE, req)).map(|_| ())
     }
     fn reservations(&self) -> Result<gsched_proto::resv::ReservationsResponse, String> {
         err_text(self.client.get(paths::RESERVATIONS))
@@ -1153,7 +1165,7 @@ impl Session<'_> {
         } else if front {
             unsupported(out, "front end nodes");
         } else if part {
-            unsupported(out, "partitions");
+            self.update_partition(out, args);
         } else if debug {
             unsupported(out, "SlurmctldDebug");
         } else {
@@ -1436,6 +1448,44 @@ impl Session<'_> {
             migrate_by,
         };
         if let Err(e) = api.update_nodes(&req) {
+            out.err(format!("slurm_update error: {e}"));
+        }
+    }
+}
+
+impl Session<'_> {
+    /// `update PartitionName=<name> Key=Value ...`: the controller checks the keys and
+    /// values (those of a `PartitionName=` config line) and applies all or none.
+    fn update_partition(&self, out: &mut Out, args: &[String]) {
+        let mut name: Option<String> = None;
+        let mut settings = Vec::new();
+        for a in args {
+            let Some((tag, val)) = a.split_once('=') else {
+                out.err(format!(
+                    "{}: error: Invalid input: {a}  Request aborted",
+                    self.prog
+                ));
+                return;
+            };
+            let val = val.strip_prefix('"').unwrap_or(val);
+            let val = val.strip_suffix('"').unwrap_or(val);
+            if kw(tag, "PartitionName", 3) {
+                name = Some(val.to_string());
+            } else {
+                settings.push((tag.to_string(), val.to_string()));
+            }
+        }
+        let Some(name) = name else {
+            out.err("PartitionName must be given.");
+            return;
+        };
+        if settings.is_empty() {
+            out.err("No changes specified");
+            return;
+        }
+        let Some(api) = self.connect(out) else { return };
+        let req = gsched_proto::api::PartitionUpdateRequest { name, settings };
+        if let Err(e) = api.update_partition(&req) {
             out.err(format!("slurm_update error: {e}"));
         }
     }
@@ -2227,12 +2277,15 @@ pub fn usage_text() -> String {
      \x20                             is all records.\n\
      \x20    suspend <job_list>       suspend specified job (root/SlurmUser only).\n\
      \x20    uhold <job_list>         place user hold on specified job.\n\
-     \x20    update <SPECIFICATIONS>  update job or node configuration\n\
+     \x20    update <SPECIFICATIONS>  update job, node or partition configuration\n\
      \x20                             (JobId=<id> with TimeLimit= TimeMin= Partition=\n\
      \x20                             QOS= Account= Name= Dependency= StartTime= Nice=\n\
      \x20                             Priority= (root/SlurmUser),\n\
      \x20                             NodeName=<list> State=DRAIN|RESUME|DOWN|IDLE Reason=...\n\
-     \x20                             [MigrateBy=<time>], ReservationName=<name> ...).\n\
+     \x20                             [MigrateBy=<time>], ReservationName=<name> ...,\n\
+     \x20                             PartitionName=<name> State=UP|DOWN|DRAIN|INACTIVE\n\
+     \x20                             MaxTime= DefaultTime= Default= Nodes= Hidden= ...\n\
+     \x20                             (admins; until the next restart or reconfigure)).\n\
      \x20    verbose                  enable detailed logging.\n\
      \x20    version                  display tool version number.\n\
      \n\

@@ -103,6 +103,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::NODES_REGISTER, post(register))
         .route(paths::NODES_HEARTBEAT, post(heartbeat))
         .route(paths::PARTITIONS, get(partitions))
+        .route(paths::PARTITIONS_UPDATE, post(update_partition))
         .route(paths::CONFIG, get(config))
         .route(paths::ACCT, get(acct))
         .route(paths::ACCT_UPDATE, post(acct_update))
@@ -550,6 +551,16 @@ async fn node_usage(
     let t = now();
     let nodes = sh.lock().node_usage(&q, t)?;
     Ok(Json(gsched_proto::api::NodeUsageResponse { now: t, nodes }))
+}
+
+async fn update_partition(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<gsched_proto::api::PartitionUpdateRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    sh.lock().update_partition(&req, &who)?;
+    sh.wake.notify_one();
+    Ok(Json(Ack { ok: true }))
 }
 
 async fn update_nodes(

@@ -48,6 +48,7 @@ mod limits;
 mod live_usage;
 pub mod monitor;
 mod notices;
+mod partitions;
 mod payload;
 pub(crate) use payload::{payload_owner, Payload};
 mod predict;
@@ -386,6 +387,52 @@ impl BatchIndex {
     }
 }
 
+/// The partitions as the controller uses them, from the config; each node's list of its
+/// partitions is set again on the way (start-up, `scontrol update PartitionName=`).
+fn build_parts(
+    cfg: &Config,
+    node_index: &HashMap<String, usize, foldhash::fast::RandomState>,
+    nodes: &mut [NodeRt],
+) -> Vec<PartRt> {
+    for n in nodes.iter_mut() {
+        n.partitions.clear();
+    }
+    let mut parts = Vec::new();
+    for p in &cfg.partitions {
+        let idx: Vec<usize> = p
+            .nodes
+            .iter()
+            .filter_map(|n| node_index.get(n).copied())
+            .collect();
+        for &i in &idx {
+            nodes[i].partitions.push(p.name.clone());
+        }
+        parts.push(PartRt {
+            name: p.name.clone(),
+            nodes: idx,
+            default: p.default,
+            max_time: p.max_time,
+            default_time: p.default_time,
+            gpu: gsched_sched::GpuRules {
+                multiuser: p.gpu_multiuser,
+                compute_pct: p.gpu_compute_pct,
+            },
+            state: match p.state {
+                PartitionState::Up => PartitionStateInfo::Up,
+                PartitionState::Down => PartitionStateInfo::Down,
+                PartitionState::Drain => PartitionStateInfo::Drain,
+                PartitionState::Inactive => PartitionStateInfo::Inactive,
+            },
+        });
+    }
+    if !parts.iter().any(|p| p.default) {
+        if let Some(p) = parts.first_mut() {
+            p.default = true;
+        }
+    }
+    parts
+}
+
 impl std::fmt::Debug for State {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("State")
@@ -449,39 +496,7 @@ impl State {
                 gpus: gpus::gpus_from_config(n),
             });
         }
-        let mut parts = Vec::new();
-        for p in &cfg.partitions {
-            let idx: Vec<usize> = p
-                .nodes
-                .iter()
-                .filter_map(|n| node_index.get(n).copied())
-                .collect();
-            for &i in &idx {
-                nodes[i].partitions.push(p.name.clone());
-            }
-            parts.push(PartRt {
-                name: p.name.clone(),
-                nodes: idx,
-                default: p.default,
-                max_time: p.max_time,
-                default_time: p.default_time,
-                gpu: gsched_sched::GpuRules {
-                    multiuser: p.gpu_multiuser,
-                    compute_pct: p.gpu_compute_pct,
-                },
-                state: match p.state {
-                    PartitionState::Up => PartitionStateInfo::Up,
-                    PartitionState::Down => PartitionStateInfo::Down,
-                    PartitionState::Drain => PartitionStateInfo::Drain,
-                    PartitionState::Inactive => PartitionStateInfo::Inactive,
-                },
-            });
-        }
-        if !parts.iter().any(|p| p.default) {
-            if let Some(p) = parts.first_mut() {
-                p.default = true;
-            }
-        }
+        let parts = build_parts(&cfg, &node_index, &mut nodes);
         for (name, rec) in store.load_nodes()? {
             if let Some(&i) = node_index.get(&name) {
                 if let Ok(a) = serde_json::from_str::<NodeAdmin>(&rec) {
@@ -852,6 +867,9 @@ impl State {
                     None => return Err(ApiError::plain(ErrorCode::InvalidPartition)),
                 }
             }
+        }
+        if let Some(open) = self.drop_closed_partitions(&mut part_idx)? {
+            spec.partitions = open;
         }
         self.check_reservation(&spec, who)?;
         check_nice(spec.nice, self.is_admin(who), "--nice")?;
@@ -1634,6 +1652,9 @@ impl State {
             None => None,
             Some(p) => match self.partition_by_name(p) {
                 Some(i) => {
+                    if !self.partition_takes_jobs(i) {
+                        return Err(ApiError::plain(ErrorCode::PartitionNotAvailable));
+                    }
                     self.check_partition_change(&job.info, i)?;
                     Some(self.parts[i].name.clone())
                 }
@@ -1893,7 +1914,8 @@ impl State {
                     gpu: p.gpu,
                     name: p.name.clone(),
                     nodes: p.nodes.clone(),
-                    up: p.state == PartitionStateInfo::Up,
+                    up: matches!(p.state, PartitionStateInfo::Up | PartitionStateInfo::Drain),
+                    inactive: p.state == PartitionStateInfo::Inactive,
                     max_time: p.max_time,
                 })
                 .collect(),

@@ -60,6 +60,7 @@ pub mod paths {
     /// The nodes' recent load samples and hourly aggregates.
     pub const NODES_USAGE: &str = "/v1/nodes/usage";
     pub const PARTITIONS: &str = "/v1/partitions";
+    pub const PARTITIONS_UPDATE: &str = "/v1/partitions/update";
     pub const CONFIG: &str = "/v1/config";
     /// The association table (`gsacctmgr show`, `gsprio`); changes (administrators only).
     pub const ACCT: &str = "/v1/acct";
@@ -157,6 +158,8 @@ pub enum ErrorCode {
     BadTaskCount,
     /// Slurm's ESLURM_INVALID_LICENSES.
     InvalidLicenses,
+    /// Slurm's ESLURM_PARTITION_NOT_AVAIL: the partition is `DRAIN` or `INACTIVE`.
+    PartitionNotAvailable,
     /// A code this build does not know (a newer controller's): the commands print the
     /// answer's message, which has the words. Never sent.
     #[serde(other)]
@@ -219,6 +222,9 @@ impl ErrorCode {
             ErrorCode::StepLimit => "Step limit reached for this job",
             ErrorCode::BadTaskCount => "Task count specification invalid",
             ErrorCode::InvalidLicenses => "Invalid license specification",
+            ErrorCode::PartitionNotAvailable => {
+                "Required partition not available (inactive or drain)"
+            }
         }
     }
 
@@ -242,7 +248,8 @@ impl ErrorCode {
             | ErrorCode::PathnameTooLong
             | ErrorCode::InvalidGres
             | ErrorCode::BadTaskCount
-            | ErrorCode::InvalidLicenses => 400,
+            | ErrorCode::InvalidLicenses
+            | ErrorCode::PartitionNotAvailable => 400,
             ErrorCode::StepLimit => 409,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::MaxJobCount => 503,
@@ -887,6 +894,16 @@ pub struct NodeUpdateRequest {
     /// empty; running jobs are checkpointed (`--signal`) and requeued elsewhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrate_by: Option<i64>,
+}
+
+/// `POST /v1/partitions/update`: `scontrol update PartitionName=<name> Key=Value ...`, the
+/// keys and values of a `PartitionName=` config line (see gsched.conf(5)). Admins only; the
+/// change lasts until the controller reads its config again (restart, `reconfigure`).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PartitionUpdateRequest {
+    pub name: String,
+    /// (`Key`, `Value`) in the order given; applied together or not at all.
+    pub settings: Vec<(String, String)>,
 }
 
 /// `GET /v1/config`: `scontrol show config` lines, in order.

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 use crate::hostlist;
 use crate::units;
 
+mod partition_update;
+
 /// Where the config is read from when neither `-f/--config` nor `$GSCHED_CONF` is given.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/gsched/gsched.conf";
 
@@ -1168,7 +1170,7 @@ fn parse_exit_codes(v: &str) -> Result<Vec<u8>, String> {
 }
 
 /// `OverTimeLimit=`: minutes (at most 65533, as Slurm) or `UNLIMITED` (`None`).
-fn parse_over_time(v: &str) -> Result<Option<u32>, String> {
+pub(crate) fn parse_over_time(v: &str) -> Result<Option<u32>, String> {
     if v.eq_ignore_ascii_case("UNLIMITED") || v.eq_ignore_ascii_case("INFINITE") {
         return Ok(None);
     }
@@ -1181,7 +1183,7 @@ fn parse_over_time(v: &str) -> Result<Option<u32>, String> {
 }
 
 /// `DefMemPerCPU=`/`DefMemPerNode=`: megabytes (`UNLIMITED` is 0, no default).
-fn parse_mem_mb(v: &str) -> Result<u64, String> {
+pub(crate) fn parse_mem_mb(v: &str) -> Result<u64, String> {
     if v.eq_ignore_ascii_case("UNLIMITED") {
         return Ok(0);
     }
@@ -1190,7 +1192,10 @@ fn parse_mem_mb(v: &str) -> Result<u64, String> {
 
 /// One memory setting (DefMemPer*, MaxMemPer*) from its per-CPU and per-node keys: per CPU wins (slurmctld reads
 /// `DefMemPerNode` only when `DefMemPerCPU` is absent); 0 is none.
-fn per_cpu_or_node(per_cpu: Option<u64>, per_node: Option<u64>) -> Option<crate::job::MemRequest> {
+pub(crate) fn per_cpu_or_node(
+    per_cpu: Option<u64>,
+    per_node: Option<u64>,
+) -> Option<crate::job::MemRequest> {
     match (per_cpu, per_node) {
         (Some(m), _) => (m > 0).then_some(crate::job::MemRequest::PerCpu(m)),
         (None, Some(m)) => (m > 0).then_some(crate::job::MemRequest::PerNode(m)),
@@ -1199,7 +1204,7 @@ fn per_cpu_or_node(per_cpu: Option<u64>, per_node: Option<u64>) -> Option<crate:
 }
 
 /// `AllowGroups=`: group names as written (Unix names are case-sensitive); `ALL` is none.
-fn group_list(v: &str) -> Option<Vec<String>> {
+pub(crate) fn group_list(v: &str) -> Option<Vec<String>> {
     let items: Vec<String> = v
         .split(',')
         .map(|x| x.trim().to_string())
@@ -1212,7 +1217,7 @@ fn group_list(v: &str) -> Option<Vec<String>> {
     }
 }
 
-fn name_list(v: &str) -> Option<Vec<String>> {
+pub(crate) fn name_list(v: &str) -> Option<Vec<String>> {
     let items: Vec<String> = v
         .split(',')
         .map(|x| x.trim().to_ascii_lowercase())
@@ -1674,11 +1679,11 @@ fn parse_nonempty(v: &str) -> Result<String, String> {
     }
 }
 
-fn parse_max_time(v: &str) -> Result<Option<u32>, String> {
+pub(crate) fn parse_max_time(v: &str) -> Result<Option<u32>, String> {
     units::parse_time_minutes(v).map_err(|_| format!("invalid value \"{v}\" ({TIME_FORMS})"))
 }
 
-fn parse_default_time(v: &str) -> Result<Option<u32>, String> {
+pub(crate) fn parse_default_time(v: &str) -> Result<Option<u32>, String> {
     if v.eq_ignore_ascii_case("NONE") {
         return Ok(None);
     }
@@ -1790,7 +1795,7 @@ fn parse_node_state(v: &str) -> Result<ConfiguredNodeState, String> {
     })
 }
 
-fn parse_partition_state(v: &str) -> Result<PartitionState, String> {
+pub(crate) fn parse_partition_state(v: &str) -> Result<PartitionState, String> {
     Ok(match v.to_ascii_uppercase().as_str() {
         "UP" => PartitionState::Up,
         "DOWN" => PartitionState::Down,

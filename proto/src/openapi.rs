@@ -93,6 +93,7 @@ pub fn document() -> Value {
         op::<RegisterRequest, RegisterResponse>(&mut g, paths::NODES_REGISTER, "post", "gsctld", "A node daemon registers (root or SlurmUser only)"),
         op::<HeartbeatRequest, HeartbeatResponse>(&mut g, paths::NODES_HEARTBEAT, "post", "gsctld", "A node daemon's heartbeat with the jobs it runs"),
         op::<(), PartitionsResponse>(&mut g, paths::PARTITIONS, "get", "gsctld", "Partitions"),
+        op::<crate::api::PartitionUpdateRequest, Ack>(&mut g, paths::PARTITIONS_UPDATE, "post", "gsctld", "Change a partition until the controller reads its config again (administrators)"),
         op::<(), ConfigResponse>(&mut g, paths::CONFIG, "get", "gsctld", "The running configuration (gscontrol show config)"),
         op::<(), AcctResponse>(&mut g, paths::ACCT, "get", "gsctld", "Accounts, users, associations, QOS and fair-share usage (gsacctmgr, gsprio)"),
         op::<AcctChange, AcctChangeResponse>(&mut g, paths::ACCT_UPDATE, "post", "gsctld", "Change the association table (administrators)"),

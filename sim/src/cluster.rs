@@ -75,6 +75,7 @@ impl Cluster {
                 name: "sim".into(),
                 nodes: (0..nodes as usize).collect(),
                 up: true,
+                inactive: false,
                 max_time: None,
             }],
             running: Vec::new(),
@@ -105,6 +106,7 @@ impl Cluster {
                 name: "sim".into(),
                 nodes: (0..trace.nodes.len()).collect(),
                 up: true,
+                inactive: false,
                 max_time: None,
             }],
             running: Vec::new(),
@@ -171,7 +173,8 @@ impl Cluster {
                     .iter()
                     .filter_map(|name| nodes.iter().position(|n| *n.name == **name))
                     .collect(),
-                up: p.state == PartitionState::Up,
+                up: matches!(p.state, PartitionState::Up | PartitionState::Drain),
+                inactive: p.state == PartitionState::Inactive,
                 max_time: p.max_time,
             })
             .collect();

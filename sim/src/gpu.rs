@@ -198,6 +198,7 @@ pub fn cluster(trace: &Trace, uniform: Option<(u32, u32, u64, u32)>) -> Result<C
             name: "sim".into(),
             nodes: (0..nodes.len()).collect(),
             up: true,
+            inactive: false,
             max_time: None,
             gpu: gsched_sched::GpuRules::default(),
         }],

@@ -2,7 +2,7 @@
 //! time limit and of a node's state (a drained node gets no new jobs, resuming it lets them
 //! start), `gscancel --signal` reaching the job's steps, `-b` the batch shell and `-f` every
 //! process, and `gscancel`'s filters; `Nice=` of a pending job; the daemons' log and pid
-//! files.
+//! files; `gscontrol update PartitionName=` (states, limits, until the next restart).
 
 use gsched_tests::{secs, ClusterOpts, JobState, Reason, TestCluster};
 
@@ -116,6 +116,80 @@ fn drained_node_gets_no_jobs_until_resumed() {
     c.wait_state(id, JobState::Completed, secs(30));
     let info = c.cmd_ok("gsinfo", ["-h", "-o", "%t"]);
     assert_eq!(info.trim(), "idle", "{info}");
+}
+
+/// `gscontrol update PartitionName=`: DOWN keeps jobs pending, DRAIN refuses new ones but
+/// runs those it has, a job listing another partition too still gets in, MaxTime applies
+/// at once, bad keys and values change nothing, and a controller restart reads the
+/// partition from the config again (Slurm 22.05's default).
+#[test]
+fn partition_update_states_and_limits() {
+    let c = TestCluster::start(
+        ClusterOpts::named("part-update")
+            .nodes(2)
+            .config_line("PartitionName=other Nodes=n2 MaxTime=INFINITE State=UP"),
+    );
+    let update = |args: &[&str]| {
+        let mut a = vec!["update", "PartitionName=debug"];
+        a.extend_from_slice(args);
+        c.cmd("gscontrol", a)
+    };
+    let state = || {
+        c.cmd_ok("gsinfo", ["-h", "-p", "debug", "-o", "%a"])
+            .trim()
+            .to_string()
+    };
+    assert!(update(&["State=DOWN"]).status.success());
+    assert_eq!(state(), "down");
+    let a = c.submit(["-p", "debug", "--wrap", "true"]);
+    c.wait_job(a, secs(10), "pending for PartitionDown", |j| {
+        j.state == JobState::Pending && j.reason == Reason::PartitionDown
+    });
+    // DRAIN: the pending job runs, a new one is refused, one that also lists `other` goes
+    // there.
+    assert!(update(&["State=DRAIN"]).status.success());
+    c.wait_state(a, JobState::Completed, secs(30));
+    let out = c.cmd("gsbatch", ["-p", "debug", "--wrap", "true"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Required partition not available (inactive or drain)"),
+        "{out:?}"
+    );
+    let b = c.submit(["-p", "debug,other", "--wrap", "true"]);
+    c.wait_state(b, JobState::Completed, secs(30));
+    assert_eq!(c.job(b).partition, "other");
+    // Nothing changes on a bad value or a key gsched does not implement.
+    let out = update(&["State=UP", "MaxTime=soon"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("slurm_update error: Invalid MaxTime"),
+        "{out:?}"
+    );
+    let out = update(&["PriorityTier=3"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Update of this parameter is not supported: PriorityTier=3"),
+        "{out:?}"
+    );
+    assert_eq!(state(), "drain");
+    // UP with a one-minute MaxTime: a 5-minute job waits for PartitionTimeLimit.
+    assert!(update(&["State=UP", "MaxTime=1"]).status.success());
+    let show = c.cmd_ok("gscontrol", ["show", "partition", "debug"]);
+    assert!(
+        show.contains("MaxTime=00:01:00") && show.contains("State=UP"),
+        "{show}"
+    );
+    let d = c.submit(["-p", "debug", "-t", "5", "--wrap", "true"]);
+    c.wait_job(d, secs(10), "pending for PartitionTimeLimit", |j| {
+        j.state == JobState::Pending && j.reason == Reason::PartitionTimeLimit
+    });
+    // A restart reads the config file again: MaxTime=INFINITE, the job starts.
+    c.kill_ctld();
+    c.start_ctld();
+    c.wait_state(d, JobState::Completed, secs(30));
+    let show = c.cmd_ok("gscontrol", ["show", "partition", "debug"]);
+    assert!(show.contains("MaxTime=UNLIMITED"), "{show}");
 }
 
 #[test]

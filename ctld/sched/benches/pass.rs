@@ -74,6 +74,7 @@ fn cluster(rng: &mut Rng) -> ClusterView {
         name: "batch".into(),
         nodes: (0..10_000).collect(),
         up: true,
+        inactive: false,
         max_time: Some(2 * 24 * 60),
     });
     v.partitions.push(PartitionView {
@@ -81,6 +82,7 @@ fn cluster(rng: &mut Rng) -> ClusterView {
         name: "short".into(),
         nodes: (0..2_000).collect(),
         up: true,
+        inactive: false,
         max_time: Some(4 * 60),
     });
     // Half the cluster busy: whole-node jobs on some nodes, shared nodes on others, ending

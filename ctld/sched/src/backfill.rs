@@ -19,7 +19,11 @@ pub(crate) fn partition_bar(
 ) -> Option<Option<Reason>> {
     let part = view.partitions.get(p)?;
     if !part.up {
-        return Some(Some(Reason::PartitionDown));
+        return Some(Some(if part.inactive {
+            Reason::PartitionInactive
+        } else {
+            Reason::PartitionDown
+        }));
     }
     match (part.max_time, job.time_limit) {
         (Some(max), Some(limit)) if limit > max => Some(Some(Reason::PartitionTimeLimit)),

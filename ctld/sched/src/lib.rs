@@ -113,8 +113,12 @@ pub struct PartitionView {
     pub name: String,
     /// Indices into [`ClusterView::nodes`].
     pub nodes: Vec<usize>,
-    /// `State=UP`: jobs may start.
+    /// `State=UP` or `DRAIN`: jobs may start (a drained partition takes no new jobs but
+    /// runs those it has).
     pub up: bool,
+    /// `State=INACTIVE` (with `up` false): pending jobs wait with reason
+    /// `PartitionInactive` rather than `PartitionDown`.
+    pub inactive: bool,
     /// Minutes; `None` = UNLIMITED.
     pub max_time: Option<u32>,
     /// How jobs may share the partition's GPUs (`GpuSharing=`, `GpuOverSubscribe=`).

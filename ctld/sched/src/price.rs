@@ -358,6 +358,7 @@ mod tests {
                 name: "p".into(),
                 nodes: vec![0],
                 up: true,
+                inactive: false,
                 max_time: None,
                 gpu: crate::GpuRules::default(),
             }],

@@ -143,6 +143,7 @@ fn parse(text: &str) -> Scenario {
                     name: rest[0].into(),
                     nodes,
                     up: !flag("down"),
+                    inactive: false,
                     max_time: kv("maxtime").map(|m| m.parse().unwrap()),
                 });
             }
@@ -300,6 +301,7 @@ fn parse(text: &str) -> Scenario {
                 name: "all".into(),
                 nodes: all,
                 up: true,
+                inactive: false,
                 max_time: None,
             }];
         }

@@ -228,6 +228,7 @@ impl State {
                 name: r.name.clone(),
                 nodes: nodes.clone(),
                 up: true,
+                inactive: false,
                 max_time: None,
                 gpu: gsched_sched::GpuRules::default(),
             }];

@@ -28,6 +28,7 @@ fn cluster(n: usize, cpus: u32, mem: u64) -> ClusterView {
             name: "debug".into(),
             nodes: (0..n).collect(),
             up: true,
+            inactive: false,
             max_time: None,
         }],
         running: Vec::new(),
@@ -346,6 +347,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
                 name: format!("p{i}"),
                 nodes: nodes.iter().map(|&n| n % (v.nodes.len() + 1)).collect(),
                 up: !(*down && i > 0),
+                inactive: false,
                 max_time: *max,
             });
         }

@@ -157,7 +157,11 @@ pub fn decide(view: &ClusterView, queue: &[QueuedJob], now: i64) -> Decisions {
                 continue;
             };
             if !part.up {
-                reason.get_or_insert(Reason::PartitionDown);
+                reason.get_or_insert(if part.inactive {
+                    Reason::PartitionInactive
+                } else {
+                    Reason::PartitionDown
+                });
                 continue;
             }
             if let (Some(max), Some(limit)) = (part.max_time, job.time_limit) {

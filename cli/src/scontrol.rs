@@ -188,6 +188,9 @@ pub trait Api {
     ) -> Result<(), String> {
         Err("partition updates are not available".into())
     }
+    fn reconfigure(&self) -> Result<(), String> {
+        Err("reconfigure is not available".into())
+    }
     /// Running job steps (`show step`).
     fn steps(
         &self,
@@ -275,6 +278,13 @@ impl Api for Remote {
         req: &gsched_proto::api::PartitionUpdateRequest,
     ) -> Result<(), String> {
         err_text(self.client.post::<_, Ack>(paths::PARTITIONS_UPDATE, req)).map(|_| ())
+    }
+    fn reconfigure(&self) -> Result<(), String> {
+        err_text(
+            self.client
+                .post::<_, Ack>(paths::RECONFIGURE, &serde_json::json!({})),
+        )
+        .map(|_| ())
     }
     fn reservations(&self) -> Result<gsched_proto::resv::ReservationsResponse, String> {
         err_text(self.client.get(paths::RESERVATIONS))
@@ -418,7 +428,14 @@ impl Session<'_> {
         } else if kw(tag, "reboot_nodes", 3) {
             self.reboot(&mut out, &argv[1..]);
         } else if kw(tag, "reconfigure", 3) {
-            self.unsupported(&mut out, "reconfigure");
+            if n > 1 {
+                too_many(&mut out);
+            } else if let Some(api) = self.connect(&mut out) {
+                // Silent on success, as scontrol.
+                if let Err(e) = api.reconfigure() {
+                    out.err(format!("slurm_reconfigure error: {e}"));
+                }
+            }
         } else if (tag.len() >= 11 && tag[..11].eq_ignore_ascii_case("requeuehold"))
             || kw(tag, "requeue", 3)
         {
@@ -2267,6 +2284,8 @@ pub fn usage_text() -> String {
      \x20    reboot [ASAP] [nextstate=resume|down] [reason=<reason>] <node_list>|ALL\n\
      \x20                             reboot nodes with RebootProgram once they are idle\n\
      \x20                             (ASAP: drain them meanwhile).\n\
+     \x20    reconfigure              make every daemon read the config file again\n\
+     \x20                             (checked first; running jobs go on).\n\
      \x20    release <job_list>       permit specified job to start.\n\
      \x20    requeue [Incomplete] <job_list>\n\
      \x20                             re-queue a batch job (Incomplete: only running ones).\n\

@@ -11,6 +11,7 @@ pub mod group_commit;
 pub mod history;
 pub mod metrics;
 pub mod notify;
+pub mod reconfigure;
 pub mod server;
 pub mod smtp;
 pub mod state;

@@ -5,9 +5,8 @@ use clap::Parser;
 use gsched_ctld::server::{self, Shared};
 use gsched_ctld::state::State;
 use gsched_ctld::store::Store;
-use gsched_proto::config::{AuthType, Config};
+use gsched_proto::config::Config;
 use gsched_proto::daemon_log;
-use std::net::ToSocketAddrs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -59,31 +58,12 @@ fn run(args: Args) -> anyhow::Result<()> {
             .ok()
     });
     let cfg = Arc::new(cfg);
+    // The authentication plugin, AdminUsers, topology.conf (State::load uses it) and the
+    // address; `scontrol reconfigure` makes the same checks.
+    let addr = gsched_ctld::reconfigure::startup_checks(&cfg)?;
     let auth = gsched_auth::from_config(&cfg)?;
-    for name in &cfg.admin_users {
-        if gsched_proto::users::resolve_user(name).is_none() {
-            bail!("AdminUsers: no such user {name:?}; fix the name or remove it from AdminUsers=");
-        }
-    }
-    if cfg.lifecycle.topology == gsched_proto::lifecycle::TopologyPlugin::Tree {
-        // TopologyPlugin=topology/tree: topology.conf must read (State::load uses it).
-        gsched_proto::topology_conf::Topology::load_beside(&cfg.path)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
-    let host = cfg.ctld_host.connect_addr().to_string();
-    let addrs: Vec<_> = (host.as_str(), cfg.ctld_port)
-        .to_socket_addrs()
-        .with_context(|| format!("cannot resolve SlurmctldHost address {host}"))?
-        .collect();
-    let Some(addr) = addrs.first().copied() else {
-        bail!("SlurmctldHost address {host} resolves to nothing");
-    };
-    if cfg.auth_type == AuthType::None && !addr.ip().is_loopback() {
-        bail!(
-            "AuthType=auth/none is only allowed on loopback, but SlurmctldHost is {host} ({addr}); \
-             use AuthType=auth/munge or set SlurmctldHost=name(127.0.0.1)"
-        );
-    }
+    // The listening socket of this gsctld's previous image (`reconfigure`), if any.
+    let inherited = gsched_proto::reexec::inherited_listener(&[addr]);
     let store = Store::open(
         &cfg.state_save_location,
         cfg.state_sync == gsched_proto::config::StateSync::Full,
@@ -111,10 +91,14 @@ fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr} (SlurmctldPort in use?)"))?;
+    let kept = rt.block_on(async move {
+        let listener = match inherited {
+            Some(l) => tokio::net::TcpListener::from_std(l)
+                .context("cannot take over the listening socket of the previous image")?,
+            None => tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} (SlurmctldPort in use?)"))?,
+        };
         tracing::info!(
             "gsctld {} for cluster {} listening on {addr}; {recovered} jobs recovered from {}",
             env!("CARGO_PKG_VERSION"),
@@ -169,6 +153,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         if let Some(log) = log_file {
             tokio::spawn(reopen_on_sigusr2(log));
         }
+        tokio::spawn(reconfigure_on_sighup(shared.clone()));
         let app = server::router(shared.clone());
         let header_timeout = std::time::Duration::from_secs(cfg.message_timeout.into());
         gsched_proto::server::serve_api(listener, app, header_timeout, async {
@@ -176,14 +161,42 @@ fn run(args: Args) -> anyhow::Result<()> {
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
                     .expect("signal handler");
             tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => tracing::info!("gsctld shutting down"),
+                _ = tokio::signal::ctrl_c() => tracing::info!("gsctld shutting down"),
+                _ = gsched_proto::reexec::requested() => {
+                    tracing::info!("gsctld stopping to read its config again")
+                }
             }
-            tracing::info!("gsctld shutting down");
         })
         .await
         .context("API server failed")
-    })
+    })?;
+    // Launches and node calls in flight finish (or are cut, which a restart recovers).
+    rt.shutdown_timeout(Duration::from_secs(5));
+    if gsched_proto::reexec::is_requested() {
+        let listener = kept.and_then(|l| l.into_std().ok());
+        let e = gsched_proto::reexec::exec_self(listener);
+        bail!("reconfigure: cannot execute gsctld anew: {e}; start it again");
+    }
+    Ok(())
+}
+
+/// SIGHUP is Slurm's `scontrol reconfigure` signal: check the config, tell the node
+/// daemons, execute anew; a config that does not pass leaves gsctld as it is.
+async fn reconfigure_on_sighup(sh: Arc<Shared>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot catch SIGHUP: use scontrol reconfigure");
+        return;
+    };
+    while hup.recv().await.is_some() {
+        let s = sh.clone();
+        match tokio::task::spawn_blocking(move || gsched_ctld::reconfigure::run(&s)).await {
+            Ok(Ok(())) => tracing::info!("SIGHUP: reading the config again"),
+            Ok(Err(e)) => tracing::error!("SIGHUP: {e}"),
+            Err(e) => tracing::error!("SIGHUP: {e}"),
+        }
+    }
 }
 
 /// SIGUSR2 opens the log file again, as slurmctld does (logrotate's postrotate).

@@ -104,6 +104,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::NODES_HEARTBEAT, post(heartbeat))
         .route(paths::PARTITIONS, get(partitions))
         .route(paths::PARTITIONS_UPDATE, post(update_partition))
+        .route(paths::RECONFIGURE, post(reconfigure))
         .route(paths::CONFIG, get(config))
         .route(paths::ACCT, get(acct))
         .route(paths::ACCT_UPDATE, post(acct_update))
@@ -551,6 +552,17 @@ async fn node_usage(
     let t = now();
     let nodes = sh.lock().node_usage(&q, t)?;
     Ok(Json(gsched_proto::api::NodeUsageResponse { now: t, nodes }))
+}
+
+/// `scontrol reconfigure` (admins): see [`crate::reconfigure`].
+async fn reconfigure(AxState(sh): Sh, Extension(who): Who) -> Result<Json<Ack>, ApiErr> {
+    require_admin(&sh, &who)?;
+    let s = sh.clone();
+    tokio::task::spawn_blocking(move || crate::reconfigure::run(&s))
+        .await
+        .map_err(|e| ApiErr(ApiError::new(ErrorCode::Internal, e.to_string())))?
+        .map_err(|m| ApiErr(ApiError::new(ErrorCode::BadRequest, m)))?;
+    Ok(Json(Ack { ok: true }))
 }
 
 async fn update_partition(

@@ -2781,6 +2781,18 @@ impl State {
         Some(format!("{}:{}", n.addr, n.port))
     }
 
+    /// The registered nodes' daemon addresses, each address once (virtual nodes share
+    /// one), with a node name that reaches it.
+    pub fn registered_node_endpoints(&self) -> Vec<(String, String)> {
+        let mut seen = std::collections::HashSet::new();
+        self.nodes
+            .iter()
+            .filter(|n| n.registered)
+            .map(|n| (n.name.clone(), format!("{}:{}", n.addr, n.port)))
+            .filter(|(_, ep)| seen.insert(ep.clone()))
+            .collect()
+    }
+
     /// Expanded node names for a hostlist, for API callers.
     pub fn expand_nodes(expr: &str) -> Result<Vec<String>, ApiError> {
         hostlist::expand(expr).map_err(|e| ApiError::new(ErrorCode::InvalidNodeName, e.to_string()))

@@ -36,6 +36,30 @@ pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Reaps `pid` if it is an exited child of this process. After `reconfigure` a gsnoded
+/// executed anew is still the parent of the gsstepd its previous image started, which it
+/// watches as adopted processes: this takes their exit status, which nothing else waits
+/// for. For a process that is not our child it does nothing (ECHILD).
+pub fn reap_if_child(pid: i32) {
+    if pid > 0 {
+        let _ = nix::sys::wait::waitpid(
+            nix::unistd::Pid::from_raw(pid),
+            Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+        );
+    }
+}
+
+/// At start-up, before this image starts any process: reaps every child that has already
+/// exited (gsstepd of the previous image that ended while gsnoded was being executed anew).
+pub fn reap_exited_children() {
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    while let Ok(st) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+        if st == WaitStatus::StillAlive {
+            break;
+        }
+    }
+}
+
 /// Waits (asynchronously, on the tokio reactor) until the process behind `pidfd` exits.
 pub async fn wait_pidfd(pidfd: OwnedFd) -> io::Result<()> {
     // SAFETY: `register_with_interest` requires that the descriptor stays open and refers to

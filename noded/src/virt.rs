@@ -307,7 +307,7 @@ impl VirtualHost {
         for t in tasks {
             t.abort();
         }
-        result
+        result.map(|_| ())
     }
 
     /// Registers node `n` (the `i`th of `count`), then heartbeats it, forever; heartbeats

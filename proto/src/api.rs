@@ -85,6 +85,12 @@ pub mod paths {
     pub const NODE_HEALTH_CHECK: &str = "/v1/node/health_check";
     /// `POST` to gsnoded: a job ended; run the `Epilog` for its part of the node.
     pub const NODE_EPILOG: &str = "/v1/node/epilog";
+    /// `POST` from gsctld (`scontrol reconfigure`): read the config again (gsnoded executes
+    /// itself anew; its jobs keep running).
+    pub const NODE_RECONFIGURE: &str = "/v1/node/reconfigure";
+    /// `POST` (`scontrol reconfigure`): the controller and every node daemon read the
+    /// config again; the controller checks it first. Administrators only.
+    pub const RECONFIGURE: &str = "/v1/reconfigure";
     /// `POST` from gsnoded: a job's `Epilog` finished on a node (its part is free again).
     pub const NODES_EPILOG_COMPLETE: &str = "/v1/nodes/epilog_complete";
     /// Time-of-use prices of the next hours and the learned low-load hours (`gsinfo

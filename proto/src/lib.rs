@@ -32,6 +32,8 @@ pub mod openapi;
 pub mod patterns;
 pub mod price_conf;
 pub mod projection;
+#[cfg(feature = "server")]
+pub mod reexec;
 pub mod resv;
 pub mod rlimits;
 #[cfg(feature = "server")]

@@ -152,7 +152,8 @@ pub async fn check_request(
 }
 
 /// Serves `app` on `listener` until `shutdown` completes, then lets the requests in flight
-/// finish (for up to `header_timeout`).
+/// finish (for up to `header_timeout`). Returns the listener, still open, when the daemon
+/// is to be executed anew ([`crate::reexec`]).
 ///
 /// Like `axum::serve`, plus what a daemon facing hostile clients needs: a client that opens
 /// a connection and does not send a whole request head within `header_timeout`
@@ -164,7 +165,7 @@ pub async fn serve_api(
     app: axum::Router,
     header_timeout: std::time::Duration,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> std::io::Result<Option<tokio::net::TcpListener>> {
     use hyper_util::rt::{TokioIo, TokioTimer};
     use tower::ServiceExt;
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -197,11 +198,14 @@ pub async fn serve_api(
             let _ = conn.await;
         });
     }
-    drop(listener);
+    // Stopping for good: new connections are refused at once. Executed anew
+    // (`reexec`): the socket stays open, unaccepted, and goes to the new image, so that
+    // clients wait in its backlog.
+    let kept = crate::reexec::is_requested().then_some(listener);
     let _ = tokio::time::timeout(
         header_timeout.max(std::time::Duration::from_secs(5)),
         graceful.shutdown(),
     )
     .await;
-    Ok(())
+    Ok(kept)
 }

@@ -2,7 +2,8 @@
 //! time limit and of a node's state (a drained node gets no new jobs, resuming it lets them
 //! start), `gscancel --signal` reaching the job's steps, `-b` the batch shell and `-f` every
 //! process, and `gscancel`'s filters; `Nice=` of a pending job; the daemons' log and pid
-//! files; `gscontrol update PartitionName=` (states, limits, until the next restart).
+//! files; `gscontrol update PartitionName=` (states, limits, until the next restart);
+//! `gscontrol reconfigure` and SIGHUP.
 
 use gsched_tests::{secs, ClusterOpts, JobState, Reason, TestCluster};
 
@@ -190,6 +191,128 @@ fn partition_update_states_and_limits() {
     c.wait_state(d, JobState::Completed, secs(30));
     let show = c.cmd_ok("gscontrol", ["show", "partition", "debug"]);
     assert!(show.contains("MaxTime=UNLIMITED"), "{show}");
+}
+
+/// `gscontrol reconfigure` and SIGHUP: both daemons read the config again in place (same
+/// pids), a job running meanwhile goes on and ends under the new config (the node runs the
+/// newly configured Epilog for it), submissions made during the reconfigure all succeed
+/// (the listening socket is handed over), and a config that does not load is refused with
+/// its reason while the controller goes on.
+#[test]
+fn reconfigure_reads_the_config_again_in_place() {
+    let c = TestCluster::start(ClusterOpts::named("reconf").nodes(1).cpus(4));
+    let (ctld, noded) = (c.ctld_pid().unwrap(), c.noded_pid(0).unwrap());
+    let running = c.submit(["--wrap", "sleep 4"]);
+    c.wait_state(running, JobState::Running, secs(30));
+    let epilog_log = c.dir().join("epilog.log");
+    let epilog = c.dir().join("epilog");
+    std::fs::write(
+        &epilog,
+        format!(
+            "#!/bin/sh\necho \"$SLURM_JOB_ID\" >> {}\n",
+            epilog_log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&epilog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let original = std::fs::read_to_string(c.conf_path()).unwrap();
+    std::fs::write(
+        c.conf_path(),
+        format!(
+            "{original}\nPartitionName=extra Nodes=ALL MaxTime=30\nEpilog={}\n",
+            epilog.display()
+        ),
+    )
+    .unwrap();
+
+    // Submissions from another thread while both daemons are executed anew.
+    let submitted = std::thread::scope(|s| {
+        let loop_ = s.spawn(|| {
+            (0..20)
+                .map(|_| c.cmd("gsbatch", ["--parsable", "--wrap", "true"]))
+                .collect::<Vec<_>>()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let out = c.cmd("gscontrol", ["reconfigure"]);
+        assert!(out.status.success(), "{out:?}");
+        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+        loop_.join().unwrap()
+    });
+    let mut ids = Vec::new();
+    for out in &submitted {
+        assert!(out.status.success(), "a submission failed: {out:?}");
+        ids.push(
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse::<u32>()
+                .unwrap(),
+        );
+    }
+    c.wait_until(secs(30), "the new partition", || {
+        c.cmd("gsinfo", ["-h", "-p", "extra", "-o", "%P"])
+            .stdout
+            .starts_with(b"extra")
+    });
+    assert_eq!(c.ctld_pid(), Some(ctld));
+    assert_eq!(c.noded_pid(0), Some(noded));
+    assert!(
+        std::fs::read_to_string(c.noded_log(0))
+            .unwrap()
+            .contains("executing gsnoded anew"),
+        "gsnoded was not told"
+    );
+    // The job that ran through it ends as usual, and the new Epilog runs for it.
+    assert_eq!(
+        c.wait_terminal(running, secs(30)).state,
+        JobState::Completed
+    );
+    c.wait_until(secs(30), "the new Epilog", || {
+        std::fs::read_to_string(&epilog_log)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l == running.to_string())
+    });
+    for id in ids {
+        assert_eq!(c.wait_terminal(id, secs(60)).state, JobState::Completed);
+    }
+
+    // A config a fresh gsctld would not start with (the commands read it fine): refused
+    // with the reason, nothing changes.
+    let good = std::fs::read_to_string(c.conf_path()).unwrap();
+    std::fs::write(
+        c.conf_path(),
+        format!("{good}\nAdminUsers=no_such_user_here\n"),
+    )
+    .unwrap();
+    let out = c.cmd("gscontrol", ["reconfigure"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("slurm_reconfigure error: AdminUsers: no such user \"no_such_user_here\"")
+            && err.contains("gsctld keeps running with its current config"),
+        "{err}"
+    );
+    assert_eq!(c.ctld_pid(), Some(ctld));
+    let id = c.submit(["-p", "extra", "--wrap", "true"]);
+    assert_eq!(c.wait_terminal(id, secs(30)).state, JobState::Completed);
+
+    // SIGHUP, as slurmctld: the same reconfigure.
+    std::fs::write(
+        c.conf_path(),
+        format!("{good}\nPartitionName=hup Nodes=ALL\n"),
+    )
+    .unwrap();
+    let kill = std::process::Command::new("kill")
+        .args(["-HUP", &ctld.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    c.wait_until(secs(30), "the partition added before SIGHUP", || {
+        c.cmd("gsinfo", ["-h", "-p", "hup", "-o", "%P"])
+            .stdout
+            .starts_with(b"hup")
+    });
+    assert_eq!(c.ctld_pid(), Some(ctld));
 }
 
 #[test]

@@ -134,6 +134,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     let port = cfg.node_port(&node_name);
     let addrs = resolve(&cfg, &host, port, &node_name)?;
 
+    // gsstepd of a previous image (`reconfigure`) that ended meanwhile; nothing else of
+    // ours runs yet.
+    gsched_noded::sys::reap_exited_children();
     let node = Node::new(settings, auth)?;
     // One async thread, as gsctld: a job's launch and end are a handful of short tasks, and
     // with two worker threads each task woke the other worker (a wasted thread switch, a
@@ -144,10 +147,17 @@ fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let inherited = gsched_proto::reexec::inherited_listener(&addrs);
     let result = rt.block_on(async move {
-        let listener = bind(&addrs).await.with_context(|| {
-            format!("cannot listen on {host}:{port} (is another gsnoded running for {node_name}?)")
-        })?;
+        let listener = match inherited {
+            Some(l) => tokio::net::TcpListener::from_std(l)
+                .context("cannot take over the listening socket of the previous image")?,
+            None => bind(&addrs).await.with_context(|| {
+                format!(
+                    "cannot listen on {host}:{port} (is another gsnoded running for {node_name}?)"
+                )
+            })?,
+        };
         let local = listener.local_addr().ok();
         tracing::info!(
             "gsnoded {} for node {node_name} listening on {}; spool {}, controller {}",
@@ -156,16 +166,23 @@ fn run(args: Args) -> anyhow::Result<()> {
             node.settings().spool_dir.display(),
             node.settings().controller
         );
-        let shutdown = shutdown_signal()?;
-        node.serve(listener, shutdown)
+        let shutdown = shutdown_signal(Some(node.clone()))?;
+        let kept = node
+            .serve(listener, shutdown)
             .await
             .context("the API server failed")?;
         tracing::info!("gsnoded stopped; jobs keep running");
-        anyhow::Ok(())
+        anyhow::Ok(kept)
     });
     // Blocking calls to an unreachable controller may be in flight; do not wait for them.
     rt.shutdown_timeout(Duration::from_secs(1));
-    result
+    let kept = result?;
+    if gsched_proto::reexec::is_requested() {
+        let listener = kept.and_then(|l| l.into_std().ok());
+        let e = gsched_proto::reexec::exec_self(listener);
+        bail!("reconfigure: cannot execute gsnoded anew: {e}; start it again");
+    }
+    Ok(())
 }
 
 /// `gsnoded --virtual -N LIST`: the virtual nodes of LIST, served from one listener.
@@ -193,7 +210,7 @@ fn run_virtual(cfg: &Config, list: &str) -> anyhow::Result<()> {
             host.len(),
             host.controller()
         );
-        let shutdown = shutdown_signal()?;
+        let shutdown = shutdown_signal(None)?;
         host.serve(listener, timeout, shutdown)
             .await
             .context("the API server failed")?;
@@ -359,15 +376,26 @@ async fn bind(addrs: &[SocketAddr]) -> std::io::Result<tokio::net::TcpListener> 
     Err(last.unwrap_or_else(|| std::io::Error::other("no address to listen on")))
 }
 
-/// Completes on SIGTERM or SIGINT. SIGHUP (Slurm's "reconfigure") only logs that a restart is
-/// needed, instead of killing the daemon.
-fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+/// Completes on SIGTERM or SIGINT, or when the daemon is to be executed anew. SIGHUP is
+/// Slurm's "reconfigure": a node daemon checks its config and executes itself anew
+/// ([`Node::reconfigure`]); virtual nodes only log that a restart is needed.
+fn shutdown_signal(
+    node: Option<std::sync::Arc<Node>>,
+) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
     let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
     let mut hup = signal(SignalKind::hangup()).context("cannot handle SIGHUP")?;
     tokio::spawn(async move {
         while hup.recv().await.is_some() {
-            tracing::warn!("SIGHUP: gsnoded does not reload its config; restart it to apply changes (jobs keep running)");
+            match &node {
+                Some(node) => match node.reconfigure() {
+                    Ok(()) => tracing::info!("SIGHUP: reading the config again"),
+                    Err(e) => tracing::error!("SIGHUP: {e}"),
+                },
+                None => tracing::warn!(
+                    "SIGHUP: virtual nodes do not read their config again; restart gsnoded --virtual to apply changes"
+                ),
+            }
         }
     });
     // SIGUSR2 opens SlurmdLogFile again, as slurmd does (logrotate's postrotate).
@@ -386,6 +414,7 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + S
         tokio::select! {
             _ = term.recv() => tracing::info!("SIGTERM received; stopping"),
             _ = int.recv() => tracing::info!("SIGINT received; stopping"),
+            _ = gsched_proto::reexec::requested() => tracing::info!("stopping to read the config again"),
         }
     })
 }

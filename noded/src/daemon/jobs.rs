@@ -641,6 +641,8 @@ impl Node {
                     tokio::time::sleep(Duration::from_millis(500)).await;
                 }
             }
+            // Our own child when the previous image of this gsnoded started it.
+            sys::reap_if_child(stepd.pid);
             node.stepd_ended(id, start_time).await;
         });
     }

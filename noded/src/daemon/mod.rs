@@ -278,6 +278,32 @@ impl Node {
         }
     }
 
+    /// `scontrol reconfigure` or SIGHUP: if the config file still loads for this node,
+    /// gsnoded stops serving and executes itself anew ([`gsched_proto::reexec`]); its jobs
+    /// keep running and are adopted again, as after a restart. Otherwise it keeps its
+    /// current settings and says why.
+    pub fn reconfigure(&self) -> Result<(), String> {
+        let s = &self.settings;
+        let cfg = Config::load(&s.config_path).map_err(|e| {
+            format!(
+                "node {}: the config does not load, gsnoded keeps its current settings: {e}",
+                s.node
+            )
+        })?;
+        NodeSettings::from_config(&cfg, &s.node, &s.config_path, s.stepd.clone()).map_err(|e| {
+            format!(
+                "node {}: the config is not usable here, gsnoded keeps its current settings: {e}",
+                s.node
+            )
+        })?;
+        tracing::info!(
+            "reconfigure: executing gsnoded anew with {}",
+            s.config_path.display()
+        );
+        gsched_proto::reexec::request();
+        Ok(())
+    }
+
     /// Re-adopts the jobs in the spool directory, then serves the API on `listener` until
     /// `shutdown` completes, registering and heartbeating with the controller meanwhile.
     /// Jobs keep running when this returns: they belong to their gsstepd.
@@ -285,7 +311,7 @@ impl Node {
         self: Arc<Self>,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<Option<tokio::net::TcpListener>> {
         self.adopt_spool().await;
         let node = self.clone();
         let ctl = tokio::spawn(async move {

@@ -92,6 +92,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(paths::NODE_REBOOT, post(reboot))
         .route(paths::NODE_HEALTH_CHECK, post(health_check))
         .route(paths::NODE_EPILOG, post(epilog))
+        .route(paths::NODE_RECONFIGURE, post(reconfigure))
         .route(paths::NODE_STEP_LAUNCH, post(step_launch))
         .route(paths::NODE_STEP_SIGNAL, post(step_signal))
         .route(paths::NODE_STEP_IO, post(step_io))
@@ -192,6 +193,13 @@ async fn health_check(
 async fn epilog(State(node): Node_, Body(req): Body<api::NodeEpilogRequest>) -> Json<Ack> {
     node.epilog(req);
     Json(Ack { ok: true })
+}
+
+/// `scontrol reconfigure`, forwarded by the controller: read the config again if it loads.
+async fn reconfigure(State(node): Node_) -> Result<Json<Ack>, ApiErr> {
+    node.reconfigure()
+        .map_err(|m| ApiErr(ApiError::new(ErrorCode::BadRequest, m)))?;
+    Ok(Json(Ack { ok: true }))
 }
 
 /// `scontrol reboot`: run `RebootProgram`.

@@ -191,6 +191,10 @@ pub trait Api {
     fn reconfigure(&self) -> Result<(), String> {
         Err("reconfigure is not available".into())
     }
+    /// A job with its script (the controller leaves it out for other users' jobs).
+    fn job_with_script(&self, _id: u32) -> Result<Option<gsched_proto::job::JobInfo>, String> {
+        Err("job scripts are not available".into())
+    }
     /// Running job steps (`show step`).
     fn steps(
         &self,
@@ -278,6 +282,22 @@ impl Api for Remote {
         req: &gsched_proto::api::PartitionUpdateRequest,
     ) -> Result<(), String> {
         err_text(self.client.post::<_, Ack>(paths::PARTITIONS_UPDATE, req)).map(|_| ())
+    }
+    fn job_with_script(&self, id: u32) -> Result<Option<gsched_proto::job::JobInfo>, String> {
+        let r: JobsResponse = err_text(self.client.post(
+            paths::JOBS_QUERY,
+            &JobQuery {
+                filter: JobFilter {
+                    ids: vec![id],
+                    ..JobFilter::default()
+                },
+                brief: false,
+                fields: Vec::new(),
+            },
+        ))?;
+        let mut jobs = r.jobs;
+        let at = jobs.iter().position(|j| j.job_id == id).unwrap_or(0);
+        Ok((!jobs.is_empty()).then(|| jobs.swap_remove(at)))
     }
     fn reconfigure(&self) -> Result<(), String> {
         err_text(
@@ -482,7 +502,21 @@ impl Session<'_> {
         } else if kw(tag, "show", 3) {
             self.show(&mut out, argv);
         } else if kw(tag, "write", 5) {
-            self.unsupported(&mut out, "write");
+            if n < 2 {
+                self.complain(&mut out, format!("too few arguments for keyword:{tag}"));
+            } else if kw(&argv[1], "batch_script", 5) {
+                if n > 4 {
+                    self.complain(&mut out, format!("too many arguments for keyword:{tag}"));
+                } else if n < 3 {
+                    out.fail();
+                } else {
+                    self.write_batch_script(&mut out, &argv[2], argv.get(3).map(String::as_str));
+                }
+            } else if kw(&argv[1], "config", 6) {
+                self.unsupported(&mut out, "write config");
+            } else {
+                self.complain(&mut out, format!("invalid write argument:{}", argv[1]));
+            }
         } else if kw(tag, "takeover", 8) {
             self.unsupported(&mut out, "takeover");
         } else if kw(tag, "shutdown", 8) {
@@ -1471,6 +1505,43 @@ impl Session<'_> {
 }
 
 impl Session<'_> {
+    /// `write batch_script <job_id> [<file>|-]`: the job's script to `slurm-<id>.sh` (or
+    /// the file named, `-` for stdout); the job's owner and admins only, as slurmctld.
+    fn write_batch_script(&self, out: &mut Out, id: &str, file: Option<&str>) {
+        // As scontrol's atoll: the leading digits (`12_3` is job 12).
+        let digits: String = id.chars().take_while(char::is_ascii_digit).collect();
+        let id: u32 = digits.parse().unwrap_or(0);
+        let file = file.map_or_else(|| format!("slurm-{id}.sh"), str::to_string);
+        let Some(api) = self.connect(out) else { return };
+        let fail = |out: &mut Out, msg: &str| {
+            self.perror(out, "job script retrieval failed", msg);
+        };
+        let job = match api.job_with_script(id) {
+            Ok(Some(j)) => j,
+            Ok(None) => return fail(out, "Invalid job id specified"),
+            Err(e) => return fail(out, &e),
+        };
+        if job.spec.script.is_empty() {
+            let msg = if job.user_id != self.uid {
+                "Invalid user id"
+            } else {
+                "Job script not specified"
+            };
+            return fail(out, msg);
+        }
+        if file == "-" {
+            out.print(&job.spec.script);
+            return;
+        }
+        if let Err(e) = std::fs::write(&file, &job.spec.script) {
+            out.err(format!("failed to open file `{file}`: {e}"));
+            return;
+        }
+        if !self.quiet() {
+            out.print(&format!("batch script for job {id} written to {file}\n"));
+        }
+    }
+
     /// `update PartitionName=<name> Key=Value ...`: the controller checks the keys and
     /// values (those of a `PartitionName=` config line) and applies all or none.
     fn update_partition(&self, out: &mut Out, args: &[String]) {
@@ -2307,6 +2378,9 @@ pub fn usage_text() -> String {
      \x20                             (admins; until the next restart or reconfigure)).\n\
      \x20    verbose                  enable detailed logging.\n\
      \x20    version                  display tool version number.\n\
+     \x20    write batch_script <job_id> [<file>|-]\n\
+     \x20                             write a job's script to slurm-<job_id>.sh, <file>\n\
+     \x20                             or stdout (its owner and admins only).\n\
      \n\
      \x20 <ENTITY> may be \"config\", \"hostnames\", \"hostlist\", \"hostlistsorted\",\n\
      \x20      \"job\", \"node\", \"partition\", \"reservation\" or \"step\".\n\

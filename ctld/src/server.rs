@@ -3,7 +3,7 @@
 //! one operation, and hand the resulting effects to [`crate::dispatch`].
 
 use crate::dispatch;
-use crate::state::{State, Submission};
+use crate::state::{PayloadFor, State, Submission};
 use axum::extract::{Request, State as AxState};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -223,6 +223,13 @@ async fn query(
     Body(mut q): Body<JobQuery>,
 ) -> Result<Response, ApiErr> {
     let allowed = restrict_private_jobs(&sh, &who, &mut q.filter);
+    let payload = if q.brief {
+        PayloadFor::Nobody
+    } else if sh.lock().is_admin(&who) {
+        PayloadFor::Everyone
+    } else {
+        PayloadFor::User(who.uid)
+    };
     if q.filter.visible_only {
         q.filter.hidden_partitions = sh.lock().hidden_partitions(&who);
     }
@@ -238,7 +245,7 @@ async fn query(
         body.extend_from_slice(format!("{{\"now\":{},\"jobs\":[", now()).as_bytes());
         if allowed {
             sh.lock()
-                .query_projected(&q.filter, &keep, !q.brief, &mut body);
+                .query_projected_for(&q.filter, &keep, payload, &mut body);
         }
         body.extend_from_slice(b"]}");
         return Ok((
@@ -248,7 +255,7 @@ async fn query(
             .into_response());
     }
     let jobs = if allowed {
-        sh.lock().query(&q.filter, q.brief)
+        sh.lock().query_for(&q.filter, payload)
     } else {
         Vec::new()
     };

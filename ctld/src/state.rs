@@ -1099,10 +1099,20 @@ impl State {
     /// Jobs matching a filter, in id order; `brief`: without their scripts, environments and
     /// arguments, which are otherwise read from the store (`state/payload.rs`).
     pub fn query(&self, filter: &JobFilter, brief: bool) -> Vec<JobInfo> {
+        let payload = if brief {
+            PayloadFor::Nobody
+        } else {
+            PayloadFor::Everyone
+        };
+        self.query_for(filter, payload)
+    }
+
+    /// [`State::query`] with the payloads of the jobs `payload` covers only.
+    pub fn query_for(&self, filter: &JobFilter, payload: PayloadFor) -> Vec<JobInfo> {
         self.query_ids(filter)
             .iter()
             .filter_map(|id| self.jobs.get(id))
-            .map(|j| self.queried(j, !brief))
+            .map(|j| self.queried(j, payload.covers(j.info.user_id)))
             .collect()
     }
 
@@ -1133,6 +1143,22 @@ impl State {
         full: bool,
         out: &mut Vec<u8>,
     ) {
+        let payload = if full {
+            PayloadFor::Everyone
+        } else {
+            PayloadFor::Nobody
+        };
+        self.query_projected_for(filter, keep, payload, out)
+    }
+
+    /// [`State::query_projected`] with the payloads of the jobs `payload` covers only.
+    pub fn query_projected_for(
+        &self,
+        filter: &JobFilter,
+        keep: &FieldSet,
+        payload: PayloadFor,
+        out: &mut Vec<u8>,
+    ) {
         let named = filter.ids.len() + filter.array_tasks.len();
         let ids = if named > 0 && named < 64 {
             self.query_ids(filter)
@@ -1157,7 +1183,7 @@ impl State {
             }
             first = false;
             // The spec's name and submit line are the job's, put back when asked for.
-            let copy = if full {
+            let copy = if payload.covers(j.info.user_id) {
                 Some(self.queried(j, true))
             } else if own_spec_fields {
                 Some(j.record())
@@ -2796,6 +2822,27 @@ impl State {
     /// Expanded node names for a hostlist, for API callers.
     pub fn expand_nodes(expr: &str) -> Result<Vec<String>, ApiError> {
         hostlist::expand(expr).map_err(|e| ApiError::new(ErrorCode::InvalidNodeName, e.to_string()))
+    }
+}
+
+/// Whose scripts, environments and arguments a job query returns with the jobs: as in
+/// Slurm, a batch script is the job owner's and the administrators' to read (other users
+/// get the job without it, even without `PrivateData`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PayloadFor {
+    Nobody,
+    Everyone,
+    /// The jobs of this uid.
+    User(u32),
+}
+
+impl PayloadFor {
+    fn covers(self, uid: u32) -> bool {
+        match self {
+            PayloadFor::Nobody => false,
+            PayloadFor::Everyone => true,
+            PayloadFor::User(u) => u == uid,
+        }
     }
 }
 

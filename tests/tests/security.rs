@@ -10,9 +10,9 @@
 //! and `munge`/`unmunge` as the reference client; `.ci/run` installs them). Each test says why it skips.
 
 use gsched_proto::api::{
-    paths, ErrorCode, HeartbeatRequest, JobCompleteRequest, JobQuery, JobsResponse, PingResponse,
-    RegisterRequest, RegisterResponse, SubmitRequest, SubmitResponse, TerminateReason,
-    TerminateRequest,
+    paths, ErrorCode, HeartbeatRequest, JobCompleteRequest, JobFilter, JobQuery, JobsResponse,
+    PingResponse, RegisterRequest, RegisterResponse, SubmitRequest, SubmitResponse,
+    TerminateReason, TerminateRequest,
 };
 use gsched_proto::auth::{AuthError, Authenticator, Identity};
 use gsched_proto::client::{Client, ClientError};
@@ -337,6 +337,96 @@ fn users_cannot_act_on_other_users_jobs() {
     ));
     assert_eq!(code, ErrorCode::AccessDenied, "{msg}");
     assert_eq!(c.jobs().len(), before);
+}
+
+/// A job's script and environment are its owner's and the admins' (as slurmctld's
+/// REQUEST_BATCH_SCRIPT): `gscontrol write batch_script` of another user's job fails with
+/// "Invalid user id", and a full job query by another user carries the job without them.
+#[test]
+fn scripts_and_environments_are_the_owners() {
+    skip_unless!(multi_user_skip());
+    let c = TestCluster::start(ClusterOpts::named("sec-script").nodes(1).cpus(4));
+    let run = |name: &str, args: &[&str]| {
+        c.command_as(name, TEST_USER)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {name}: {e}"))
+    };
+    c.write_script("root.sh", "#!/bin/sh\n# root-secret-marker\nsleep 300\n");
+    let out = c.cmd(
+        "gsbatch",
+        ["--parsable", "--export=ALL,SECRET_TOKEN=abc123", "root.sh"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let root_job: u32 = stdout(&out).trim().parse().unwrap();
+    let out = run(
+        "gsbatch",
+        &["--parsable", "-D", "/tmp", "--wrap", "sleep 300"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let own: u32 = stdout(&out).trim().parse().unwrap();
+
+    let out = run(
+        "gscontrol",
+        &["write", "batch_script", &root_job.to_string(), "-"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        stderr_lines(&out, "gscontrol"),
+        vec!["job script retrieval failed: Invalid user id".to_string()]
+    );
+    assert!(!stdout(&out).contains("root-secret-marker"));
+    let out = run(
+        "gscontrol",
+        &["write", "batch_script", &own.to_string(), "-"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("sleep 300"), "{}", stdout(&out));
+    // Root (an admin) writes it to slurm-<id>.sh in the working directory.
+    let said = c.cmd_ok(
+        "gscontrol",
+        ["write", "batch_script", &root_job.to_string()],
+    );
+    assert_eq!(
+        said,
+        format!("batch script for job {root_job} written to slurm-{root_job}.sh\n")
+    );
+    assert_eq!(
+        c.read_work_file(&format!("slurm-{root_job}.sh")),
+        "#!/bin/sh\n# root-secret-marker\nsleep 300\n"
+    );
+    let out = c.cmd("gscontrol", ["write", "batch_script", "999999"]);
+    assert_eq!(
+        stderr_lines(&out, "gscontrol"),
+        vec!["job script retrieval failed: Invalid job id specified".to_string()]
+    );
+
+    // The API itself: a full query by gstest has its own job's script, not root's
+    // script or environment.
+    let cred = munged(&c).munge_cli(&["-n"], user_ids(TEST_USER));
+    let got: JobsResponse = ctld_with(&c, &cred)
+        .post(
+            paths::JOBS_QUERY,
+            &JobQuery {
+                filter: JobFilter::default(),
+                brief: false,
+                fields: Vec::new(),
+            },
+        )
+        .unwrap();
+    let theirs = got.jobs.iter().find(|j| j.job_id == root_job).unwrap();
+    assert!(theirs.spec.script.is_empty(), "{:?}", theirs.spec.script);
+    let has_token = |j: &gsched_proto::job::JobInfo| {
+        j.spec.environment.iter().any(|(_, v)| v.contains("abc123"))
+    };
+    assert!(!has_token(theirs), "{:?}", theirs.spec.environment);
+    // Root's own full query has it (the check above is not vacuous).
+    assert!(has_token(&c.job(root_job)));
+    let mine = got.jobs.iter().find(|j| j.job_id == own).unwrap();
+    assert!(mine.spec.script.contains("sleep 300"));
+    for id in [root_job, own] {
+        c.cmd_ok("gscancel", [id.to_string()]);
+    }
 }
 
 #[test]

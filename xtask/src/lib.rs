@@ -110,14 +110,14 @@ pub const PROGRAMS: &[Program] = &[
         section: 8,
         slurm: Some("slurmctld"),
         summary: "the gsched controller",
-        description: "gsctld keeps the queue durably in SQLite, ranks and places jobs (backfilling short jobs into idle gaps without delaying reserved ones), and drives the node daemons. It serves the versioned /v1 API that the commands, the node daemons and users' scripts use, and /metrics for Prometheus.",
+        description: "gsctld keeps the queue durably in SQLite, ranks and places jobs (backfilling short jobs into idle gaps without delaying reserved ones), and drives the node daemons. It serves the versioned /v1 API that the commands, the node daemons and users' scripts use, and /metrics for Prometheus. Signals: SIGTERM stops it (running jobs go on; the queue is in the store); SIGHUP, like gscontrol reconfigure, checks the config file as at start-up and, if it passes, tells every node daemon and executes gsctld anew in place (same pid, the listening socket handed over, so clients wait rather than fail), otherwise logs why and goes on unchanged; SIGUSR2 reopens SlurmctldLogFile.",
     },
     Program {
         name: "gsnoded",
         section: 8,
         slurm: Some("slurmd"),
         summary: "the gsched node daemon",
-        description: "gsnoded runs on every compute node: it registers the node with the controller, launches the jobs assigned to it through the per-job helper gsstepd (which forks, drops to the job's user and executes the script), signals and ends them, and reports how they ended. Jobs survive a restart of gsnoded. gsnoded runs the gsstepd named by the environment variable GSCHED_STEPD, else the one installed next to it; the installed gsstepd is a static binary (it starts once per job), and gsnoded resolves the job's user and groups through NSS for it.",
+        description: "gsnoded runs on every compute node: it registers the node with the controller, launches the jobs assigned to it through the per-job helper gsstepd (which forks, drops to the job's user and executes the script), signals and ends them, and reports how they ended. Jobs survive a restart of gsnoded. gsnoded runs the gsstepd named by the environment variable GSCHED_STEPD, else the one installed next to it; the installed gsstepd is a static binary (it starts once per job), and gsnoded resolves the job's user and groups through NSS for it. Signals: SIGTERM stops it (jobs keep running and are adopted again at the next start); SIGHUP, like gscontrol reconfigure, checks the config file and, if it loads for this node, executes gsnoded anew in place with it (jobs keep running); SIGUSR2 reopens SlurmdLogFile.",
     },
     Program {
         name: "gssim",

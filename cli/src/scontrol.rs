@@ -191,6 +191,9 @@ pub trait Api {
     fn reconfigure(&self) -> Result<(), String> {
         Err("reconfigure is not available".into())
     }
+    fn shutdown(&self, _req: &gsched_proto::api::ShutdownRequest) -> Result<(), String> {
+        Err("shutdown is not available".into())
+    }
     /// A job with its script (the controller leaves it out for other users' jobs).
     fn job_with_script(&self, _id: u32) -> Result<Option<gsched_proto::job::JobInfo>, String> {
         Err("job scripts are not available".into())
@@ -298,6 +301,9 @@ impl Api for Remote {
         let mut jobs = r.jobs;
         let at = jobs.iter().position(|j| j.job_id == id).unwrap_or(0);
         Ok((!jobs.is_empty()).then(|| jobs.swap_remove(at)))
+    }
+    fn shutdown(&self, req: &gsched_proto::api::ShutdownRequest) -> Result<(), String> {
+        err_text(self.client.post::<_, Ack>(paths::SHUTDOWN, req)).map(|_| ())
     }
     fn reconfigure(&self) -> Result<(), String> {
         err_text(
@@ -490,7 +496,19 @@ impl Session<'_> {
         } else if kw(tag, "token", 3) {
             self.unsupported(&mut out, "token");
         } else if kw(tag, "wait_job", 2) {
-            self.unsupported(&mut out, "wait_job");
+            if n > 2 {
+                self.complain(&mut out, format!("too many arguments for keyword:{tag}"));
+            } else if n < 2 {
+                self.complain(&mut out, format!("too few arguments for keyword:{tag}"));
+            } else {
+                // Slurm waits only for nodes that power saving (SuspendTime) is booting;
+                // without power saving it returns at once, and gsched has none. The job id
+                // is checked as scontrol's atoi does.
+                let digits: String = argv[1].chars().take_while(char::is_ascii_digit).collect();
+                if digits.parse::<u32>().unwrap_or(0) == 0 {
+                    out.err(format!("Invalid job_id {}", argv[1]));
+                }
+            }
         } else if kw(tag, "setdebugflags", 9) {
             self.unsupported(&mut out, "setdebugflags");
         } else if kw(tag, "fsdampeningfactor", 3) || kw(tag, "fairsharedampeningfactor", 3) {
@@ -520,7 +538,27 @@ impl Session<'_> {
         } else if kw(tag, "takeover", 8) {
             self.unsupported(&mut out, "takeover");
         } else if kw(tag, "shutdown", 8) {
-            self.unsupported(&mut out, "shutdown");
+            // Slurm requires the whole word.
+            let controller_only = match argv.get(1).map(String::as_str) {
+                None => Some(false),
+                Some("slurmctld" | "controller") if n == 2 => Some(true),
+                Some(_) if n > 2 => {
+                    out.err(format!("too many arguments for keyword:{tag}"));
+                    None
+                }
+                Some(a) => {
+                    out.err(format!("invalid shutdown argument:{a}"));
+                    None
+                }
+            };
+            if let Some(controller_only) = controller_only {
+                if let Some(api) = self.connect(&mut out) {
+                    let req = gsched_proto::api::ShutdownRequest { controller_only };
+                    if let Err(e) = api.shutdown(&req) {
+                        self.perror(&mut out, "slurm_shutdown error", &e);
+                    }
+                }
+            }
         } else if kw(tag, "update", 1) {
             if n < 2 {
                 out.err(format!("too few arguments for {tag} keyword"));
@@ -2365,6 +2403,9 @@ pub fn usage_text() -> String {
      \x20    resume <job_list>        resume previously suspended job.\n\
      \x20    show <ENTITY> [<ID>]     display state of identified entity, default\n\
      \x20                             is all records.\n\
+     \x20    shutdown [slurmctld|controller]\n\
+     \x20                             stop gsctld and every gsnoded (or gsctld only);\n\
+     \x20                             running jobs go on.\n\
      \x20    suspend <job_list>       suspend specified job (root/SlurmUser only).\n\
      \x20    uhold <job_list>         place user hold on specified job.\n\
      \x20    update <SPECIFICATIONS>  update job, node or partition configuration\n\
@@ -2378,6 +2419,8 @@ pub fn usage_text() -> String {
      \x20                             (admins; until the next restart or reconfigure)).\n\
      \x20    verbose                  enable detailed logging.\n\
      \x20    version                  display tool version number.\n\
+     \x20    wait_job <job_id>        wait until the job's nodes are booted (at once:\n\
+     \x20                             gsched has no power saving).\n\
      \x20    write batch_script <job_id> [<file>|-]\n\
      \x20                             write a job's script to slurm-<job_id>.sh, <file>\n\
      \x20                             or stdout (its owner and admins only).\n\
@@ -2578,6 +2621,19 @@ mod tests {
 
     fn cmd(s: &mut Session, line: &str) -> Out {
         s.command(&split_line(line))
+    }
+
+    #[test]
+    fn wait_job_returns_at_once_and_checks_the_id() {
+        with_session(|s, _| {
+            let out = cmd(s, "wait_job 42");
+            assert!(!out.failed && out.stderr.is_empty(), "{:?}", out.stderr);
+            let out = cmd(s, "wait_job abc");
+            assert!(out.failed);
+            assert_eq!(out.stderr, ["Invalid job_id abc"]);
+            assert!(cmd(s, "wait_job").failed);
+            assert!(cmd(s, "wait_job 1 2").failed);
+        });
     }
 
     #[test]

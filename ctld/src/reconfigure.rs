@@ -1,5 +1,6 @@
 //! `scontrol reconfigure` and SIGHUP: the controller checks its config file, tells every
 //! node daemon to read it again, and executes itself anew ([`gsched_proto::reexec`]).
+//! `scontrol shutdown` goes the same way to stop the daemons instead ([`shutdown`]).
 //!
 //! The checks are those gsctld makes at start-up ([`startup_checks`], shared with
 //! `main`), so a config that would stop a fresh gsctld is refused while the running one
@@ -72,7 +73,7 @@ pub fn check(running: &Config) -> Result<Config, String> {
 /// Asks every registered node daemon to read the config again (each one address once:
 /// virtual nodes share one); waits for their answers up to [`NODE_TIMEOUT`] each.
 /// Returns the nodes that did not take it, with why.
-pub fn forward_to_nodes(sh: &Arc<Shared>) -> Vec<(String, String)> {
+pub fn forward_to_nodes(sh: &Arc<Shared>, path: &'static str) -> Vec<(String, String)> {
     let endpoints = sh.lock().registered_node_endpoints();
     let mut failed = Vec::new();
     for chunk in endpoints.chunks(NODE_FANOUT) {
@@ -85,14 +86,14 @@ pub fn forward_to_nodes(sh: &Arc<Shared>) -> Vec<(String, String)> {
                     let c = Client::new(ep, auth)
                         .with_timeout(NODE_TIMEOUT)
                         .for_node(&node);
-                    let r = c.post::<_, Ack>(paths::NODE_RECONFIGURE, &serde_json::json!({}));
+                    let r = c.post::<_, Ack>(path, &serde_json::json!({}));
                     (node, r.err().map(|e| e.to_string()))
                 })
             })
             .collect();
         for h in handles {
             if let Ok((node, Some(e))) = h.join() {
-                tracing::warn!("reconfigure: node {node} did not take it: {e}");
+                tracing::warn!("{path}: node {node} did not take it: {e}");
                 failed.push((node, e));
             }
         }
@@ -106,7 +107,7 @@ pub fn forward_to_nodes(sh: &Arc<Shared>) -> Vec<(String, String)> {
 pub fn run(sh: &Arc<Shared>) -> Result<(), String> {
     let running = sh.lock().cfg.clone();
     check(&running)?;
-    let failed = forward_to_nodes(sh);
+    let failed = forward_to_nodes(sh, paths::NODE_RECONFIGURE);
     tracing::info!(
         "reconfigure: executing gsctld anew with {}{}",
         running.path.display(),
@@ -121,4 +122,28 @@ pub fn run(sh: &Arc<Shared>) -> Result<(), String> {
     );
     gsched_proto::reexec::request();
     Ok(())
+}
+
+/// `scontrol shutdown [slurmctld|controller]`, once the caller is known to be an admin:
+/// the node daemons stop (unless `controller_only`), then the controller stops serving and
+/// exits, as on SIGTERM. Running jobs go on; the queue is in the store. Blocks.
+pub fn shutdown(sh: &Arc<Shared>, controller_only: bool) {
+    if !controller_only {
+        let failed = forward_to_nodes(sh, paths::NODE_SHUTDOWN);
+        if !failed.is_empty() {
+            tracing::warn!(
+                "shutdown: {} node daemon(s) did not take it; stop them with SIGTERM",
+                failed.len()
+            );
+        }
+    }
+    tracing::info!(
+        "shutdown requested{}",
+        if controller_only {
+            " (controller only)"
+        } else {
+            ""
+        }
+    );
+    gsched_proto::reexec::request_stop();
 }

@@ -105,6 +105,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::PARTITIONS, get(partitions))
         .route(paths::PARTITIONS_UPDATE, post(update_partition))
         .route(paths::RECONFIGURE, post(reconfigure))
+        .route(paths::SHUTDOWN, post(shutdown))
         .route(paths::CONFIG, get(config))
         .route(paths::ACCT, get(acct))
         .route(paths::ACCT_UPDATE, post(acct_update))
@@ -569,6 +570,20 @@ async fn reconfigure(AxState(sh): Sh, Extension(who): Who) -> Result<Json<Ack>, 
         .await
         .map_err(|e| ApiErr(ApiError::new(ErrorCode::Internal, e.to_string())))?
         .map_err(|m| ApiErr(ApiError::new(ErrorCode::BadRequest, m)))?;
+    Ok(Json(Ack { ok: true }))
+}
+
+/// `scontrol shutdown` (admins): see [`crate::reconfigure::shutdown`].
+async fn shutdown(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<gsched_proto::api::ShutdownRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    require_admin(&sh, &who)?;
+    let s = sh.clone();
+    tokio::task::spawn_blocking(move || crate::reconfigure::shutdown(&s, req.controller_only))
+        .await
+        .map_err(|e| ApiErr(ApiError::new(ErrorCode::Internal, e.to_string())))?;
     Ok(Json(Ack { ok: true }))
 }
 

@@ -619,6 +619,7 @@ pub fn router(host: Arc<VirtualHost>) -> Router {
         .route(paths::NODE_SUSPEND, post(suspend))
         .route(paths::NODE_HEALTH_CHECK, post(health_check))
         .route(paths::NODE_EPILOG, post(epilog))
+        .route(paths::NODE_SHUTDOWN, post(shutdown))
         .fallback(refused)
         .layer(middleware::from_fn_with_state(host.clone(), auth_layer))
         .layer(DefaultBodyLimit::max(api::MAX_BODY_BYTES))
@@ -731,6 +732,13 @@ async fn epilog(
         }
     });
     Ok(Json(Ack { ok: true }))
+}
+
+/// `scontrol shutdown`: the virtual host stops (its virtual jobs are gone).
+async fn shutdown() -> Json<Ack> {
+    tracing::info!("shutdown requested by the controller");
+    gsched_proto::reexec::request_stop();
+    Json(Ack { ok: true })
 }
 
 async fn refused(req: Request) -> ApiErr {

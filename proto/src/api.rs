@@ -91,6 +91,11 @@ pub mod paths {
     /// `POST` (`scontrol reconfigure`): the controller and every node daemon read the
     /// config again; the controller checks it first. Administrators only.
     pub const RECONFIGURE: &str = "/v1/reconfigure";
+    /// `POST` [`ShutdownRequest`] (`scontrol shutdown`): the controller, and unless told
+    /// otherwise every node daemon, stop; jobs keep running. Administrators only.
+    pub const SHUTDOWN: &str = "/v1/shutdown";
+    /// `POST` from gsctld (`scontrol shutdown`): gsnoded stops; its jobs keep running.
+    pub const NODE_SHUTDOWN: &str = "/v1/node/shutdown";
     /// `POST` from gsnoded: a job's `Epilog` finished on a node (its part is free again).
     pub const NODES_EPILOG_COMPLETE: &str = "/v1/nodes/epilog_complete";
     /// Time-of-use prices of the next hours and the learned low-load hours (`gsinfo
@@ -910,6 +915,14 @@ pub struct PartitionUpdateRequest {
     pub name: String,
     /// (`Key`, `Value`) in the order given; applied together or not at all.
     pub settings: Vec<(String, String)>,
+}
+
+/// `POST /v1/shutdown`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ShutdownRequest {
+    /// `scontrol shutdown slurmctld|controller`: the node daemons stay up.
+    #[serde(default)]
+    pub controller_only: bool,
 }
 
 /// `GET /v1/config`: `scontrol show config` lines, in order.

@@ -22,6 +22,7 @@ use std::sync::OnceLock;
 pub const LISTEN_FD_ENV: &str = "GSCHED_LISTEN_FD";
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
+static STOP: AtomicBool = AtomicBool::new(false);
 
 fn notify() -> &'static tokio::sync::Notify {
     static N: OnceLock<tokio::sync::Notify> = OnceLock::new();
@@ -34,14 +35,22 @@ pub fn request() {
     notify().notify_one();
 }
 
-/// Whether [`request`] was called: the daemon's server stopped to be executed anew.
-pub fn is_requested() -> bool {
-    REQUESTED.load(Ordering::SeqCst)
+/// Asks the daemon to stop serving (in-flight requests finish) and exit, as on SIGTERM
+/// (`scontrol shutdown`).
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+    notify().notify_one();
 }
 
-/// Completes when [`request`] is called (part of the server's shutdown future).
+/// Whether [`request`] was called: the daemon's server stopped to be executed anew.
+pub fn is_requested() -> bool {
+    REQUESTED.load(Ordering::SeqCst) && !STOP.load(Ordering::SeqCst)
+}
+
+/// Completes when [`request`] or [`request_stop`] is called (part of the server's shutdown
+/// future).
 pub async fn requested() {
-    if is_requested() {
+    if REQUESTED.load(Ordering::SeqCst) || STOP.load(Ordering::SeqCst) {
         return;
     }
     notify().notified().await;

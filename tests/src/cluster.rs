@@ -1107,6 +1107,30 @@ impl TestCluster {
         self.lock().noded[i].kill_and_reap();
     }
 
+    /// Waits until every daemon has exited by itself (`scontrol shutdown`); their exit
+    /// statuses, gsctld's first. Panics after `timeout`.
+    pub fn wait_daemons_exit(&self, timeout: Duration) -> Vec<std::process::ExitStatus> {
+        let until = Instant::now() + timeout;
+        let mut g = self.lock();
+        let mut out = Vec::new();
+        for d in g.all_mut() {
+            let Some(c) = d.child.as_mut() else { continue };
+            loop {
+                if let Some(st) = c.try_wait().expect("try_wait on a daemon") {
+                    out.push(st);
+                    d.child = None;
+                    break;
+                }
+                assert!(
+                    Instant::now() < until,
+                    "a daemon did not exit within {timeout:?}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        out
+    }
+
     /// Starts node `i`'s gsnoded again and waits until it listens and is registered.
     pub fn start_noded(&self, i: usize) {
         assert!(

@@ -3,7 +3,7 @@
 //! start), `gscancel --signal` reaching the job's steps, `-b` the batch shell and `-f` every
 //! process, and `gscancel`'s filters; `Nice=` of a pending job; the daemons' log and pid
 //! files; `gscontrol update PartitionName=` (states, limits, until the next restart);
-//! `gscontrol reconfigure` and SIGHUP.
+//! `gscontrol reconfigure` and SIGHUP; `gscontrol shutdown`.
 
 use gsched_tests::{secs, ClusterOpts, JobState, Reason, TestCluster};
 
@@ -313,6 +313,51 @@ fn reconfigure_reads_the_config_again_in_place() {
             .starts_with(b"hup")
     });
     assert_eq!(c.ctld_pid(), Some(ctld));
+}
+
+/// `gscontrol shutdown`: both daemons exit cleanly, the running job goes on without them
+/// and is reported when they start again; `shutdown slurmctld` leaves gsnoded up.
+#[test]
+fn shutdown_stops_the_daemons_not_the_jobs() {
+    let c = TestCluster::start(ClusterOpts::named("shutdown").nodes(1));
+    let mark = c.workdir().join("done");
+    let id = c.submit([
+        "--wrap".to_string(),
+        format!("sleep 2; touch {}", mark.display()),
+    ]);
+    c.wait_state(id, JobState::Running, secs(30));
+    let out = c.cmd("gscontrol", ["shutdown", "nodes"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("invalid shutdown argument:nodes"),
+        "{out:?}"
+    );
+    let out = c.cmd("gscontrol", ["shutdown"]);
+    assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
+    let statuses = c.wait_daemons_exit(secs(30));
+    assert_eq!(statuses.len(), 2);
+    assert!(statuses.iter().all(|s| s.success()), "{statuses:?}");
+    c.wait_until(secs(30), "the job, without daemons", || mark.exists());
+    c.start_ctld();
+    c.start_noded(0);
+    assert_eq!(c.wait_terminal(id, secs(30)).state, JobState::Completed);
+
+    // The controller only.
+    let noded = c.noded_pid(0).unwrap();
+    c.cmd_ok("gscontrol", ["shutdown", "controller"]);
+    let deadline = std::time::Instant::now() + secs(30);
+    while c.ping().is_some() {
+        assert!(std::time::Instant::now() < deadline, "gsctld still answers");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Still running (not a zombie).
+    let stat = std::fs::read_to_string(format!("/proc/{noded}/stat")).unwrap_or_default();
+    let state = stat.rsplit_once(") ").map(|(_, r)| &r[..1]);
+    assert!(
+        matches!(state, Some("S" | "R")),
+        "gsnoded stopped too: {stat}"
+    );
 }
 
 #[test]

@@ -93,6 +93,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(paths::NODE_HEALTH_CHECK, post(health_check))
         .route(paths::NODE_EPILOG, post(epilog))
         .route(paths::NODE_RECONFIGURE, post(reconfigure))
+        .route(paths::NODE_SHUTDOWN, post(shutdown))
         .route(paths::NODE_STEP_LAUNCH, post(step_launch))
         .route(paths::NODE_STEP_SIGNAL, post(step_signal))
         .route(paths::NODE_STEP_IO, post(step_io))
@@ -200,6 +201,13 @@ async fn reconfigure(State(node): Node_) -> Result<Json<Ack>, ApiErr> {
     node.reconfigure()
         .map_err(|m| ApiErr(ApiError::new(ErrorCode::BadRequest, m)))?;
     Ok(Json(Ack { ok: true }))
+}
+
+/// `scontrol shutdown`, forwarded by the controller: stop as on SIGTERM (jobs keep running).
+async fn shutdown() -> Json<Ack> {
+    tracing::info!("shutdown requested by the controller; jobs keep running");
+    gsched_proto::reexec::request_stop();
+    Json(Ack { ok: true })
 }
 
 /// `scontrol reboot`: run `RebootProgram`.

@@ -194,6 +194,9 @@ pub trait Api {
     fn shutdown(&self, _req: &gsched_proto::api::ShutdownRequest) -> Result<(), String> {
         Err("shutdown is not available".into())
     }
+    fn setdebug(&self, _level: &str) -> Result<(), String> {
+        Err("setdebug is not available".into())
+    }
     /// A job with its script (the controller leaves it out for other users' jobs).
     fn job_with_script(&self, _id: u32) -> Result<Option<gsched_proto::job::JobInfo>, String> {
         Err("job scripts are not available".into())
@@ -301,6 +304,12 @@ impl Api for Remote {
         let mut jobs = r.jobs;
         let at = jobs.iter().position(|j| j.job_id == id).unwrap_or(0);
         Ok((!jobs.is_empty()).then(|| jobs.swap_remove(at)))
+    }
+    fn setdebug(&self, level: &str) -> Result<(), String> {
+        let req = gsched_proto::api::SetDebugRequest {
+            level: level.to_string(),
+        };
+        err_text(self.client.post::<_, Ack>(paths::SETDEBUG, &req)).map(|_| ())
     }
     fn shutdown(&self, req: &gsched_proto::api::ShutdownRequest) -> Result<(), String> {
         err_text(self.client.post::<_, Ack>(paths::SHUTDOWN, req)).map(|_| ())
@@ -514,7 +523,13 @@ impl Session<'_> {
         } else if kw(tag, "fsdampeningfactor", 3) || kw(tag, "fairsharedampeningfactor", 3) {
             self.unsupported(&mut out, "fsdampeningfactor");
         } else if kw(tag, "setdebug", 2) {
-            self.unsupported(&mut out, "setdebug");
+            if n > 2 {
+                self.complain(&mut out, format!("too many arguments for keyword:{tag}"));
+            } else if n < 2 {
+                self.complain(&mut out, format!("too few arguments for keyword:{tag}"));
+            } else {
+                self.setdebug(&mut out, &argv[1]);
+            }
         } else if kw(tag, "schedloglevel", 3) {
             self.unsupported(&mut out, "schedloglevel");
         } else if kw(tag, "show", 3) {
@@ -1256,7 +1271,18 @@ impl Session<'_> {
         } else if part {
             self.update_partition(out, args);
         } else if debug {
-            unsupported(out, "SlurmctldDebug");
+            // `update SlurmctldDebug=<level>`: setdebug, as scontrol.
+            let level = args.iter().find_map(|a| {
+                a.split_once('=')
+                    .filter(|(k, _)| kw(k, "SlurmctldDebug", 2))
+                    .map(|(_, v)| v.to_string())
+            });
+            match level {
+                Some(l) => self.setdebug(out, &l),
+                None => {
+                    out.err("Invalid input: SlurmctldDebug needs a value (SlurmctldDebug=<level>)")
+                }
+            }
         } else {
             out.err("No valid entity in update command");
             out.err("Input line must include \"NodeName\", \"PartitionName\", \"Reservation\", \"JobId\", or \"SlurmctldDebug\"");
@@ -1543,6 +1569,18 @@ impl Session<'_> {
 }
 
 impl Session<'_> {
+    /// `setdebug <level>`: gsctld's log level until it reads its config again.
+    fn setdebug(&self, out: &mut Out, level: &str) {
+        if gsched_proto::config::level_name(level).is_err() {
+            out.err(format!("invalid debug level: {level}"));
+            return;
+        }
+        let Some(api) = self.connect(out) else { return };
+        if let Err(e) = api.setdebug(level) {
+            self.perror(out, "slurm_set_debug_level error", &e);
+        }
+    }
+
     /// `write batch_script <job_id> [<file>|-]`: the job's script to `slurm-<id>.sh` (or
     /// the file named, `-` for stdout); the job's owner and admins only, as slurmctld.
     fn write_batch_script(&self, out: &mut Out, id: &str, file: Option<&str>) {
@@ -2401,6 +2439,8 @@ pub fn usage_text() -> String {
      \x20    requeuehold [State=SpecialExit] <job_list>\n\
      \x20                             re-queue and hold a batch job (in SPECIAL_EXIT).\n\
      \x20    resume <job_list>        resume previously suspended job.\n\
+     \x20    setdebug <level>         set gsctld's log level (quiet, error, info, verbose,\n\
+     \x20                             debug ... debug5 or 0-9) until it reads its config.\n\
      \x20    show <ENTITY> [<ID>]     display state of identified entity, default\n\
      \x20                             is all records.\n\
      \x20    shutdown [slurmctld|controller]\n\

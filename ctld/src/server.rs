@@ -106,6 +106,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(paths::PARTITIONS_UPDATE, post(update_partition))
         .route(paths::RECONFIGURE, post(reconfigure))
         .route(paths::SHUTDOWN, post(shutdown))
+        .route(paths::SETDEBUG, post(setdebug))
         .route(paths::CONFIG, get(config))
         .route(paths::ACCT, get(acct))
         .route(paths::ACCT_UPDATE, post(acct_update))
@@ -163,6 +164,8 @@ async fn submit(
         .submits
         .submit(&sh, Submission::Job(Box::new(req.spec)), who)
         .await?;
+    // As slurmctld's `_slurm_rpc_submit_batch_job: JobId=N` (at SlurmctldDebug=debug).
+    tracing::debug!("job {id} submitted by uid {}", who.uid);
     sh.metrics.submitted(1);
     // A held job cannot start anything; the periodic pass still sees it.
     if !held {
@@ -584,6 +587,19 @@ async fn shutdown(
     tokio::task::spawn_blocking(move || crate::reconfigure::shutdown(&s, req.controller_only))
         .await
         .map_err(|e| ApiErr(ApiError::new(ErrorCode::Internal, e.to_string())))?;
+    Ok(Json(Ack { ok: true }))
+}
+
+/// `scontrol setdebug` (admins): the log level until the config is read again.
+async fn setdebug(
+    AxState(sh): Sh,
+    Extension(who): Who,
+    Body(req): Body<gsched_proto::api::SetDebugRequest>,
+) -> Result<Json<Ack>, ApiErr> {
+    require_admin(&sh, &who)?;
+    gsched_proto::daemon_log::set_level(&req.level)
+        .map_err(|m| ApiErr(ApiError::new(ErrorCode::BadRequest, m)))?;
+    tracing::warn!("log level set to {} by uid {}", req.level, who.uid);
     Ok(Json(Ack { ok: true }))
 }
 

@@ -94,6 +94,9 @@ pub mod paths {
     /// `POST` [`ShutdownRequest`] (`scontrol shutdown`): the controller, and unless told
     /// otherwise every node daemon, stop; jobs keep running. Administrators only.
     pub const SHUTDOWN: &str = "/v1/shutdown";
+    /// `POST` [`SetDebugRequest`] (`scontrol setdebug`): gsctld's log level until it reads
+    /// its config again. Administrators only.
+    pub const SETDEBUG: &str = "/v1/setdebug";
     /// `POST` from gsctld (`scontrol shutdown`): gsnoded stops; its jobs keep running.
     pub const NODE_SHUTDOWN: &str = "/v1/node/shutdown";
     /// `POST` from gsnoded: a job's `Epilog` finished on a node (its part is free again).
@@ -915,6 +918,14 @@ pub struct PartitionUpdateRequest {
     pub name: String,
     /// (`Key`, `Value`) in the order given; applied together or not at all.
     pub settings: Vec<(String, String)>,
+}
+
+/// `POST /v1/setdebug`.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SetDebugRequest {
+    /// A Slurm level: `quiet`, `fatal`, `error`, `info`, `verbose`, `debug`, `debug2` ...
+    /// `debug5`, or its number 0 to 9.
+    pub level: String,
 }
 
 /// `POST /v1/shutdown`.

@@ -1034,8 +1034,9 @@ pub struct DaemonLogs {
     pub slurmd_debug: Option<String>,
 }
 
-/// A Slurm debug level (`quiet` ... `debug5`, or 0-9), lower-cased.
-fn level_name(v: &str) -> Result<String, String> {
+/// A Slurm debug level (`quiet` ... `debug5`, or 0-9), lower-cased (the config's
+/// `SlurmctldDebug`, `scontrol setdebug`).
+pub fn level_name(v: &str) -> Result<String, String> {
     const NAMES: [&str; 10] = [
         "quiet", "fatal", "error", "info", "verbose", "debug", "debug2", "debug3", "debug4",
         "debug5",

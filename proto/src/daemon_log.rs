@@ -98,9 +98,25 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for ToLogFile {
     }
 }
 
+/// Changes the installed subscriber's filter (`scontrol setdebug`).
+type SetFilter = Box<dyn Fn(tracing_subscriber::EnvFilter) -> Result<(), String> + Send + Sync>;
+
+static SET_FILTER: std::sync::OnceLock<SetFilter> = std::sync::OnceLock::new();
+
+/// Sets the running daemon's log level to a Slurm level ([`crate::config::level_name`])
+/// until it reads its config again; an error before [`init`].
+pub fn set_level(level: &str) -> Result<(), String> {
+    let name = crate::config::level_name(level)?;
+    let set = SET_FILTER
+        .get()
+        .ok_or("the daemon's logging is not set up")?;
+    set(tracing_subscriber::EnvFilter::new(level_filter(&name)))
+}
+
 /// Installs the global subscriber: `filter` (an env-filter text; a bad one is `info`),
 /// to `file` when given and it opens, else to stderr (a daemon that cannot open its log
-/// says so on stderr and goes on, as Slurm's). Returns the file, for SIGUSR2.
+/// says so on stderr and goes on, as Slurm's). Returns the file, for SIGUSR2. The filter
+/// can be changed later with [`set_level`].
 pub fn init(prog: &str, filter: &str, file: Option<&Path>) -> Option<Arc<LogFile>> {
     let env_filter = tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|e| {
         eprintln!("{prog}: warning: bad log filter {filter:?} ({e}); logging at info");
@@ -113,19 +129,29 @@ pub fn init(prog: &str, filter: &str, file: Option<&Path>) -> Option<Arc<LogFile
     });
     match log {
         Some(log) => {
-            tracing_subscriber::fmt()
+            let b = tracing_subscriber::fmt()
                 .with_env_filter(env_filter)
                 .with_writer(ToLogFile(log.clone()))
                 .with_ansi(false)
-                .init();
+                .with_filter_reloading();
+            let handle = b.reload_handle();
+            let _ = SET_FILTER.set(Box::new(move |f| {
+                handle.reload(f).map_err(|e| e.to_string())
+            }));
+            b.init();
             Some(log)
         }
         None => {
-            tracing_subscriber::fmt()
+            let b = tracing_subscriber::fmt()
                 .with_env_filter(env_filter)
                 .with_writer(std::io::stderr)
                 .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-                .init();
+                .with_filter_reloading();
+            let handle = b.reload_handle();
+            let _ = SET_FILTER.set(Box::new(move |f| {
+                handle.reload(f).map_err(|e| e.to_string())
+            }));
+            b.init();
             None
         }
     }

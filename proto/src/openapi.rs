@@ -95,6 +95,7 @@ pub fn document() -> Value {
         op::<(), PartitionsResponse>(&mut g, paths::PARTITIONS, "get", "gsctld", "Partitions"),
         op::<crate::api::PartitionUpdateRequest, Ack>(&mut g, paths::PARTITIONS_UPDATE, "post", "gsctld", "Change a partition until the controller reads its config again (administrators)"),
         op::<(), Ack>(&mut g, paths::RECONFIGURE, "post", "gsctld", "Check the config file, have every daemon read it again (administrators)"),
+        op::<crate::api::SetDebugRequest, Ack>(&mut g, paths::SETDEBUG, "post", "gsctld", "Set the controller's log level until it reads its config again (administrators)"),
         op::<crate::api::ShutdownRequest, Ack>(&mut g, paths::SHUTDOWN, "post", "gsctld", "Stop the controller and the node daemons; jobs keep running (administrators)"),
         op::<(), ConfigResponse>(&mut g, paths::CONFIG, "get", "gsctld", "The running configuration (gscontrol show config)"),
         op::<(), AcctResponse>(&mut g, paths::ACCT, "get", "gsctld", "Accounts, users, associations, QOS and fair-share usage (gsacctmgr, gsprio)"),

@@ -3,7 +3,7 @@
 //! start), `gscancel --signal` reaching the job's steps, `-b` the batch shell and `-f` every
 //! process, and `gscancel`'s filters; `Nice=` of a pending job; the daemons' log and pid
 //! files; `gscontrol update PartitionName=` (states, limits, until the next restart);
-//! `gscontrol reconfigure` and SIGHUP; `gscontrol shutdown`.
+//! `gscontrol reconfigure` and SIGHUP; `gscontrol shutdown`; `gscontrol setdebug`.
 
 use gsched_tests::{secs, ClusterOpts, JobState, Reason, TestCluster};
 
@@ -357,6 +357,43 @@ fn shutdown_stops_the_daemons_not_the_jobs() {
     assert!(
         matches!(state, Some("S" | "R")),
         "gsnoded stopped too: {stat}"
+    );
+}
+
+/// `gscontrol setdebug` (and `update SlurmctldDebug=`): the controller's debug lines
+/// appear from then on and stop again at `info`; a bad level is refused by the command.
+#[test]
+fn setdebug_changes_the_controller_log_level() {
+    let c = TestCluster::start(ClusterOpts::named("setdebug").nodes(1));
+    let debug_lines = || {
+        std::fs::read_to_string(c.ctld_log())
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("DEBUG") && l.contains("submitted by uid"))
+            .count()
+    };
+    let submit = || {
+        let id = c.submit(["--wrap", "true"]);
+        c.wait_terminal(id, secs(30));
+    };
+    submit();
+    assert_eq!(debug_lines(), 0, "debug lines at the default level");
+    let out = c.cmd("gscontrol", ["setdebug", "loud"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("invalid debug level: loud"),
+        "{out:?}"
+    );
+    c.cmd_ok("gscontrol", ["setdebug", "debug"]);
+    submit();
+    let at_debug = debug_lines();
+    assert!(at_debug >= 1, "no debug line after setdebug debug");
+    c.cmd_ok("gscontrol", ["update", "SlurmctldDebug=3"]);
+    submit();
+    assert_eq!(
+        debug_lines(),
+        at_debug,
+        "debug lines after SlurmctldDebug=3 (info)"
     );
 }
 

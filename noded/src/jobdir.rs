@@ -128,6 +128,12 @@ pub struct LaunchFile {
     /// limits (`gsched_proto::rlimits`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub propagate_rlimits: Vec<String>,
+    /// The node's `TaskProlog` and `TaskEpilog`, run as the user around the script.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::task_script::TaskScripts::is_empty"
+    )]
+    pub task_scripts: crate::task_script::TaskScripts,
     /// The node's `Prolog`, which gsstepd runs before the script with `prolog_env`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prolog: Option<crate::prolog::ScriptConf>,
@@ -495,6 +501,10 @@ mod tests {
                 serial_lock: None,
             }),
             prolog_env: vec![("SLURM_JOB_ID".into(), "42".into())],
+            task_scripts: crate::task_script::TaskScripts {
+                prolog: Some("/etc/gsched/task-prolog".into()),
+                epilog: None,
+            },
         };
         d.write_launch(&launch).unwrap();
         let back = d.read_launch().unwrap().unwrap();

@@ -32,4 +32,5 @@ pub mod prolog;
 pub mod step;
 pub mod stepd;
 pub mod sys;
+pub mod task_script;
 pub mod virt;

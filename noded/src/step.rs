@@ -32,7 +32,7 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 pub const STEP_FILE: &str = "step.json";
@@ -90,6 +90,12 @@ pub struct StepFile {
     /// See [`crate::jobdir::LaunchFile::propagate_rlimits`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub propagate_rlimits: Vec<String>,
+    /// The node's `TaskProlog` and `TaskEpilog`, run as the user around each task.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::task_script::TaskScripts::is_empty"
+    )]
+    pub task_scripts: crate::task_script::TaskScripts,
 }
 
 /// `status.json` of a step on one node.
@@ -314,16 +320,26 @@ fn run_tasks(dir: &Path, step: &StepFile, start: i64) -> StepStatus {
         .find(|(k, _)| k == "SLURM_UMASK")
         .and_then(|(_, v)| u32::from_str_radix(v.trim(), 8).ok())
         .map(|m| nix::sys::stat::Mode::from_bits_truncate(m & 0o777));
-    let mut running: BTreeMap<i32, u32> = BTreeMap::new();
+    // Task pid → its rank, and its TaskEpilog's set-up and environment.
+    let mut running: BTreeMap<i32, (u32, TaskEpilog)> = BTreeMap::new();
+    let own_path = std::env::current_exe().ok();
     let mut ends: Vec<TaskEnd> = Vec::new();
     for t in &step.tasks {
         let input = feeds
             .iter()
             .find(|f| f.rank == t.rank)
             .map(|f| f.path.clone());
-        match spawn_task(req, step, t, ident.clone(), umask, input.as_deref()) {
-            Ok(pid) => {
-                running.insert(pid, t.rank);
+        match spawn_task(
+            req,
+            step,
+            t,
+            ident.clone(),
+            umask,
+            input.as_deref(),
+            own_path.as_deref(),
+        ) {
+            Ok((pid, epilog)) => {
+                running.insert(pid, (t.rank, epilog));
             }
             Err(msg) => {
                 // As slurmstepd: the message in the task's stderr, exit code 2.
@@ -352,7 +368,8 @@ fn run_tasks(dir: &Path, step: &StepFile, start: i64) -> StepStatus {
         match nix::sys::wait::waitpid(Pid::from_raw(-1), flags) {
             Ok(WaitStatus::StillAlive) => std::thread::sleep(Duration::from_millis(20)),
             Ok(WaitStatus::Exited(pid, code)) => {
-                if let Some(rank) = running.remove(&pid.as_raw()) {
+                if let Some((rank, epilog)) = running.remove(&pid.as_raw()) {
+                    run_task_epilog(&step.task_scripts, rank, epilog);
                     ends.push(TaskEnd {
                         rank,
                         exit_code: code,
@@ -361,7 +378,8 @@ fn run_tasks(dir: &Path, step: &StepFile, start: i64) -> StepStatus {
                 }
             }
             Ok(WaitStatus::Signaled(pid, sig, _)) => {
-                if let Some(rank) = running.remove(&pid.as_raw()) {
+                if let Some((rank, epilog)) = running.remove(&pid.as_raw()) {
+                    run_task_epilog(&step.task_scripts, rank, epilog);
                     ends.push(TaskEnd {
                         rank,
                         exit_code: 0,
@@ -386,6 +404,17 @@ fn run_tasks(dir: &Path, step: &StepFile, start: i64) -> StepStatus {
     }
 }
 
+/// A task's TaskEpilog: its set-up (with the report pipe's read end) and environment.
+type TaskEpilog = Option<((ChildSetup, std::os::fd::OwnedFd), Vec<(String, String)>)>;
+
+fn run_task_epilog(scripts: &crate::task_script::TaskScripts, rank: u32, epilog: TaskEpilog) {
+    if let Some((setup, env)) = epilog {
+        if let Err(e) = crate::task_script::run_epilog(scripts, Some(setup), &env) {
+            log(&format!("task {rank}: error: {e}"));
+        }
+    }
+}
+
 fn spawn_task(
     req: &StepLaunchRequest,
     step: &StepFile,
@@ -393,7 +422,8 @@ fn spawn_task(
     identity: Option<JobIdentity>,
     umask: Option<nix::sys::stat::Mode>,
     input: Option<&Path>,
-) -> Result<i32, String> {
+    own_path: Option<&Path>,
+) -> Result<(i32, TaskEpilog), String> {
     let (report_r, report_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| format!("cannot create a pipe: {e}"))?;
     let stdin: &Path = input.unwrap_or(Path::new("/dev/null"));
@@ -428,9 +458,23 @@ fn spawn_task(
         report: report_w,
         rlimits,
     };
-    let mut cmd = Command::new(&req.argv[0]);
-    cmd.args(&req.argv[1..])
-        .env_clear()
+    let epilog = match step.task_scripts.epilog {
+        Some(_) => Some((
+            setup
+                .quiet_copy()
+                .map_err(|e| format!("cannot create a pipe: {e}"))?,
+            environment.clone(),
+        )),
+        None => None,
+    };
+    // Through gsstepd's task mode when the node has a TaskProlog (`crate::task_script`).
+    let mut cmd = crate::task_script::task_command(
+        &step.task_scripts,
+        own_path,
+        std::ffi::OsStr::new(&req.argv[0]),
+        &req.argv[1..],
+    )?;
+    cmd.env_clear()
         .envs(environment.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -439,7 +483,7 @@ fn spawn_task(
     let spawned = cmd.spawn();
     drop(cmd);
     match spawned {
-        Ok(child) => Ok(child.id() as i32),
+        Ok(child) => Ok((child.id() as i32, epilog)),
         Err(e) => {
             let mut buf = Vec::new();
             let _ = std::io::Read::read_to_end(&mut std::fs::File::from(report_r), &mut buf);

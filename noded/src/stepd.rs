@@ -36,7 +36,7 @@ use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// How long gsstepd keeps killing leftover processes before it gives up on unkillable ones
@@ -204,9 +204,26 @@ fn run_job(dir: &JobDir, launch: &LaunchFile, pids: &mut PidsFile, start_time: i
         environment,
     } = prepared;
 
-    let mut cmd = Command::new(&script);
-    cmd.args(&req.argv)
-        .env_clear()
+    // The TaskEpilog's set-up: the same user, cgroup and folder, quiet files.
+    let epilog_setup = match launch.task_scripts.epilog {
+        Some(_) => match setup.quiet_copy() {
+            Ok(s) => Some(s),
+            Err(e) => return launch_failure(start_time, format!("cannot create a pipe: {e}")),
+        },
+        None => None,
+    };
+    // Through gsstepd's task mode when the node has a TaskProlog (`crate::task_script`).
+    let own_path = std::env::current_exe().ok();
+    let mut cmd = match crate::task_script::task_command(
+        &launch.task_scripts,
+        own_path.as_deref(),
+        script.as_os_str(),
+        &req.argv,
+    ) {
+        Ok(c) => c,
+        Err(msg) => return launch_failure(start_time, msg),
+    };
+    cmd.env_clear()
         .envs(
             environment
                 .as_ref()
@@ -242,6 +259,11 @@ fn run_job(dir: &JobDir, launch: &LaunchFile, pids: &mut PidsFile, start_time: i
         ));
     }
     let (exit_code, signal) = wait_for_shell(shell);
+    // In the job's cgroup still, before what the job left is killed.
+    let env = environment.as_ref().unwrap_or(&launch.environment);
+    if let Err(e) = crate::task_script::run_epilog(&launch.task_scripts, epilog_setup, env) {
+        log(&format!("error: {e}"));
+    }
     let end_time = now();
     let (oom_kills, usage) = match &launch.cgroup {
         Some(cg) => end_cgroup(launch, cg),

@@ -196,6 +196,32 @@ pub struct ChildSetup {
     pub rlimits: Vec<(libc::c_int, u64, u64)>,
 }
 
+impl ChildSetup {
+    /// The same identity, cgroup, working directory and limits with `/dev/null` for the
+    /// files (a TaskEpilog's), and a report pipe of its own (its read end is returned:
+    /// keep it open until the child has started).
+    pub fn quiet_copy(&self) -> io::Result<(ChildSetup, OwnedFd)> {
+        let (r, w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        Ok((
+            ChildSetup {
+                identity: self.identity.clone(),
+                umask: self.umask,
+                work_dir: self.work_dir.clone(),
+                stdin: c"/dev/null".into(),
+                stdout: c"/dev/null".into(),
+                stderr: None,
+                append: true,
+                chdir_error_prefix: Vec::new(),
+                chdir_error_suffix: Vec::new(),
+                cgroup_procs: self.cgroup_procs.clone(),
+                report: w,
+                rlimits: self.rlimits.clone(),
+            },
+            r,
+        ))
+    }
+}
+
 /// Takes the `SLURM_RLIMIT_*` variables out of a job's environment (the job never sees them,
 /// as with slurmstepd) and returns the soft limits to set in the job's process: each one
 /// `conf` (the node's `PropagateResourceLimits`) lists or the user asked for

@@ -98,6 +98,7 @@ impl Fixture {
             propagate_rlimits: Vec::new(),
             prolog: None,
             prolog_env: Vec::new(),
+            task_scripts: Default::default(),
         };
         dir.write_launch(&launch).unwrap();
         dir

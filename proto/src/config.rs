@@ -172,10 +172,8 @@ pub const IGNORED_KEYS: &[&str] = &[
     "SuspendTimeout",
     "SwitchParameters",
     "SwitchType",
-    "TaskEpilog",
     "TaskPlugin",
     "TaskPluginParam",
-    "TaskProlog",
     "TCPTimeout",
     "TmpFS",
     "TopologyParam",
@@ -338,6 +336,8 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "PropagateResourceLimitsExcept",
     "Prolog",
     "Epilog",
+    "TaskProlog",
+    "TaskEpilog",
     "PrologEpilogTimeout",
     "PrologFlags",
     "JobFileAppend",
@@ -1302,6 +1302,13 @@ pub struct Config {
     /// `EpilogSlurmctld=`: run by the controller (as its own user) when a job ends; a
     /// failure is only logged, as in Slurm.
     pub epilog_slurmctld: Option<String>,
+    /// `TaskProlog=`: run as the job's user before each task (the batch script, every
+    /// task of a step), in the task's process; its output's `export NAME=value`, `unset
+    /// NAME` and `print text` lines change the task's environment and output. A failure
+    /// ends the task with its exit status.
+    pub task_prolog: Option<String>,
+    /// `TaskEpilog=`: run as the job's user after each task ends; a failure is logged.
+    pub task_epilog: Option<String>,
     /// `PrologEpilogTimeout=` seconds; `None`: wait indefinitely (Slurm's default). A
     /// program past it is killed and counts as failed.
     pub prolog_epilog_timeout: Option<u32>,
@@ -1997,6 +2004,8 @@ struct Globals {
     prolog: Option<String>,
     epilog: Option<String>,
     epilog_slurmctld: Option<String>,
+    task_prolog: Option<String>,
+    task_epilog: Option<String>,
     prolog_epilog_timeout: Option<u32>,
     prolog_flags: Option<PrologFlags>,
     job_file_append: Option<bool>,
@@ -2264,6 +2273,18 @@ impl Parser {
                 g.health_check_program = Some(value.to_string());
             }
             "HealthCheckInterval" => g.health_check_interval = Some(parse_u32(value).map_err(err)?),
+            "TaskProlog" | "TaskEpilog" => {
+                if !value.starts_with('/') {
+                    return Err(err(format!(
+                        "{value:?} is not an absolute path (give the program's full path)"
+                    )));
+                }
+                *if canon == "TaskProlog" {
+                    &mut g.task_prolog
+                } else {
+                    &mut g.task_epilog
+                } = Some(value.to_string());
+            }
             "Prolog" | "Epilog" | "EpilogSlurmctld" => {
                 if !value.starts_with('/') {
                     return Err(err(format!(
@@ -2868,6 +2889,8 @@ impl Parser {
             prolog: g.prolog,
             epilog: g.epilog,
             epilog_slurmctld: g.epilog_slurmctld,
+            task_prolog: g.task_prolog,
+            task_epilog: g.task_epilog,
             // Slurm's "wait indefinitely" is 65534 (NO_VAL16) or unset.
             prolog_epilog_timeout: g.prolog_epilog_timeout.filter(|&t| t < 65534),
             prolog_flags: g.prolog_flags.unwrap_or_default(),
@@ -2969,10 +2992,13 @@ mod tests {
     fn prolog_epilog_and_their_flags() {
         let c = parse(&format!(
             "{MIN}Prolog=/etc/gsched/prolog.d/*\nEpilog=/usr/sbin/epilog\n\
+             TaskProlog=/usr/sbin/task-prolog\n\
              PrologEpilogTimeout=65534\nPrologFlags=serial\n\
              SchedulerParameters=nohold_on_prolog_fail\n"
         ));
         assert_eq!(c.prolog.as_deref(), Some("/etc/gsched/prolog.d/*"));
+        assert_eq!(c.task_prolog.as_deref(), Some("/usr/sbin/task-prolog"));
+        assert_eq!(c.task_epilog, None);
         assert_eq!(c.epilog.as_deref(), Some("/usr/sbin/epilog"));
         assert_eq!(
             c.prolog_epilog_timeout, None,

@@ -186,3 +186,127 @@ fn prolog_and_epilog_run_around_jobs_and_their_failures_drain_the_node() {
             .any(|n| n.name == "n1" && n.reason.as_deref() == Some("Epilog error"))
     });
 }
+
+/// `TaskProlog=` and `TaskEpilog=`: the prolog runs as the job's user in the task's own
+/// process (its `SLURM_TASK_PID` is the batch shell's `$$`), its `print`, `export` and
+/// `unset` lines reach the batch script and every task of a step; the epilog runs after
+/// each of them with `SLURM_SCRIPT_CONTEXT=epilog_task`; a failing prolog ends the task with
+/// its status and the script never runs.
+#[test]
+fn task_prolog_and_epilog_around_the_script_and_each_task() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let d = dir.path().display().to_string();
+    let log = dir.path().join("task-epilog.log");
+    program(
+        &dir.path().join("task-prolog"),
+        &format!(
+            "echo \"print prolog $SLURM_JOB_ID $SLURM_TASK_PID $SLURM_SCRIPT_CONTEXT\"\n\
+             echo 'not a directive'\n\
+             echo \"export SCRATCH_DIR=/tmp/scratch-$SLURM_JOB_ID\"\n\
+             echo 'unset UNWANTED'\n\
+             [ -e {d}/fail-task-prolog ] && {{ echo broken >&2; exit 3; }}\nexit 0"
+        ),
+    );
+    program(
+        &dir.path().join("task-epilog"),
+        &format!(
+            "echo \"epilog $SLURM_JOB_ID $SLURM_SCRIPT_CONTEXT $SLURM_PROCID $SCRATCH_DIR\" >> {}",
+            log.display()
+        ),
+    );
+    let c = TestCluster::start(
+        ClusterOpts::named("taskprolog")
+            .nodes(1)
+            .cpus(4)
+            .config_line(&format!("TaskProlog={d}/task-prolog"))
+            .config_line(&format!("TaskEpilog={d}/task-epilog")),
+    );
+    c.write_script(
+        "tasks.sh",
+        "#!/bin/sh\n\
+         echo \"script $$ $SLURM_TASK_PID $SCRATCH_DIR ${UNWANTED:-gone}\"\n\
+         gsrun -n 2 -o 'step-%t.out' sh -c 'echo \"task $SLURM_PROCID $SCRATCH_DIR ${UNWANTED:-gone} $$ $SLURM_TASK_PID\"'\n",
+    );
+    let id = c.submit([
+        "--export=ALL,UNWANTED=yes",
+        "-n",
+        "2",
+        "-o",
+        "tasks-%j.out",
+        "tasks.sh",
+    ]);
+    let j = c.wait_terminal(id, secs(60));
+    let out = c.read_work_file(&format!("tasks-{id}.out"));
+    assert_eq!(j.state, JobState::Completed, "{out}");
+    let got: Vec<&str> = out.lines().collect();
+    assert_eq!(got.len(), 2, "{out}");
+    let prolog: Vec<&str> = got[0].split(' ').collect();
+    let script: Vec<&str> = got[1].split(' ').collect();
+    assert_eq!(
+        (prolog[0], prolog[1], prolog[3]),
+        ("prolog", id.to_string().as_str(), "prolog_task"),
+        "{out}"
+    );
+    // The prolog's SLURM_TASK_PID is the script's own pid, which the script sees too.
+    assert_eq!(script[1], prolog[2], "{out}");
+    assert_eq!(script[2], prolog[2], "{out}");
+    assert_eq!(
+        (script[0], script[3], script[4]),
+        ("script", format!("/tmp/scratch-{id}").as_str(), "gone"),
+        "{out}"
+    );
+    for rank in 0..2 {
+        let task = c.read_work_file(&format!("step-{rank}.out"));
+        let l: Vec<&str> = task.lines().collect();
+        assert_eq!(l.len(), 2, "{task}");
+        assert!(l[0].starts_with(&format!("prolog {id} ")), "{task}");
+        let f: Vec<&str> = l[1].split(' ').collect();
+        assert_eq!(
+            (f[0], f[1], f[2], f[3]),
+            (
+                "task",
+                rank.to_string().as_str(),
+                format!("/tmp/scratch-{id}").as_str(),
+                "gone"
+            ),
+            "{task}"
+        );
+        assert_eq!(f[4], f[5], "the task's SLURM_TASK_PID is its pid: {task}");
+    }
+    c.wait_until(secs(30), "three TaskEpilogs", || lines(&log).len() == 3);
+    let mut epilogs = lines(&log);
+    epilogs.sort();
+    // As slurmstepd's, a TaskEpilog sees the task's environment as it was launched: not
+    // what the TaskProlog exported into the task (the batch script's), but the steps'
+    // tasks inherited SCRATCH_DIR from the script.
+    assert_eq!(
+        epilogs,
+        [
+            format!("epilog {id} epilog_task 0 "),
+            format!("epilog {id} epilog_task 0 /tmp/scratch-{id}"),
+            format!("epilog {id} epilog_task 1 /tmp/scratch-{id}"),
+        ]
+    );
+
+    // A failing TaskProlog: the task ends with its status, the script never runs.
+    std::fs::write(dir.path().join("fail-task-prolog"), "").unwrap();
+    let id = c.submit([
+        "-o",
+        "fail-%j.out",
+        "--wrap",
+        &format!("touch {d}/script-ran"),
+    ]);
+    let j = c.wait_terminal(id, secs(60));
+    let out = c.read_work_file(&format!("fail-{id}.out"));
+    assert_eq!((j.state, j.exit_code), (JobState::Failed, 3), "{out}");
+    assert!(
+        out.contains("broken") && out.contains("TaskProlog failed status=3"),
+        "{out}"
+    );
+    assert!(!dir.path().join("script-ran").exists());
+}

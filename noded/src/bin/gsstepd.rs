@@ -1,5 +1,7 @@
 //! `gsstepd <job-folder>`: runs one batch job for gsnoded (see `gsched_noded::stepd`);
 //! `gsstepd --step <step-folder>`: runs one node's tasks of a job step (`gsched_noded::step`).
+//! `gsstepd --task-prolog <prolog> -- <task> [args]`: as the job's user, runs the node's
+//! TaskProlog and then the task in its place (`gsched_noded::task_script`).
 //! Exits 0 once `status.json` is written, 1 when it could not be (gsnoded then reports the
 //! job as failed), 2 on bad usage.
 
@@ -15,6 +17,13 @@ static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
 fn main() {
     let mut args = std::env::args_os().skip(1);
     let first = args.next();
+    if first.as_deref()
+        == Some(std::ffi::OsStr::new(
+            gsched_noded::task_script::TASK_PROLOG_FLAG,
+        ))
+    {
+        gsched_noded::task_script::task_main(args);
+    }
     if first.as_deref() == Some(std::ffi::OsStr::new("--step")) {
         let (Some(folder), None) = (args.next(), args.next()) else {
             eprintln!("usage: gsstepd --step <step-folder>   (started by gsnoded, not by hand)");

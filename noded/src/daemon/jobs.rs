@@ -551,6 +551,7 @@ impl Node {
             propagate_rlimits: self.settings.propagate_rlimits.clone(),
             prolog_env,
             prolog: self.settings.prolog.clone(),
+            task_scripts: self.settings.task_scripts.clone(),
         };
         let folder = dir.clone();
         let log = blocking(move || -> Result<std::fs::File, String> {
@@ -1276,6 +1277,7 @@ mod tests {
             propagate_rlimits: Vec::new(),
             prolog: None,
             epilog: None,
+            task_scripts: Default::default(),
         };
         let node = Node::new(settings, Arc::new(gsched_auth::NoneAuth::current())).unwrap();
         let failed =

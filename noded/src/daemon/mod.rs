@@ -81,6 +81,8 @@ pub struct NodeSettings {
     /// `Prolog=` and `Epilog=` with their timeout and lock (`crate::prolog`).
     pub prolog: Option<crate::prolog::ScriptConf>,
     pub epilog: Option<crate::prolog::ScriptConf>,
+    /// `TaskProlog=` and `TaskEpilog=` (`crate::task_script`).
+    pub task_scripts: crate::task_script::TaskScripts,
 }
 
 /// Why gsnoded cannot start.
@@ -142,6 +144,7 @@ impl NodeSettings {
                 crate::prolog::Context::Epilog,
                 &cfg.spool_dir_for(node),
             ),
+            task_scripts: crate::task_script::TaskScripts::from_config(cfg),
         })
     }
 }

@@ -119,6 +119,7 @@ impl Node {
             cgroup_procs,
             user: None,
             propagate_rlimits: self.settings.propagate_rlimits.clone(),
+            task_scripts: self.settings.task_scripts.clone(),
         }
     }
 

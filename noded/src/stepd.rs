@@ -527,6 +527,17 @@ fn describe_spawn_failure(
                 ),
             }
         }
+        None if launch.task_scripts.prolog.is_some() => {
+            let e = Errno::from_raw(err.raw_os_error().unwrap_or(0));
+            let exe = std::env::current_exe().unwrap_or_default();
+            format!(
+                "execve(): {} (runs the TaskProlog as the job's user): {} (gsstepd and the \
+                 folders above it must be executable by every job user, as when installed \
+                 under /usr)",
+                exe.display(),
+                e.desc()
+            )
+        }
         None => {
             let hint = if err.raw_os_error() == Some(libc::EACCES) {
                 " (the spool directory must be searchable by the job's user)"

@@ -293,6 +293,41 @@ fn task_prolog_and_epilog_around_the_script_and_each_task() {
         ]
     );
 
+    // Another user's job: the prolog runs as that user (gsstepd's task mode is executed
+    // as the user). Needs root, the user gstest and MUNGE, as the multi-user tests.
+    if gsched_tests::is_root()
+        && gsched_tests::user_ids("gstest").is_some()
+        && gsched_tests::munge::unavailable().is_none()
+    {
+        let out = c
+            .command_as("gsbatch", "gstest")
+            .args([
+                "--parsable",
+                "-D",
+                "/tmp",
+                "-o",
+                "/dev/null",
+                "-e",
+                "/dev/null",
+            ])
+            .args([
+                "--wrap",
+                "echo \"$SCRATCH_DIR $(id -un)\" > /tmp/gstest-task-$SLURM_JOB_ID.out",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let theirs: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        let j = c.wait_terminal(theirs, secs(60));
+        assert_eq!(j.state, JobState::Completed, "{j:?}");
+        let file = format!("/tmp/gstest-task-{theirs}.out");
+        let got = std::fs::read_to_string(&file).unwrap_or_default();
+        let _ = std::fs::remove_file(&file);
+        assert_eq!(got, format!("/tmp/scratch-{theirs} gstest\n"));
+    } else {
+        eprintln!("skipped the other user's job: needs root, the user gstest and MUNGE");
+    }
+
     // A failing TaskProlog: the task ends with its status, the script never runs.
     std::fs::write(dir.path().join("fail-task-prolog"), "").unwrap();
     let id = c.submit([

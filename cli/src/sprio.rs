@@ -425,6 +425,7 @@ mod tests {
     fn job(id: u32, prio: u32, f: PriorityFactors) -> JobInfo {
         JobInfo {
             special_exit: false,
+            epilog_running: false,
             gpus: Vec::new(),
             job_id: id,
             name: "j".into(),

@@ -871,6 +871,7 @@ pub fn query_fields(p: &Params) -> Option<Vec<&'static str>> {
         "state",
         "suspended_since",
         "special_exit",
+        "epilog_running",
     ];
     let f = &p.filters;
     for (given, field) in [
@@ -1120,7 +1121,7 @@ impl Filters {
         }
         match &self.states {
             None => {
-                if job.state.is_terminal() {
+                if job.state.is_terminal() && !job.is_completing_epilog() {
                     return false;
                 }
             }
@@ -1131,7 +1132,7 @@ impl Filters {
                 } else if job.is_special_exit() {
                     self.special_exit
                 } else {
-                    list.contains(&job.state)
+                    job.matches_state(list)
                 };
                 if !ok {
                     return false;
@@ -1649,6 +1650,7 @@ pub(crate) mod tests {
     pub(crate) fn job(id: u32, state: JobState) -> JobInfo {
         JobInfo {
             special_exit: false,
+            epilog_running: false,
             gpus: Vec::new(),
             job_id: id,
             name: "job.sh".into(),
@@ -1947,6 +1949,7 @@ pub(crate) mod tests {
             query_fields(&p).unwrap(),
             [
                 "array",
+                "epilog_running",
                 "het",
                 "job_id",
                 "partition",

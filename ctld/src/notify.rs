@@ -543,6 +543,7 @@ mod tests {
     fn job(state: JobState) -> JobInfo {
         JobInfo {
             special_exit: false,
+            epilog_running: false,
             gpus: Vec::new(),
             job_id: 42,
             name: "train".into(),

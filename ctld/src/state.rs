@@ -1043,6 +1043,7 @@ impl State {
         let mut info = JobInfo {
             gpus: Vec::new(),
             special_exit: false,
+            epilog_running: false,
             job_id: id,
             name: spec.name.clone(),
             user_id: uid,
@@ -1116,18 +1117,27 @@ impl State {
             .collect()
     }
 
+    /// Whether `filter` selects `job`, which is COMPLETING while its Epilog runs.
+    fn job_matches(&self, filter: &JobFilter, job: &Job) -> bool {
+        filter.matches_as(&job.info, self.epilog_jobs.contains(&job.info.job_id))
+    }
+
     /// The jobs a query's filter selects, in id order.
     fn query_ids(&self, filter: &JobFilter) -> Vec<JobId> {
         let named = filter.ids.len() + filter.array_tasks.len();
         if named > 0 && named < 64 {
             self.resolve_ids(&filter.ids, &filter.array_tasks)
                 .into_iter()
-                .filter(|id| self.jobs.get(id).is_some_and(|j| filter.matches(&j.info)))
+                .filter(|id| {
+                    self.jobs
+                        .get(id)
+                        .is_some_and(|j| self.job_matches(filter, j))
+                })
                 .collect()
         } else {
             self.jobs
                 .values()
-                .filter(|j| filter.matches(&j.info))
+                .filter(|j| self.job_matches(filter, j))
                 .map(|j| j.info.job_id)
                 .collect()
         }
@@ -1172,7 +1182,7 @@ impl State {
                 self.jobs
                     .values()
                     .map(|b| &**b)
-                    .filter(|j| filter.matches(&j.info)),
+                    .filter(|j| self.job_matches(filter, j)),
             )
         };
         let own_spec_fields = keep.keeps("spec.name") || keep.keeps("spec.submit_line");
@@ -1185,8 +1195,10 @@ impl State {
             // The spec's name and submit line are the job's, put back when asked for.
             let copy = if payload.covers(j.info.user_id) {
                 Some(self.queried(j, true))
-            } else if own_spec_fields {
-                Some(j.record())
+            } else if own_spec_fields || self.epilog_jobs.contains(&j.info.job_id) {
+                let mut r = j.record();
+                r.epilog_running = self.epilog_jobs.contains(&j.info.job_id);
+                Some(r)
             } else {
                 None
             };

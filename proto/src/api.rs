@@ -430,10 +430,21 @@ impl JobFilter {
     }
 
     pub fn matches(&self, job: &JobInfo) -> bool {
+        self.matches_as(job, job.epilog_running)
+    }
+
+    /// [`JobFilter::matches`] for a job whose Epilog runs or not (`epilog_running`, which
+    /// the controller knows apart from the record).
+    pub fn matches_as(&self, job: &JobInfo, epilog_running: bool) -> bool {
+        let state_ok = self.states.is_empty()
+            || self.states.contains(&job.state)
+            || (epilog_running
+                && job.state.is_terminal()
+                && self.states.contains(&JobState::Completing));
         self.names(job)
             && (self.user_ids.is_empty() || self.user_ids.contains(&job.user_id))
             && (self.names.is_empty() || self.names.contains(&job.name))
-            && (self.states.is_empty() || self.states.contains(&job.state))
+            && state_ok
             && (self.partitions.is_empty() || self.partitions.contains(&job.partition))
             && !self.hidden_partitions.contains(&job.partition)
     }

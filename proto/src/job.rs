@@ -651,6 +651,11 @@ pub struct JobInfo {
     /// until released, which keeps the exit code of its last run until then.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub special_exit: bool,
+    /// The job ended and a node's `Epilog` still runs for it: Slurm's COMPLETING flag on an
+    /// ended job, shown as `COMPLETING`/`CG` until every node answered. Set by the
+    /// controller when it answers a query, not stored.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub epilog_running: bool,
 }
 
 /// Why the invalid-job ladder flagged a job.
@@ -761,24 +766,41 @@ impl JobInfo {
         self.special_exit && self.state == JobState::Pending
     }
 
+    /// An ended job whose node Epilog still runs ([`JobInfo::epilog_running`]).
+    pub fn is_completing_epilog(&self) -> bool {
+        self.epilog_running && self.state.is_terminal()
+    }
+
+    /// The state a state filter compares, as squeue does: `COMPLETING` while the Epilog of
+    /// an ended job runs (its base state matches as well).
+    pub fn matches_state(&self, states: &[JobState]) -> bool {
+        states.contains(&self.state)
+            || (self.is_completing_epilog() && states.contains(&JobState::Completing))
+    }
+
     /// The state as Slurm's commands print it: `SUSPENDED` for a suspended job,
-    /// `SPECIAL_EXIT` for one requeued so.
+    /// `SPECIAL_EXIT` for one requeued so, `COMPLETING` while its Epilog runs.
     pub fn state_long(&self) -> &'static str {
         if self.is_suspended() {
             "SUSPENDED"
         } else if self.is_special_exit() {
             "SPECIAL_EXIT"
+        } else if self.is_completing_epilog() {
+            JobState::Completing.long()
         } else {
             self.state.long()
         }
     }
 
-    /// The compact state (`squeue %t`): `S` for a suspended job.
+    /// The compact state (`squeue %t`): `S` for a suspended job, `CG` while its Epilog
+    /// runs.
     pub fn state_compact(&self) -> &'static str {
         if self.is_suspended() {
             "S"
         } else if self.is_special_exit() {
             "SE"
+        } else if self.is_completing_epilog() {
+            JobState::Completing.compact()
         } else {
             self.state.compact()
         }

@@ -2,7 +2,7 @@
 //! faked): the Prolog runs as root before the batch script on the batch node and before the
 //! job's first step on its other node, with Slurm's variables; the Epilog runs on both nodes
 //! when the job ends, with its exit code, and the node stays allocated until it finished (the
-//! next job starts after it); a failing Prolog drains its node ("Prolog error") and requeues
+//! next job starts after it, and the ended job shows as COMPLETING meanwhile); a failing Prolog drains its node ("Prolog error") and requeues
 //! the job held ("launch failed requeued held"; at a batch script or at a step on the other
 //! node), a failing Epilog drains its node ("Epilog error").
 
@@ -122,6 +122,16 @@ fn prolog_and_epilog_run_around_jobs_and_their_failures_drain_the_node() {
     let b = c.submit(["-w", "n1", "-n", "2", "--wrap", "true"]);
     let a_end = c.wait_terminal(a, secs(60));
     assert_eq!(a_end.state, JobState::Completed);
+    // While its Epilog runs, the ended job is COMPLETING (CG), as in Slurm: listed by
+    // default and by `-t CG`, and by `-t CD` too (its base state).
+    let q = c.cmd_ok("gsqueue", ["-h", "-j", &a.to_string(), "-o", "%i %t %T"]);
+    assert_eq!(q.trim(), format!("{a} CG COMPLETING"), "{q}");
+    let q = c.cmd_ok("gsqueue", ["-h", "-t", "CG", "-o", "%i"]);
+    assert!(q.lines().any(|l| l.trim() == a.to_string()), "{q}");
+    let q = c.cmd_ok("gsqueue", ["-h", "-t", "CD", "-o", "%i"]);
+    assert!(q.lines().any(|l| l.trim() == a.to_string()), "{q}");
+    let show = c.cmd_ok("gscontrol", ["show", "job", &a.to_string()]);
+    assert!(show.contains("JobState=COMPLETING"), "{show}");
     let bj = c.wait_terminal(b, secs(60));
     c.wait_until(secs(30), "a's Epilog", || {
         lines(&log)
@@ -138,6 +148,9 @@ fn prolog_and_epilog_run_around_jobs_and_their_failures_drain_the_node() {
         "b started at {:?}, before a's Epilog ended at {a_epilog_done}",
         bj.start_time
     );
+    // Its Epilog done, the job is COMPLETED and leaves the default listing.
+    let q = c.cmd_ok("gsqueue", ["-h", "-j", &a.to_string(), "-o", "%i %t"]);
+    assert_eq!(q.trim(), "", "{q}");
     std::fs::remove_file(dir.path().join("slow-epilog")).unwrap();
     c.wait_until(secs(30), "b's Epilog", || {
         lines(&log)

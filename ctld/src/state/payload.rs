@@ -105,6 +105,7 @@ impl State {
             out
         };
         job.complete_spec(&mut out);
+        out.epilog_running = self.epilog_jobs.contains(&info.job_id);
         out
     }
 }

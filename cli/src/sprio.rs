@@ -426,6 +426,7 @@ mod tests {
         JobInfo {
             special_exit: false,
             epilog_running: false,
+            configuring: false,
             gpus: Vec::new(),
             job_id: id,
             name: "j".into(),

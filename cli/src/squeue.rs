@@ -872,6 +872,7 @@ pub fn query_fields(p: &Params) -> Option<Vec<&'static str>> {
         "suspended_since",
         "special_exit",
         "epilog_running",
+        "configuring",
     ];
     let f = &p.filters;
     for (given, field) in [
@@ -1015,6 +1016,13 @@ const OTHER_STATES: &[&str] = &[
 
 const VALID_STATES: &str = "PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED";
 
+/// Whether a `-t` list names a state by its long or compact name.
+fn names_state(s: &str, long: &str, compact: &str) -> bool {
+    split_list(s)
+        .iter()
+        .any(|t| t.trim().eq_ignore_ascii_case(long) || t.trim().eq_ignore_ascii_case(compact))
+}
+
 /// Whether a `-t` list names SPECIAL_EXIT.
 fn names_special_exit(s: &str) -> bool {
     split_list(s).iter().any(|t| {
@@ -1091,6 +1099,9 @@ pub struct Filters {
     /// `SPECIAL_EXIT` (or `SE`) is in the `-t` list: a flag of a pending job, which a
     /// `PENDING` filter does not select (squeue matches flags and base states apart).
     pub special_exit: bool,
+    /// `CONFIGURING` (or `CF`) is in the `-t` list: a flag of a running job whose
+    /// PrologSlurmctld runs (a `RUNNING` filter selects it too).
+    pub configuring: bool,
     pub users: Option<Vec<u32>>,
     pub partitions: Option<Vec<String>>,
     pub names: Option<Vec<String>>,
@@ -1132,7 +1143,7 @@ impl Filters {
                 } else if job.is_special_exit() {
                     self.special_exit
                 } else {
-                    job.matches_state(list)
+                    job.matches_state(list) || (self.configuring && job.is_configuring())
                 };
                 if !ok {
                     return false;
@@ -1310,6 +1321,7 @@ pub fn parse_args(
                 p.filters.states = Some(parse_states(prog, &val)?);
                 p.filters.suspended = names_suspended(&val);
                 p.filters.special_exit = names_special_exit(&val);
+                p.filters.configuring = names_state(&val, "CONFIGURING", "CF");
             }
             "user" => p.filters.users = Some(parse_users(prog, &val, &mut p.warnings)),
             "verbose" => p.verbose += 1,
@@ -1389,6 +1401,7 @@ pub fn parse_args(
             p.filters.states = Some(parse_states(prog, &v)?);
             p.filters.suspended = names_suspended(&v);
             p.filters.special_exit = names_special_exit(&v);
+            p.filters.configuring = names_state(&v, "CONFIGURING", "CF");
         }
     }
     if p.filters.users.is_none() {
@@ -1651,6 +1664,7 @@ pub(crate) mod tests {
         JobInfo {
             special_exit: false,
             epilog_running: false,
+            configuring: false,
             gpus: Vec::new(),
             job_id: id,
             name: "job.sh".into(),
@@ -1949,6 +1963,7 @@ pub(crate) mod tests {
             query_fields(&p).unwrap(),
             [
                 "array",
+                "configuring",
                 "epilog_running",
                 "het",
                 "job_id",

@@ -302,6 +302,36 @@ fn run(sh: &Arc<Shared>, e: Effect) {
                 ),
             }
         }
+        // On this blocking thread: the program, then the launch or the requeue
+        // (`state/prolog_ctld.rs`).
+        Effect::PrologSlurmctld {
+            node,
+            job_id,
+            start_time,
+        } => {
+            let Some(p) = sh.lock().prolog_slurmctld_run(job_id, start_time) else {
+                return;
+            };
+            let result = gsched_proto::site_program::run(
+                &p.conf,
+                gsched_proto::site_program::Context::PrologSlurmctld,
+                &p.env,
+                &p.scratch,
+            );
+            let effects = sh.lock().prolog_slurmctld_done(
+                job_id,
+                start_time,
+                &node,
+                result,
+                crate::server::now(),
+            );
+            if effects.is_empty() {
+                // Given back to the queue (or cancelled): a pass sees it.
+                sh.wake.notify_one();
+            } else {
+                send(sh.clone(), effects);
+            }
+        }
     }
 }
 

@@ -217,6 +217,8 @@ pub enum ScriptContext {
     Epilog,
     /// The controller's `EpilogSlurmctld` (slurmctld's `job_common_env_vars`).
     EpilogSlurmctld,
+    /// The controller's `PrologSlurmctld`: the same variables, before the job runs.
+    PrologSlurmctld,
 }
 
 /// The environment of the `Prolog` or `Epilog` on the job's `node`-th node, as slurmd
@@ -256,10 +258,14 @@ pub fn script_env(
             ScriptContext::Prolog => "prolog_slurmd",
             ScriptContext::Epilog => "epilog_slurmd",
             ScriptContext::EpilogSlurmctld => "epilog_slurmctld",
+            ScriptContext::PrologSlurmctld => "prolog_slurmctld",
         }
         .to_string(),
     );
-    if context == ScriptContext::EpilogSlurmctld {
+    if matches!(
+        context,
+        ScriptContext::EpilogSlurmctld | ScriptContext::PrologSlurmctld
+    ) {
         put("SLURM_JOB_NAME", job.name.clone());
         put("SLURM_JOB_GROUP", job.group_name.clone());
         put("SLURM_JOB_NODELIST", hostlist::compress(&job.nodes));
@@ -277,7 +283,10 @@ pub fn script_env(
             put("SLURM_HET_JOB_OFFSET", h.offset.to_string());
         }
     }
-    if context != ScriptContext::Prolog {
+    if !matches!(
+        context,
+        ScriptContext::Prolog | ScriptContext::PrologSlurmctld
+    ) {
         // As a wait() status: the code in the high byte, the signal in the low bits.
         let status = ((job.exit_code & 0xff) << 8) | (job.exit_signal & 0x7f);
         put("SLURM_JOB_DERIVED_EC", job.exit_code.to_string());

@@ -544,6 +544,7 @@ mod tests {
         JobInfo {
             special_exit: false,
             epilog_running: false,
+            configuring: false,
             gpus: Vec::new(),
             job_id: 42,
             name: "train".into(),

@@ -50,6 +50,7 @@ pub mod monitor;
 mod notices;
 mod partitions;
 mod payload;
+mod prolog_ctld;
 pub(crate) use payload::{payload_owner, Payload};
 mod predict;
 mod price;
@@ -111,6 +112,13 @@ pub enum Effect {
     Epilog {
         node: String,
         request: gsched_proto::api::NodeEpilogRequest,
+    },
+    /// Run `PrologSlurmctld` for a run a pass placed, then launch it
+    /// (`state/prolog_ctld.rs`).
+    PrologSlurmctld {
+        node: String,
+        job_id: JobId,
+        start_time: i64,
     },
 }
 
@@ -351,6 +359,8 @@ pub struct State {
     health_check: health_check::HealthCheckRt,
     /// Jobs with an `EpilogHold` (`state/epilog.rs`).
     epilog_jobs: std::collections::BTreeSet<JobId>,
+    /// Jobs whose `PrologSlurmctld` runs (CONFIGURING; `state/prolog_ctld.rs`).
+    prolog_ctld_jobs: std::collections::BTreeSet<JobId>,
 }
 
 /// Running and completing jobs by their batch node (indexed like `State::nodes`): a
@@ -576,6 +586,7 @@ impl State {
             jobs_with_steps,
             health_check: Default::default(),
             epilog_jobs,
+            prolog_ctld_jobs: Default::default(),
         };
         st.active.rebuild(&st.jobs, now);
         st.committed_state = st
@@ -1044,6 +1055,7 @@ impl State {
             gpus: Vec::new(),
             special_exit: false,
             epilog_running: false,
+            configuring: false,
             job_id: id,
             name: spec.name.clone(),
             user_id: uid,
@@ -1195,9 +1207,13 @@ impl State {
             // The spec's name and submit line are the job's, put back when asked for.
             let copy = if payload.covers(j.info.user_id) {
                 Some(self.queried(j, true))
-            } else if own_spec_fields || self.epilog_jobs.contains(&j.info.job_id) {
+            } else if own_spec_fields
+                || self.epilog_jobs.contains(&j.info.job_id)
+                || self.prolog_ctld_jobs.contains(&j.info.job_id)
+            {
                 let mut r = j.record();
                 r.epilog_running = self.epilog_jobs.contains(&j.info.job_id);
+                r.configuring = self.prolog_ctld_jobs.contains(&j.info.job_id);
                 Some(r)
             } else {
                 None
@@ -2240,10 +2256,20 @@ impl State {
                 job.launch = None;
                 continue;
             }
-            effects.push(Effect::Launch {
-                node: job.info.nodes[0].clone(),
-                job_id: start.job_id,
-                start_time: now,
+            let node = job.info.nodes[0].clone();
+            effects.push(if self.cfg.prolog_slurmctld.is_some() {
+                self.prolog_ctld_jobs.insert(start.job_id);
+                Effect::PrologSlurmctld {
+                    node,
+                    job_id: start.job_id,
+                    start_time: now,
+                }
+            } else {
+                Effect::Launch {
+                    node,
+                    job_id: start.job_id,
+                    start_time: now,
+                }
             });
         }
         if let Err(e) = self.persist_many(&changed) {
@@ -2251,6 +2277,9 @@ impl State {
             // put back as the store still has it, a het job's components alike (they hold
             // no launch of their own); the next pass tries again.
             tracing::error!("cannot record scheduling decisions, not launching: {e}");
+            for u in &started_now {
+                self.prolog_ctld_jobs.remove(&u.id);
+            }
             for u in started_now {
                 if let Some(j) = self.jobs.get_mut(&u.id) {
                     u.restore(j);
@@ -2794,6 +2823,12 @@ impl State {
                 }
                 .into(),
             ),
+            (
+                "PrologSlurmctld".into(),
+                c.prolog_slurmctld
+                    .clone()
+                    .unwrap_or_else(|| "(null)".into()),
+            ),
             ("SchedulerType".into(), "sched/builtin".into()),
             ("SlurmUser".into(), slurm_user),
             ("SlurmctldHost[0]".into(), host),
@@ -2809,6 +2844,14 @@ impl State {
             (
                 "StateSaveLocation".into(),
                 c.state_save_location.display().to_string(),
+            ),
+            (
+                "TaskEpilog".into(),
+                c.task_epilog.clone().unwrap_or_else(|| "(null)".into()),
+            ),
+            (
+                "TaskProlog".into(),
+                c.task_prolog.clone().unwrap_or_else(|| "(null)".into()),
             ),
         ]
     }

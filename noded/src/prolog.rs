@@ -23,7 +23,7 @@ pub fn node_script(
     let pattern = match context {
         Context::Prolog => cfg.prolog.as_deref()?,
         Context::Epilog => cfg.epilog.as_deref()?,
-        Context::EpilogSlurmctld => return None,
+        Context::EpilogSlurmctld | Context::PrologSlurmctld => return None,
     };
     Some(ScriptConf::new(pattern, cfg, spool))
 }
@@ -82,7 +82,7 @@ pub fn node_env(
     default(
         "SLURM_SCRIPT_CONTEXT",
         match context {
-            Context::Prolog => "prolog_slurmd",
+            Context::Prolog | Context::PrologSlurmctld => "prolog_slurmd",
             Context::Epilog | Context::EpilogSlurmctld => "epilog_slurmd",
         }
         .to_string(),

@@ -137,7 +137,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "PriorityWeightAssoc",
     "PriorityWeightTRES",
     "ProctrackType",
-    "PrologSlurmctld",
     "PropagatePrioProcess",
     "ReconfigFlags",
     "ResumeFailProgram",
@@ -345,6 +344,7 @@ pub const GLOBAL_KEYS: &[&str] = &[
     "MaxTasksPerNode",
     "Licenses",
     "EpilogSlurmctld",
+    "PrologSlurmctld",
     "SlurmctldDebug",
     "SlurmctldLogFile",
     "SlurmctldPidFile",
@@ -1302,6 +1302,10 @@ pub struct Config {
     /// `EpilogSlurmctld=`: run by the controller (as its own user) when a job ends; a
     /// failure is only logged, as in Slurm.
     pub epilog_slurmctld: Option<String>,
+    /// `PrologSlurmctld=`: run by the controller (as its own user) when a job has been
+    /// given its nodes, before it is launched (the job is CONFIGURING meanwhile); a
+    /// failure requeues the job (or cancels it when it may not be requeued), as in Slurm.
+    pub prolog_slurmctld: Option<String>,
     /// `TaskProlog=`: run as the job's user before each task (the batch script, every
     /// task of a step), in the task's process; its output's `export NAME=value`, `unset
     /// NAME` and `print text` lines change the task's environment and output. A failure
@@ -2004,6 +2008,7 @@ struct Globals {
     prolog: Option<String>,
     epilog: Option<String>,
     epilog_slurmctld: Option<String>,
+    prolog_slurmctld: Option<String>,
     task_prolog: Option<String>,
     task_epilog: Option<String>,
     prolog_epilog_timeout: Option<u32>,
@@ -2285,7 +2290,7 @@ impl Parser {
                     &mut g.task_epilog
                 } = Some(value.to_string());
             }
-            "Prolog" | "Epilog" | "EpilogSlurmctld" => {
+            "Prolog" | "Epilog" | "EpilogSlurmctld" | "PrologSlurmctld" => {
                 if !value.starts_with('/') {
                     return Err(err(format!(
                         "{value:?} is not an absolute path (give the program's full path, or a \
@@ -2296,6 +2301,7 @@ impl Parser {
                 *match canon {
                     "Prolog" => &mut g.prolog,
                     "Epilog" => &mut g.epilog,
+                    "PrologSlurmctld" => &mut g.prolog_slurmctld,
                     _ => &mut g.epilog_slurmctld,
                 } = Some(value.to_string());
             }
@@ -2889,6 +2895,7 @@ impl Parser {
             prolog: g.prolog,
             epilog: g.epilog,
             epilog_slurmctld: g.epilog_slurmctld,
+            prolog_slurmctld: g.prolog_slurmctld,
             task_prolog: g.task_prolog,
             task_epilog: g.task_epilog,
             // Slurm's "wait indefinitely" is 65534 (NO_VAL16) or unset.

@@ -656,6 +656,11 @@ pub struct JobInfo {
     /// controller when it answers a query, not stored.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub epilog_running: bool,
+    /// The job has its nodes and the controller's `PrologSlurmctld` runs before its launch:
+    /// Slurm's CONFIGURING flag on a running job (`CONFIGURING`/`CF`). Set by the controller
+    /// when it answers a query, not stored.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub configuring: bool,
 }
 
 /// Why the invalid-job ladder flagged a job.
@@ -766,6 +771,11 @@ impl JobInfo {
         self.special_exit && self.state == JobState::Pending
     }
 
+    /// A running job whose `PrologSlurmctld` runs ([`JobInfo::configuring`]).
+    pub fn is_configuring(&self) -> bool {
+        self.configuring && self.state == JobState::Running
+    }
+
     /// An ended job whose node Epilog still runs ([`JobInfo::epilog_running`]).
     pub fn is_completing_epilog(&self) -> bool {
         self.epilog_running && self.state.is_terminal()
@@ -787,6 +797,8 @@ impl JobInfo {
             "SPECIAL_EXIT"
         } else if self.is_completing_epilog() {
             JobState::Completing.long()
+        } else if self.is_configuring() {
+            "CONFIGURING"
         } else {
             self.state.long()
         }
@@ -801,6 +813,8 @@ impl JobInfo {
             "SE"
         } else if self.is_completing_epilog() {
             JobState::Completing.compact()
+        } else if self.is_configuring() {
+            "CF"
         } else {
             self.state.compact()
         }

@@ -22,6 +22,7 @@ pub enum Context {
     Prolog,
     Epilog,
     EpilogSlurmctld,
+    PrologSlurmctld,
 }
 
 impl Context {
@@ -30,6 +31,7 @@ impl Context {
             Context::Prolog => "Prolog",
             Context::Epilog => "Epilog",
             Context::EpilogSlurmctld => "EpilogSlurmctld",
+            Context::PrologSlurmctld => "PrologSlurmctld",
         }
     }
 }

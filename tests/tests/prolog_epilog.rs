@@ -358,3 +358,58 @@ fn task_prolog_and_epilog_around_the_script_and_each_task() {
     );
     assert!(!dir.path().join("script-ran").exists());
 }
+
+/// `PrologSlurmctld=`: the controller runs it for every run it placed, before the launch
+/// (the job is CONFIGURING meanwhile, and the script sees what it did); a failure requeues
+/// a job that may be requeued and cancels one that may not.
+#[test]
+fn prolog_slurmctld_runs_before_the_launch() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let log = dir.path().join("log");
+    program(
+        &dir.path().join("prolog-ctld"),
+        &format!(
+            "echo \"$SLURM_JOB_ID $SLURM_SCRIPT_CONTEXT $SLURM_JOB_NODELIST $SLURM_JOB_USER\" >> {l}\n\
+             [ -e {d}/slow ] && sleep 2\n\
+             [ -e {d}/fail ] && exit 1\n\
+             touch {d}/done-$SLURM_JOB_ID\nexit 0",
+            l = log.display()
+        ),
+    );
+    let c = TestCluster::start(
+        ClusterOpts::named("prologctld")
+            .nodes(1)
+            .config_line(&format!("PrologSlurmctld={d}/prolog-ctld"))
+            .config_line("PrologEpilogTimeout=60"),
+    );
+    std::fs::write(dir.path().join("slow"), "").unwrap();
+    let wrap = format!("test -e {d}/done-$SLURM_JOB_ID");
+    let a = c.submit(["-o", "/dev/null", "--wrap", &wrap]);
+    c.wait_until(secs(30), "CF while the PrologSlurmctld runs", || {
+        c.cmd_ok("gsqueue", ["-h", "-j", &a.to_string(), "-o", "%t"])
+            .trim()
+            == "CF"
+    });
+    let q = c.cmd_ok("gsqueue", ["-h", "-t", "CF", "-o", "%i %T"]);
+    assert_eq!(q.trim(), format!("{a} CONFIGURING"), "{q}");
+    let j = c.wait_terminal(a, secs(30));
+    assert_eq!((j.state, j.exit_code), (JobState::Completed, 0), "{j:?}");
+    assert_eq!(
+        lines(&log),
+        [format!("{a} prolog_slurmctld n1 {}", c.user())]
+    );
+    std::fs::remove_file(dir.path().join("slow")).unwrap();
+
+    // A failure: a job that may be requeued goes back to the queue (and runs once the
+    // program succeeds), one submitted with --no-requeue is cancelled.
+    std::fs::write(dir.path().join("fail"), "").unwrap();
+    let b = c.submit(["-o", "/dev/null", "--wrap", &wrap]);
+    let n = c.submit(["-o", "/dev/null", "--no-requeue", "--wrap", &wrap]);
+    c.wait_job(b, secs(30), "requeued", |j| j.restarts >= 1);
+    let nj = c.wait_terminal(n, secs(30));
+    assert_eq!(nj.state, JobState::Cancelled, "{nj:?}");
+    std::fs::remove_file(dir.path().join("fail")).unwrap();
+    let bj = c.wait_terminal(b, secs(30));
+    assert_eq!((bj.state, bj.exit_code), (JobState::Completed, 0), "{bj:?}");
+}

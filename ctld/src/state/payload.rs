@@ -106,6 +106,7 @@ impl State {
         };
         job.complete_spec(&mut out);
         out.epilog_running = self.epilog_jobs.contains(&info.job_id);
+        out.configuring = self.prolog_ctld_jobs.contains(&info.job_id);
         out
     }
 }

@@ -185,13 +185,16 @@ pub fn load_config() -> Result<Config, String> {
     Config::load(&path).map_err(|e| e.to_string())
 }
 
-/// The API client for the controller named in the config.
+/// The API client for the controller named in the config. A refused connection is tried
+/// again for `MessageTimeout` seconds, as Slurm's commands do (`slurm_open_controller_conn`):
+/// a controller that is restarting is waited for rather than reported down.
 pub fn client_for(cfg: &Config) -> Result<Client, String> {
     let auth = gsched_auth::from_config(cfg).map_err(|e| e.to_string())?;
     Ok(Client::new(
         format!("{}:{}", cfg.ctld_host.connect_addr(), cfg.ctld_port),
         auth,
-    ))
+    )
+    .with_connect_patience(std::time::Duration::from_secs(cfg.message_timeout.into())))
 }
 
 /// Config and client together, with `<prog>: error: ...` on failure; then `-M/--clusters`

@@ -260,7 +260,12 @@ impl Api for Remote {
         err_text(self.client.get(paths::CONFIG))
     }
     fn ping(&self) -> Result<PingResponse, String> {
-        err_text(self.client.get(paths::PING))
+        // At once, as `scontrol ping` (which asks each controller once).
+        let once = self
+            .client
+            .clone()
+            .with_connect_patience(std::time::Duration::ZERO);
+        err_text(once.get(paths::PING))
     }
     fn hold(&self, req: &HoldRequest) -> Result<JobActionResponse, String> {
         err_text(self.client.post(paths::JOBS_HOLD, req))

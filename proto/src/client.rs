@@ -149,6 +149,9 @@ pub struct Client {
     node: Option<String>,
     /// Where connections are kept between calls; `None`: one connection per call.
     pool: Option<Arc<ConnectionPool>>,
+    /// How long a refused connection is tried again (the commands: `MessageTimeout`, as
+    /// Slurm's commands wait for a controller that is restarting); zero: not at all.
+    connect_patience: Duration,
 }
 
 impl std::fmt::Debug for Client {
@@ -165,7 +168,16 @@ impl Client {
             timeout: Duration::from_secs(60),
             node: None,
             pool: None,
+            connect_patience: Duration::ZERO,
         }
+    }
+
+    /// Tries a refused connection again for up to `patience` (nothing was sent, so any
+    /// request may be retried): a server that is restarting is waited for, as Slurm's
+    /// commands wait `MessageTimeout` for their controller.
+    pub fn with_connect_patience(mut self, patience: Duration) -> Client {
+        self.connect_patience = patience;
+        self
     }
 
     /// Keeps connections open in `pool` between calls (the daemons' clients).
@@ -204,6 +216,23 @@ impl Client {
     }
 
     fn connect(&self) -> Result<TcpStream, ClientError> {
+        let give_up = Instant::now() + self.connect_patience;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match self.connect_once() {
+                Err(ClientError::Connect { source, .. })
+                    if source.kind() == std::io::ErrorKind::ConnectionRefused
+                        && Instant::now() + pause < give_up =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn connect_once(&self) -> Result<TcpStream, ClientError> {
         let connect_err = |source| ClientError::Connect {
             addr: self.addr.clone(),
             source,
@@ -546,6 +575,47 @@ mod tests {
             Some(p) => c.with_pool(p),
             None => c,
         }
+    }
+
+    #[test]
+    fn a_refused_connection_is_tried_again_within_the_patience_only() {
+        // A port nothing listens on yet: refused at once without patience.
+        let addr = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let c = client(&addr.to_string(), None);
+        let t = Instant::now();
+        assert!(matches!(
+            c.get::<u32>("/x"),
+            Err(ClientError::Connect { .. })
+        ));
+        assert!(
+            t.elapsed() < Duration::from_millis(200),
+            "{:?}",
+            t.elapsed()
+        );
+        // With patience, a server that starts listening meanwhile answers.
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            let l = TcpListener::bind(addr).unwrap();
+            serve(1)(l.accept().unwrap().0)
+        });
+        let c = client(&addr.to_string(), None).with_connect_patience(Duration::from_secs(5));
+        assert_eq!(c.get::<u32>("/x").unwrap(), 0);
+        late.join().unwrap();
+        // A server that stays away: given up after the patience.
+        let t = Instant::now();
+        let c = c.with_connect_patience(Duration::from_millis(400));
+        assert!(matches!(
+            c.get::<u32>("/x"),
+            Err(ClientError::Connect { .. })
+        ));
+        let took = t.elapsed();
+        assert!(
+            took >= Duration::from_millis(200) && took < Duration::from_secs(2),
+            "{took:?}"
+        );
     }
 
     #[test]

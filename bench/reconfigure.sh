@@ -41,7 +41,10 @@ disturb() {
         local pid
         pid=$(<"$DIR/run/gsctld.pid")
         kill -TERM "$pid"
-        while kill -0 "$pid" 2> /dev/null; do sleep 0.01; done
+        # Exited (a zombie counts: the first gsctld's parent is init, which reaps late).
+        while [[ -e /proc/$pid && $(awk '{print $3}' /proc/"$pid"/stat 2> /dev/null) != Z ]]; do
+          sleep 0.01
+        done
         setsid "$BIN/gsctld" -D -f "$DIR/gsched.conf" < /dev/null >> "$DIR/log/gsctld.log" 2>&1 &
         echo $! > "$DIR/run/gsctld.pid"
         until gscontrol ping > /dev/null 2>&1; do sleep 0.01; done

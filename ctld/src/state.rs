@@ -1297,6 +1297,7 @@ impl State {
             return Err(ApiError::plain(ErrorCode::InvalidJobId));
         }
         self.check_owner(&job.info, &who)?;
+        let configuring = self.prolog_ctld_jobs.contains(&id);
         let job = self.jobs.get_mut(&id).expect("checked above");
         let state = job.info.state;
         if state.is_terminal() {
@@ -1304,6 +1305,15 @@ impl State {
         }
         let node = job.info.nodes.first().cloned();
         match (signal, state) {
+            // Its PrologSlurmctld runs: nothing runs on the nodes yet, so it ends here (the
+            // program's end then finds it ended and launches nothing).
+            (None, JobState::Running) if configuring => {
+                job.info.state = JobState::Cancelled;
+                job.info.end_time = Some(now);
+                job.info.cancelled_by = Some(who.uid);
+                job.launch = None;
+                Ok(true)
+            }
             (None, JobState::Pending) | (Some(9), JobState::Pending) => {
                 job.info.state = JobState::Cancelled;
                 // The pending reason stays (squeue %r, scontrol Reason=), as in Slurm.

@@ -396,8 +396,23 @@ fn prolog_slurmctld_runs_before_the_launch() {
     let j = c.wait_terminal(a, secs(30));
     assert_eq!((j.state, j.exit_code), (JobState::Completed, 0), "{j:?}");
     assert_eq!(
-        lines(&log),
-        [format!("{a} prolog_slurmctld n1 {}", c.user())]
+        lines(&log)[0],
+        format!("{a} prolog_slurmctld n1 {}", c.user())
+    );
+    // Cancelled while its PrologSlurmctld runs: never launched.
+    let x = c.submit(["-o", "/dev/null", "--wrap", &format!("touch {d}/x-ran")]);
+    c.wait_until(secs(30), "x CF", || {
+        c.cmd_ok("gsqueue", ["-h", "-j", &x.to_string(), "-o", "%t"])
+            .trim()
+            == "CF"
+    });
+    c.cmd_ok("gscancel", [x.to_string()]);
+    let xj = c.wait_terminal(x, secs(30));
+    assert_eq!(xj.state, JobState::Cancelled, "{xj:?}");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        !dir.path().join("x-ran").exists(),
+        "a cancelled job was launched"
     );
     std::fs::remove_file(dir.path().join("slow")).unwrap();
 

@@ -110,7 +110,14 @@ pub fn exec_self(listener: Option<std::net::TcpListener>) -> std::io::Error {
     use std::os::unix::process::CommandExt;
     let mut args = std::env::args_os();
     let arg0 = args.next().unwrap_or_default();
-    let mut cmd = std::process::Command::new("/proc/self/exe");
+    // The program by its path, so that the process keeps its name (`/proc/<pid>/comm`,
+    // which `pgrep`, `ps -C` and scripts match, is the executed file's name: `exe` for
+    // /proc/self/exe); /proc/self/exe when the file was removed meanwhile.
+    let program = std::env::current_exe()
+        .ok()
+        .filter(|p| !p.to_string_lossy().ends_with(" (deleted)") && p.is_file())
+        .unwrap_or_else(|| std::path::PathBuf::from("/proc/self/exe"));
+    let mut cmd = std::process::Command::new(program);
     cmd.arg0(arg0).args(args);
     if let Some(l) = &listener {
         let fd = l.as_raw_fd();

@@ -167,8 +167,12 @@ pub async fn serve_api(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<Option<tokio::net::TcpListener>> {
     use hyper_util::rt::{TokioIo, TokioTimer};
+    use std::sync::atomic::{AtomicBool, Ordering};
     use tower::ServiceExt;
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    // The stop, told to every connection; and the connections still open, counted by
+    // the senders they hold (the receiver ends when the last one is dropped).
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (live_tx, mut live_rx) = tokio::sync::mpsc::channel::<()>(1);
     tokio::pin!(shutdown);
     loop {
         let (stream, remote) = tokio::select! {
@@ -184,8 +188,12 @@ pub async fn serve_api(
         };
         let peer = ConnPeer(stream.local_addr().ok().map(|local| Peer { remote, local }));
         let app = app.clone();
+        // Whether a request has come on this connection (see the stop below).
+        let asked = Arc::new(AtomicBool::new(false));
+        let seen = asked.clone();
         let svc =
             hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                seen.store(true, Ordering::Relaxed);
                 req.extensions_mut().insert(ConnectInfo(peer));
                 app.clone().oneshot(req.map(axum::body::Body::new))
             });
@@ -193,8 +201,27 @@ pub async fn serve_api(
             .timer(TokioTimer::new())
             .header_read_timeout(header_timeout)
             .serve_connection(TokioIo::new(stream), svc);
-        let conn = graceful.watch(conn);
+        let mut stop = stop_rx.clone();
+        let live = live_tx.clone();
         tokio::spawn(async move {
+            let _live = live;
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => return,
+                _ = stop.wait_for(|s| *s) => {}
+            }
+            // Stopping. A connection accepted just before, whose request has not arrived
+            // yet, is not closed unanswered (its client would get a reset after sending):
+            // its request is awaited (within the header timeout) and answered. Idle kept
+            // connections close at once (their clients send again on a new connection).
+            let until = tokio::time::Instant::now() + header_timeout;
+            while !asked.load(Ordering::Relaxed) && tokio::time::Instant::now() < until {
+                tokio::select! {
+                    _ = conn.as_mut() => return,
+                    _ = tokio::time::sleep(std::time::Duration::from_millis(2)) => {}
+                }
+            }
+            conn.as_mut().graceful_shutdown();
             let _ = conn.await;
         });
     }
@@ -202,9 +229,11 @@ pub async fn serve_api(
     // (`reexec`): the socket stays open, unaccepted, and goes to the new image, so that
     // clients wait in its backlog.
     let kept = crate::reexec::is_requested().then_some(listener);
+    let _ = stop_tx.send(true);
+    drop(live_tx);
     let _ = tokio::time::timeout(
         header_timeout.max(std::time::Duration::from_secs(5)),
-        graceful.shutdown(),
+        live_rx.recv(),
     )
     .await;
     Ok(kept)

@@ -255,6 +255,12 @@ fn reconfigure_reads_the_config_again_in_place() {
     });
     assert_eq!(c.ctld_pid(), Some(ctld));
     assert_eq!(c.noded_pid(0), Some(noded));
+    // The same process names, which pgrep and the local cluster's scripts match.
+    let comm = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+    assert_eq!(
+        (comm(ctld), comm(noded)),
+        ("gsctld\n".into(), "gsnoded\n".into())
+    );
     assert!(
         std::fs::read_to_string(c.noded_log(0))
             .unwrap()

@@ -1479,11 +1479,7 @@ impl Session<'_> {
         let mut migrate_by: Option<i64> = None;
         let mut count = 0;
         for a in args {
-            let Some((tag, val)) = a.split_once('=') else {
-                out.err(format!(
-                    "{}: error: Invalid input: {a}  Request aborted",
-                    self.prog
-                ));
+            let Some((tag, val)) = self.setting(out, a) else {
                 return;
             };
             if kw(tag, "NodeAddr", 5)
@@ -1512,9 +1508,7 @@ impl Session<'_> {
                     }
                 }
             } else if kw(tag, "Reason", 1) {
-                let v = val.strip_prefix('"').unwrap_or(val);
-                let v = v.strip_suffix('"').unwrap_or(v);
-                reason = Some(v.to_string());
+                reason = Some(val.to_string());
                 count += 1;
             } else if kw(tag, "State", 1) {
                 match parse_node_state_update(val) {
@@ -1574,6 +1568,20 @@ impl Session<'_> {
 }
 
 impl Session<'_> {
+    /// One `Key=Value` of an update, the value without surrounding double quotes; `None`
+    /// (with scontrol's message) for a word without `=`.
+    fn setting<'a>(&self, out: &mut Out, a: &'a str) -> Option<(&'a str, &'a str)> {
+        let Some((tag, val)) = a.split_once('=') else {
+            out.err(format!(
+                "{}: error: Invalid input: {a}  Request aborted",
+                self.prog
+            ));
+            return None;
+        };
+        let val = val.strip_prefix('"').unwrap_or(val);
+        Some((tag, val.strip_suffix('"').unwrap_or(val)))
+    }
+
     /// `setdebug <level>`: gsctld's log level until it reads its config again.
     fn setdebug(&self, out: &mut Out, level: &str) {
         if gsched_proto::config::level_name(level).is_err() {
@@ -1629,15 +1637,9 @@ impl Session<'_> {
         let mut name: Option<String> = None;
         let mut settings = Vec::new();
         for a in args {
-            let Some((tag, val)) = a.split_once('=') else {
-                out.err(format!(
-                    "{}: error: Invalid input: {a}  Request aborted",
-                    self.prog
-                ));
+            let Some((tag, val)) = self.setting(out, a) else {
                 return;
             };
-            let val = val.strip_prefix('"').unwrap_or(val);
-            let val = val.strip_suffix('"').unwrap_or(val);
             if kw(tag, "PartitionName", 3) {
                 name = Some(val.to_string());
             } else {

@@ -312,12 +312,7 @@ fn run(sh: &Arc<Shared>, e: Effect) {
             let Some(p) = sh.lock().prolog_slurmctld_run(job_id, start_time) else {
                 return;
             };
-            let result = gsched_proto::site_program::run(
-                &p.conf,
-                gsched_proto::site_program::Context::PrologSlurmctld,
-                &p.env,
-                &p.scratch,
-            );
+            let result = p.run();
             let effects = sh.lock().prolog_slurmctld_done(
                 job_id,
                 start_time,

@@ -221,6 +221,44 @@ pub enum ScriptContext {
     PrologSlurmctld,
 }
 
+/// One of the controller's own programs (`EpilogSlurmctld`, `PrologSlurmctld`) for a job:
+/// the config's pattern with `PrologEpilogTimeout`, the job's variables, and the state
+/// folder for its output while it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CtldProgram {
+    pub conf: gsched_proto::site_program::ScriptConf,
+    pub context: gsched_proto::site_program::Context,
+    pub env: Vec<(String, String)>,
+    pub scratch: std::path::PathBuf,
+}
+
+impl CtldProgram {
+    /// `pattern` (the setting of `context`, which is `EpilogSlurmctld` or
+    /// `PrologSlurmctld`) for `job`.
+    pub fn for_job(
+        cfg: &Config,
+        pattern: &str,
+        job: &JobInfo,
+        context: ScriptContext,
+    ) -> CtldProgram {
+        use gsched_proto::site_program::{Context, ScriptConf};
+        CtldProgram {
+            conf: ScriptConf::new(pattern, cfg, &cfg.state_save_location),
+            context: match context {
+                ScriptContext::PrologSlurmctld => Context::PrologSlurmctld,
+                _ => Context::EpilogSlurmctld,
+            },
+            env: script_env(cfg, job, None, context),
+            scratch: cfg.state_save_location.clone(),
+        }
+    }
+
+    /// Runs it (blocks); why it failed.
+    pub fn run(&self) -> Result<(), String> {
+        gsched_proto::site_program::run(&self.conf, self.context, &self.env, &self.scratch)
+    }
+}
+
 /// The environment of the `Prolog` or `Epilog` on the job's `node`-th node, as slurmd
 /// 22.05 sets it (`prep_script_slurmd.c`), or of `EpilogSlurmctld` (`node` None, as
 /// slurmctld's `job_common_env_vars`): who and what the job is, never the user's own

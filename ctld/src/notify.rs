@@ -92,10 +92,7 @@ pub enum Delivery {
     /// controller's user; a failure is only logged, as in Slurm.
     Program {
         job_id: u32,
-        conf: gsched_proto::site_program::ScriptConf,
-        env: Vec<(String, String)>,
-        /// Where its output is kept while it runs.
-        scratch: std::path::PathBuf,
+        program: crate::env::CtldProgram,
     },
 }
 
@@ -443,18 +440,10 @@ fn deliver(cfg: &NotifyConfig, d: &Delivery) {
                 Err(e) => tracing::error!("cannot mail {to} ({subject}): {e}"),
             }
         }
-        Delivery::Program {
-            job_id,
-            conf,
-            env,
-            scratch,
-        } => {
-            use gsched_proto::site_program::{run, Context};
-            match run(conf, Context::EpilogSlurmctld, env, scratch) {
-                Ok(()) => tracing::debug!("job {job_id}: EpilogSlurmctld done"),
-                Err(e) => tracing::error!("job {job_id}: {e}"),
-            }
-        }
+        Delivery::Program { job_id, program } => match program.run() {
+            Ok(()) => tracing::debug!("job {job_id}: EpilogSlurmctld done"),
+            Err(e) => tracing::error!("job {job_id}: {e}"),
+        },
         Delivery::Webhook { name, url, body } => {
             let mut last = String::new();
             for attempt in 1..=WEBHOOK_ATTEMPTS {

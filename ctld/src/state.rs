@@ -2639,16 +2639,7 @@ impl State {
             if let Some(j) = self.jobs.get_mut(id) {
                 if j.info.state == JobState::Completing {
                     // It was being ended anyway: it is over.
-                    j.info.state = match j.extra.terminate {
-                        Some(TerminateReason::TimeLimit) => JobState::Timeout,
-                        Some(TerminateReason::Cancelled) => JobState::Cancelled,
-                        _ => JobState::NodeFail,
-                    };
-                    j.info.end_time = Some(now);
-                    j.launch = None;
-                    if j.extra.requeue {
-                        requeue_run(j, now);
-                    }
+                    end_unreported(j, now);
                 } else {
                     tracing::warn!("job {id}: node {name} does not have it; requeued");
                     back_to_queue(j);
@@ -2986,6 +2977,22 @@ fn hold_requeued(job: &mut Job, kind: RequeueHold, exit_code: i32, nohold_on_pro
 }
 
 /// Puts an ended run back in the queue as a new run (`scontrol requeue`).
+/// A run being ended (COMPLETING) that no node will report: it ends now, in the state its
+/// terminate reason gives, and goes back to the queue if it was being requeued (a node
+/// that lost it, a run whose PrologSlurmctld was still running).
+fn end_unreported(job: &mut Job, now: i64) {
+    job.info.state = match job.extra.terminate {
+        Some(TerminateReason::TimeLimit) => JobState::Timeout,
+        Some(TerminateReason::Cancelled) => JobState::Cancelled,
+        _ => JobState::NodeFail,
+    };
+    job.info.end_time = Some(now);
+    job.launch = None;
+    if job.extra.requeue {
+        requeue_run(job, now);
+    }
+}
+
 fn requeue_run(job: &mut Job, now: i64) {
     back_to_queue(job);
     job.info.restarts += 1;

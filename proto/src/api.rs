@@ -436,11 +436,7 @@ impl JobFilter {
     /// [`JobFilter::matches`] for a job whose Epilog runs or not (`epilog_running`, which
     /// the controller knows apart from the record).
     pub fn matches_as(&self, job: &JobInfo, epilog_running: bool) -> bool {
-        let state_ok = self.states.is_empty()
-            || self.states.contains(&job.state)
-            || (epilog_running
-                && job.state.is_terminal()
-                && self.states.contains(&JobState::Completing));
+        let state_ok = self.states.is_empty() || job.matches_state_as(&self.states, epilog_running);
         self.names(job)
             && (self.user_ids.is_empty() || self.user_ids.contains(&job.user_id))
             && (self.names.is_empty() || self.names.contains(&job.name))

@@ -1171,7 +1171,7 @@ fn parse_exit_codes(v: &str) -> Result<Vec<u8>, String> {
 }
 
 /// `OverTimeLimit=`: minutes (at most 65533, as Slurm) or `UNLIMITED` (`None`).
-pub(crate) fn parse_over_time(v: &str) -> Result<Option<u32>, String> {
+fn parse_over_time(v: &str) -> Result<Option<u32>, String> {
     if v.eq_ignore_ascii_case("UNLIMITED") || v.eq_ignore_ascii_case("INFINITE") {
         return Ok(None);
     }
@@ -1184,7 +1184,7 @@ pub(crate) fn parse_over_time(v: &str) -> Result<Option<u32>, String> {
 }
 
 /// `DefMemPerCPU=`/`DefMemPerNode=`: megabytes (`UNLIMITED` is 0, no default).
-pub(crate) fn parse_mem_mb(v: &str) -> Result<u64, String> {
+fn parse_mem_mb(v: &str) -> Result<u64, String> {
     if v.eq_ignore_ascii_case("UNLIMITED") {
         return Ok(0);
     }
@@ -1193,10 +1193,7 @@ pub(crate) fn parse_mem_mb(v: &str) -> Result<u64, String> {
 
 /// One memory setting (DefMemPer*, MaxMemPer*) from its per-CPU and per-node keys: per CPU wins (slurmctld reads
 /// `DefMemPerNode` only when `DefMemPerCPU` is absent); 0 is none.
-pub(crate) fn per_cpu_or_node(
-    per_cpu: Option<u64>,
-    per_node: Option<u64>,
-) -> Option<crate::job::MemRequest> {
+fn per_cpu_or_node(per_cpu: Option<u64>, per_node: Option<u64>) -> Option<crate::job::MemRequest> {
     match (per_cpu, per_node) {
         (Some(m), _) => (m > 0).then_some(crate::job::MemRequest::PerCpu(m)),
         (None, Some(m)) => (m > 0).then_some(crate::job::MemRequest::PerNode(m)),
@@ -1205,7 +1202,7 @@ pub(crate) fn per_cpu_or_node(
 }
 
 /// `AllowGroups=`: group names as written (Unix names are case-sensitive); `ALL` is none.
-pub(crate) fn group_list(v: &str) -> Option<Vec<String>> {
+fn group_list(v: &str) -> Option<Vec<String>> {
     let items: Vec<String> = v
         .split(',')
         .map(|x| x.trim().to_string())
@@ -1218,7 +1215,7 @@ pub(crate) fn group_list(v: &str) -> Option<Vec<String>> {
     }
 }
 
-pub(crate) fn name_list(v: &str) -> Option<Vec<String>> {
+fn name_list(v: &str) -> Option<Vec<String>> {
     let items: Vec<String> = v
         .split(',')
         .map(|x| x.trim().to_ascii_lowercase())
@@ -1691,11 +1688,11 @@ fn parse_nonempty(v: &str) -> Result<String, String> {
     }
 }
 
-pub(crate) fn parse_max_time(v: &str) -> Result<Option<u32>, String> {
+fn parse_max_time(v: &str) -> Result<Option<u32>, String> {
     units::parse_time_minutes(v).map_err(|_| format!("invalid value \"{v}\" ({TIME_FORMS})"))
 }
 
-pub(crate) fn parse_default_time(v: &str) -> Result<Option<u32>, String> {
+fn parse_default_time(v: &str) -> Result<Option<u32>, String> {
     if v.eq_ignore_ascii_case("NONE") {
         return Ok(None);
     }
@@ -1807,7 +1804,7 @@ fn parse_node_state(v: &str) -> Result<ConfiguredNodeState, String> {
     })
 }
 
-pub(crate) fn parse_partition_state(v: &str) -> Result<PartitionState, String> {
+fn parse_partition_state(v: &str) -> Result<PartitionState, String> {
     Ok(match v.to_ascii_uppercase().as_str() {
         "UP" => PartitionState::Up,
         "DOWN" => PartitionState::Down,
@@ -1929,6 +1926,71 @@ struct PartAttrs {
 }
 
 impl PartAttrs {
+    /// One key of a partition line (`canon`, as [`PARTITION_KEYS`] spells it, but not
+    /// `PartitionName`); the message of a bad value (the caller names the key and place).
+    /// Shared by the config file and `scontrol update PartitionName=`.
+    fn set(&mut self, canon: &str, value: &str, loc: &Loc) -> Result<(), String> {
+        match canon {
+                "Nodes" => self.nodes = Some((value.to_string(), loc.clone())),
+                "Default" => self.default = Some(parse_bool(value)?),
+                "MaxTime" => self.max_time = Some(parse_max_time(value)?),
+                "DefaultTime" => self.default_time = Some(parse_default_time(value)?),
+                "State" => self.state = Some(parse_partition_state(value)?),
+                "AllowAccounts" => self.allow_accounts = Some(name_list(value)),
+                "DenyAccounts" => self.deny_accounts = Some(name_list(value)),
+                "AllowQos" => self.allow_qos = Some(name_list(value)),
+                "DenyQos" => self.deny_qos = Some(name_list(value)),
+                "AllowGroups" => self.allow_groups = Some(group_list(value)),
+                "Hidden" => self.hidden = Some(parse_bool(value)?),
+                "DefMemPerCPU" => {
+                    self.def_mem_per_cpu = Some(parse_mem_mb(value)?)
+                }
+                "DefMemPerNode" => {
+                    self.def_mem_per_node = Some(parse_mem_mb(value)?)
+                }
+                "OverTimeLimit" => {
+                    self.over_time_limit = Some(parse_over_time(value)?)
+                }
+                "DisableRootJobs" => {
+                    self.disable_root_jobs = Some(parse_bool(value)?)
+                }
+                "MaxMemPerCPU" => {
+                    self.max_mem_per_cpu = Some(parse_mem_mb(value)?)
+                }
+                "MaxMemPerNode" => {
+                    self.max_mem_per_node = Some(parse_mem_mb(value)?)
+                }
+                "HangMinutes" => {
+                    self.ladder.hang_secs =
+                        Some(crate::ladder_conf::parse_minutes(value)?)
+                }
+                "IdleGpuMinutes" => {
+                    self.ladder.idle_gpu_secs =
+                        Some(crate::ladder_conf::parse_minutes(value)?)
+                }
+                "GpuSharing" => {
+                    self.gpu_multiuser = Some(match value.to_ascii_lowercase().as_str() {
+                        "user" => false,
+                        "multiuser" => true,
+                        _ => {
+                            return Err(format!(
+                                "invalid value \"{value}\" (expected user or multiuser)"
+                            ))
+                        }
+                    })
+                }
+                "GpuOverSubscribe" => {
+                    self.gpu_compute_pct = Some(parse_oversubscribe(value).ok_or_else(|| {
+                        format!(
+                            "invalid value \"{value}\" (expected how many GPUs' worth of compute the shares of one GPU may add up to, from 1 to 4, e.g. 2 or 1.5)"
+                        )
+                    })?)
+                }
+            other => return Err(format!("invalid key \"{other}\"")),
+        }
+        Ok(())
+    }
+
     fn over(self, defaults: &PartAttrs) -> PartAttrs {
         let d = defaults.clone();
         PartAttrs {
@@ -2630,62 +2692,7 @@ impl Parser {
                         "PartitionName= must be the first key on its line".into()
                     ))
                 }
-                "Nodes" => attrs.nodes = Some((value.to_string(), loc.clone())),
-                "Default" => attrs.default = Some(parse_bool(value).map_err(err)?),
-                "MaxTime" => attrs.max_time = Some(parse_max_time(value).map_err(err)?),
-                "DefaultTime" => attrs.default_time = Some(parse_default_time(value).map_err(err)?),
-                "State" => attrs.state = Some(parse_partition_state(value).map_err(err)?),
-                "AllowAccounts" => attrs.allow_accounts = Some(name_list(value)),
-                "DenyAccounts" => attrs.deny_accounts = Some(name_list(value)),
-                "AllowQos" => attrs.allow_qos = Some(name_list(value)),
-                "DenyQos" => attrs.deny_qos = Some(name_list(value)),
-                "AllowGroups" => attrs.allow_groups = Some(group_list(value)),
-                "Hidden" => attrs.hidden = Some(parse_bool(value).map_err(err)?),
-                "DefMemPerCPU" => {
-                    attrs.def_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?)
-                }
-                "DefMemPerNode" => {
-                    attrs.def_mem_per_node = Some(parse_mem_mb(value).map_err(err)?)
-                }
-                "OverTimeLimit" => {
-                    attrs.over_time_limit = Some(parse_over_time(value).map_err(err)?)
-                }
-                "DisableRootJobs" => {
-                    attrs.disable_root_jobs = Some(parse_bool(value).map_err(err)?)
-                }
-                "MaxMemPerCPU" => {
-                    attrs.max_mem_per_cpu = Some(parse_mem_mb(value).map_err(err)?)
-                }
-                "MaxMemPerNode" => {
-                    attrs.max_mem_per_node = Some(parse_mem_mb(value).map_err(err)?)
-                }
-                "HangMinutes" => {
-                    attrs.ladder.hang_secs =
-                        Some(crate::ladder_conf::parse_minutes(value).map_err(err)?)
-                }
-                "IdleGpuMinutes" => {
-                    attrs.ladder.idle_gpu_secs =
-                        Some(crate::ladder_conf::parse_minutes(value).map_err(err)?)
-                }
-                "GpuSharing" => {
-                    attrs.gpu_multiuser = Some(match value.to_ascii_lowercase().as_str() {
-                        "user" => false,
-                        "multiuser" => true,
-                        _ => {
-                            return Err(err(format!(
-                                "invalid value \"{value}\" (expected user or multiuser)"
-                            )))
-                        }
-                    })
-                }
-                "GpuOverSubscribe" => {
-                    attrs.gpu_compute_pct = Some(parse_oversubscribe(value).ok_or_else(|| {
-                        err(format!(
-                            "invalid value \"{value}\" (expected how many GPUs' worth of compute the shares of one GPU may add up to, from 1 to 4, e.g. 2 or 1.5)"
-                        ))
-                    })?)
-                }
-                _ => return Err(err(format!("invalid key \"{key}\""))),
+                canon => attrs.set(canon, value, loc).map_err(err)?,
             }
         }
         if name.eq_ignore_ascii_case("DEFAULT") {

@@ -784,8 +784,16 @@ impl JobInfo {
     /// The state a state filter compares, as squeue does: `COMPLETING` while the Epilog of
     /// an ended job runs (its base state matches as well).
     pub fn matches_state(&self, states: &[JobState]) -> bool {
+        self.matches_state_as(states, self.epilog_running)
+    }
+
+    /// [`JobInfo::matches_state`] for a job whose Epilog runs or not (`epilog_running`,
+    /// which the controller knows apart from the record).
+    pub fn matches_state_as(&self, states: &[JobState], epilog_running: bool) -> bool {
         states.contains(&self.state)
-            || (self.is_completing_epilog() && states.contains(&JobState::Completing))
+            || (epilog_running
+                && self.state.is_terminal()
+                && states.contains(&JobState::Completing))
     }
 
     /// The state as Slurm's commands print it: `SUSPENDED` for a suspended job,

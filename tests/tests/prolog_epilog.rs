@@ -14,6 +14,18 @@ fn program(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
 }
 
+/// A folder for a test's programs, markers and logs, that every user may enter (the
+/// daemons run them as root, TaskProlog as the job's user).
+fn programs_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    dir
+}
+
 fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -24,12 +36,7 @@ fn lines(path: &Path) -> Vec<String> {
 
 #[test]
 fn prolog_and_epilog_run_around_jobs_and_their_failures_drain_the_node() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let dir = programs_dir();
     let d = dir.path().display().to_string();
     let log = dir.path().join("log");
     let l = log.display();
@@ -207,12 +214,7 @@ fn prolog_and_epilog_run_around_jobs_and_their_failures_drain_the_node() {
 /// its status and the script never runs.
 #[test]
 fn task_prolog_and_epilog_around_the_script_and_each_task() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let dir = programs_dir();
     let d = dir.path().display().to_string();
     let log = dir.path().join("task-epilog.log");
     program(
@@ -364,7 +366,7 @@ fn task_prolog_and_epilog_around_the_script_and_each_task() {
 /// a job that may be requeued and cancels one that may not.
 #[test]
 fn prolog_slurmctld_runs_before_the_launch() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = programs_dir();
     let d = dir.path().display().to_string();
     let log = dir.path().join("log");
     program(

@@ -44,18 +44,12 @@ impl State {
             if ended && job.info.start_time.is_some() {
                 let d = Delivery::Program {
                     job_id: id,
-                    conf: gsched_proto::site_program::ScriptConf::new(
+                    program: crate::env::CtldProgram::for_job(
+                        &self.cfg,
                         pattern,
-                        &self.cfg,
-                        &self.cfg.state_save_location,
-                    ),
-                    env: crate::env::script_env(
-                        &self.cfg,
                         &job.info,
-                        None,
                         crate::env::ScriptContext::EpilogSlurmctld,
                     ),
-                    scratch: self.cfg.state_save_location.clone(),
                 };
                 self.deliver(vec![d]);
             }

@@ -12,40 +12,28 @@
 //! run is requeued like any lost launch (`LOST_JOB_GRACE_SECS`). While the program runs the
 //! run's launch is in flight, which a heartbeat never judges lost.
 
-use super::{requeue_run, Effect, State};
-use gsched_proto::api::TerminateReason;
+use super::{end_unreported, requeue_run, Effect, State};
 use gsched_proto::job::{JobId, JobState};
-
-/// What the dispatcher needs to run the program for a run (read under the lock).
-pub struct PrologRun {
-    pub conf: gsched_proto::site_program::ScriptConf,
-    pub env: Vec<(String, String)>,
-    pub scratch: std::path::PathBuf,
-}
 
 impl State {
     /// The program and environment for run `start_time` of job `id`, if it still waits
     /// for them.
-    pub fn prolog_slurmctld_run(&self, id: JobId, start_time: i64) -> Option<PrologRun> {
+    pub fn prolog_slurmctld_run(
+        &self,
+        id: JobId,
+        start_time: i64,
+    ) -> Option<crate::env::CtldProgram> {
         let pattern = self.cfg.prolog_slurmctld.as_deref()?;
         let job = self.jobs.get(&id)?;
         if !self.prolog_ctld_jobs.contains(&id) || job.info.start_time != Some(start_time) {
             return None;
         }
-        Some(PrologRun {
-            conf: gsched_proto::site_program::ScriptConf::new(
-                pattern,
-                &self.cfg,
-                &self.cfg.state_save_location,
-            ),
-            env: crate::env::script_env(
-                &self.cfg,
-                &job.info,
-                None,
-                crate::env::ScriptContext::PrologSlurmctld,
-            ),
-            scratch: self.cfg.state_save_location.clone(),
-        })
+        Some(crate::env::CtldProgram::for_job(
+            &self.cfg,
+            pattern,
+            &job.info,
+            crate::env::ScriptContext::PrologSlurmctld,
+        ))
     }
 
     /// The program for run `start_time` of job `id` ended with `result`: the launch, or
@@ -71,16 +59,7 @@ impl State {
         if job.info.state == JobState::Completing {
             // Being ended meanwhile (time limit, node down, requeue), before anything of it
             // ran on the nodes: it ends here, as its nodes would report.
-            job.info.state = match job.extra.terminate {
-                Some(TerminateReason::TimeLimit) => JobState::Timeout,
-                Some(TerminateReason::Cancelled) => JobState::Cancelled,
-                _ => JobState::NodeFail,
-            };
-            job.info.end_time = Some(now);
-            job.launch = None;
-            if job.extra.requeue {
-                requeue_run(job, now);
-            }
+            end_unreported(job, now);
             let state = job.info.state;
             self.active.note(id, state);
             if let Err(e) = self.persist(id) {
@@ -128,6 +107,7 @@ impl State {
 mod tests {
     use super::super::tests::{register_all, spec, state_conf, ROOT};
     use super::*;
+    use gsched_proto::api::TerminateReason;
 
     fn placed(st: &mut State, now: i64) -> (JobId, i64, String) {
         let effects = st.schedule(now);

@@ -7,24 +7,22 @@
 //! request with one bad value changes nothing.
 
 use super::{
-    canonical, group_list, name_list, parse_bool, parse_default_time, parse_max_time, parse_mem_mb,
-    parse_over_time, parse_oversubscribe, parse_partition_state, per_cpu_or_node, Config,
-    IGNORED_PARTITION_KEYS, PARTITION_KEYS,
+    canonical, per_cpu_or_node, Config, Loc, PartAttrs, IGNORED_PARTITION_KEYS, PARTITION_KEYS,
 };
 use crate::hostlist;
 
 impl Config {
     /// The config with partition `name` changed by `pairs` (`Key`, `Value`), or why not: an
     /// unknown partition, a key that is not a partition setting or that gsched does not
-    /// implement ("Update of this parameter is not supported"), or a bad value.
-    /// `Default=YES` takes the default from every other partition.
+    /// implement ("Update of this parameter is not supported"), or a bad value. The values
+    /// are read as on a `PartitionName=` line ([`PartAttrs::set`]). `Default=YES` takes the
+    /// default from every other partition.
     pub fn with_partition_update(
         &self,
         name: &str,
         pairs: &[(String, String)],
     ) -> Result<Config, String> {
-        let mut cfg = self.clone();
-        let Some(idx) = cfg.partitions.iter().position(|p| p.name == name) else {
+        let Some(idx) = self.partitions.iter().position(|p| p.name == name) else {
             return Err(format!(
                 "Invalid partition name specified: {name} (the partitions are {})",
                 self.partitions
@@ -34,95 +32,95 @@ impl Config {
                     .join(", ")
             ));
         };
-        let mut make_default = None;
-        // DefMemPerCPU / DefMemPerNode (and MaxMem*) of this request: per CPU wins, as at
-        // start-up; given alone, one replaces whatever the partition had.
-        let (mut def_cpu, mut def_node, mut max_cpu, mut max_node) = (None, None, None, None);
-        {
-            let p = &mut cfg.partitions[idx];
-            for (key, value) in pairs {
-                let Some(canon) = canonical(PARTITION_KEYS, key) else {
-                    return Err(if canonical(IGNORED_PARTITION_KEYS, key).is_some() {
-                        format!(
-                            "Update of this parameter is not supported: {key}={value} (gsched does not implement the partition setting {key})"
-                        )
-                    } else {
-                        format!("Update of this parameter is not supported: {key}={value}")
-                    });
-                };
-                let bad = |m: String| format!("Invalid {canon}: {m}");
-                match canon {
-                    "PartitionName" => {
-                        if value != name {
-                            return Err(format!(
-                                "PartitionName given twice ({name} and {value}); update one partition per command"
-                            ));
-                        }
-                    }
-                    "Nodes" => p.nodes = expand_nodes(self, value).map_err(bad)?,
-                    "Default" => make_default = Some(parse_bool(value).map_err(bad)?),
-                    "MaxTime" => p.max_time = parse_max_time(value).map_err(bad)?,
-                    "DefaultTime" => p.default_time = parse_default_time(value).map_err(bad)?,
-                    "State" => p.state = parse_partition_state(value).map_err(bad)?,
-                    "AllowAccounts" => p.access.allow_accounts = name_list(value),
-                    "DenyAccounts" => p.access.deny_accounts = name_list(value),
-                    "AllowQos" => p.access.allow_qos = name_list(value),
-                    "DenyQos" => p.access.deny_qos = name_list(value),
-                    "AllowGroups" => p.access.allow_groups = group_list(value),
-                    "Hidden" => p.hidden = parse_bool(value).map_err(bad)?,
-                    "DefMemPerCPU" => def_cpu = Some(parse_mem_mb(value).map_err(bad)?),
-                    "DefMemPerNode" => def_node = Some(parse_mem_mb(value).map_err(bad)?),
-                    "MaxMemPerCPU" => max_cpu = Some(parse_mem_mb(value).map_err(bad)?),
-                    "MaxMemPerNode" => max_node = Some(parse_mem_mb(value).map_err(bad)?),
-                    // As scontrol's man page says, UNLIMITED clears the partition's own
-                    // value: the cluster's OverTimeLimit applies again.
-                    "OverTimeLimit" => {
-                        p.over_time_limit = parse_over_time(value).map_err(bad)?.map(Some)
-                    }
-                    "DisableRootJobs" => {
-                        p.disable_root_jobs = Some(parse_bool(value).map_err(bad)?)
-                    }
-                    "HangMinutes" => {
-                        p.ladder.hang_secs =
-                            Some(crate::ladder_conf::parse_minutes(value).map_err(bad)?)
-                    }
-                    "IdleGpuMinutes" => {
-                        p.ladder.idle_gpu_secs =
-                            Some(crate::ladder_conf::parse_minutes(value).map_err(bad)?)
-                    }
-                    "GpuSharing" => {
-                        p.gpu_multiuser = match value.to_ascii_lowercase().as_str() {
-                            "user" => false,
-                            "multiuser" => true,
-                            _ => {
-                                return Err(bad(format!(
-                                    "invalid value \"{value}\" (expected user or multiuser)"
-                                )))
-                            }
-                        }
-                    }
-                    "GpuOverSubscribe" => {
-                        p.gpu_compute_pct = parse_oversubscribe(value).ok_or_else(|| {
-                            bad(format!(
-                                "invalid value \"{value}\" (expected 1 to 4 GPUs' worth, e.g. 2 or 1.5)"
-                            ))
-                        })?
-                    }
-                    other => {
-                        return Err(format!(
-                            "Update of this parameter is not supported: {other}={value}"
-                        ))
-                    }
+        let here = Loc {
+            file: "scontrol update".into(),
+            line: 0,
+        };
+        let mut a = PartAttrs::default();
+        for (key, value) in pairs {
+            let Some(canon) = canonical(PARTITION_KEYS, key) else {
+                return Err(if canonical(IGNORED_PARTITION_KEYS, key).is_some() {
+                    format!(
+                        "Update of this parameter is not supported: {key}={value} (gsched does not implement the partition setting {key})"
+                    )
+                } else {
+                    format!("Update of this parameter is not supported: {key}={value}")
+                });
+            };
+            if canon == "PartitionName" {
+                if value != name {
+                    return Err(format!(
+                        "PartitionName given twice ({name} and {value}); update one partition per command"
+                    ));
                 }
+                continue;
             }
-            if def_cpu.is_some() || def_node.is_some() {
-                p.def_mem = per_cpu_or_node(def_cpu, def_node);
+            a.set(canon, value, &here)
+                .map_err(|m| format!("Invalid {canon}: {m}"))?;
+        }
+        let nodes = match &a.nodes {
+            Some((expr, _)) => {
+                Some(expand_nodes(self, expr).map_err(|m| format!("Invalid Nodes: {m}"))?)
             }
-            if max_cpu.is_some() || max_node.is_some() {
-                p.max_mem = per_cpu_or_node(max_cpu, max_node);
+            None => None,
+        };
+        let mut cfg = self.clone();
+        let p = &mut cfg.partitions[idx];
+        // What the request sets replaces the partition's value; the rest stays.
+        if let Some(n) = nodes {
+            p.nodes = n;
+        }
+        if let Some(v) = a.max_time {
+            p.max_time = v;
+        }
+        if let Some(v) = a.default_time {
+            p.default_time = v;
+        }
+        if let Some(v) = a.state {
+            p.state = v;
+        }
+        for (set, to) in [
+            (a.allow_accounts, &mut p.access.allow_accounts),
+            (a.deny_accounts, &mut p.access.deny_accounts),
+            (a.allow_qos, &mut p.access.allow_qos),
+            (a.deny_qos, &mut p.access.deny_qos),
+            (a.allow_groups, &mut p.access.allow_groups),
+        ] {
+            if let Some(v) = set {
+                *to = v;
             }
         }
-        match make_default {
+        if let Some(v) = a.hidden {
+            p.hidden = v;
+        }
+        // Per CPU wins, as at start-up; given alone, one replaces whatever the partition had.
+        if a.def_mem_per_cpu.is_some() || a.def_mem_per_node.is_some() {
+            p.def_mem = per_cpu_or_node(a.def_mem_per_cpu, a.def_mem_per_node);
+        }
+        if a.max_mem_per_cpu.is_some() || a.max_mem_per_node.is_some() {
+            p.max_mem = per_cpu_or_node(a.max_mem_per_cpu, a.max_mem_per_node);
+        }
+        // As scontrol's man page says, UNLIMITED clears the partition's own value: the
+        // cluster's OverTimeLimit applies again.
+        if let Some(o) = a.over_time_limit {
+            p.over_time_limit = o.map(Some);
+        }
+        if a.disable_root_jobs.is_some() {
+            p.disable_root_jobs = a.disable_root_jobs;
+        }
+        if a.ladder.hang_secs.is_some() {
+            p.ladder.hang_secs = a.ladder.hang_secs;
+        }
+        if a.ladder.idle_gpu_secs.is_some() {
+            p.ladder.idle_gpu_secs = a.ladder.idle_gpu_secs;
+        }
+        if let Some(v) = a.gpu_multiuser {
+            p.gpu_multiuser = v;
+        }
+        if let Some(v) = a.gpu_compute_pct {
+            p.gpu_compute_pct = v;
+        }
+        match a.default {
             Some(true) => {
                 for (i, p) in cfg.partitions.iter_mut().enumerate() {
                     p.default = i == idx;

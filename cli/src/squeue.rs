@@ -1023,20 +1023,6 @@ fn names_state(s: &str, long: &str, compact: &str) -> bool {
         .any(|t| t.trim().eq_ignore_ascii_case(long) || t.trim().eq_ignore_ascii_case(compact))
 }
 
-/// Whether a `-t` list names SPECIAL_EXIT.
-fn names_special_exit(s: &str) -> bool {
-    split_list(s).iter().any(|t| {
-        t.trim().eq_ignore_ascii_case("SPECIAL_EXIT") || t.trim().eq_ignore_ascii_case("SE")
-    })
-}
-
-/// Whether a `-t` list names SUSPENDED.
-fn names_suspended(s: &str) -> bool {
-    split_list(s)
-        .iter()
-        .any(|t| t.trim().eq_ignore_ascii_case("SUSPENDED") || t.trim().eq_ignore_ascii_case("S"))
-}
-
 /// The state filter of `-t`: `None` = all states.
 pub fn parse_states(prog: &str, s: &str) -> Result<Option<Vec<JobState>>, Fail> {
     if s.eq_ignore_ascii_case("all") {
@@ -1319,8 +1305,8 @@ pub fn parse_args(
             }
             "states" => {
                 p.filters.states = Some(parse_states(prog, &val)?);
-                p.filters.suspended = names_suspended(&val);
-                p.filters.special_exit = names_special_exit(&val);
+                p.filters.suspended = names_state(&val, "SUSPENDED", "S");
+                p.filters.special_exit = names_state(&val, "SPECIAL_EXIT", "SE");
                 p.filters.configuring = names_state(&val, "CONFIGURING", "CF");
             }
             "user" => p.filters.users = Some(parse_users(prog, &val, &mut p.warnings)),
@@ -1399,8 +1385,8 @@ pub fn parse_args(
     if p.filters.states.is_none() {
         if let Some(v) = env("SQUEUE_STATES") {
             p.filters.states = Some(parse_states(prog, &v)?);
-            p.filters.suspended = names_suspended(&v);
-            p.filters.special_exit = names_special_exit(&v);
+            p.filters.suspended = names_state(&v, "SUSPENDED", "S");
+            p.filters.special_exit = names_state(&v, "SPECIAL_EXIT", "SE");
             p.filters.configuring = names_state(&v, "CONFIGURING", "CF");
         }
     }

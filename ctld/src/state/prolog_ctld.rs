@@ -96,11 +96,6 @@ impl State {
             }
         }
     }
-
-    /// Whether job `id`'s PrologSlurmctld runs (it shows as CONFIGURING).
-    pub fn prolog_slurmctld_running(&self, id: JobId) -> bool {
-        self.prolog_ctld_jobs.contains(&id)
-    }
 }
 
 #[cfg(test)]
@@ -134,11 +129,11 @@ mod tests {
         let a = st.submit(spec(1), ROOT, 1000).unwrap();
         let (id, start, node) = placed(&mut st, 1001);
         assert_eq!(id, a);
-        assert!(st.prolog_slurmctld_running(a));
+        assert!(st.prolog_ctld_jobs.contains(&a));
         assert!(st.query(&Default::default(), true)[0].is_configuring());
         let e = st.prolog_slurmctld_done(a, start, &node, Ok(()), 1002);
         assert!(matches!(e.as_slice(), [Effect::Launch { job_id, .. }] if *job_id == a));
-        assert!(!st.prolog_slurmctld_running(a));
+        assert!(!st.prolog_ctld_jobs.contains(&a));
         st.jobs.get_mut(&a).unwrap().info.state = JobState::Completed;
         // Failure of a requeueable job: back to the queue, a restart counted.
         let b = st.submit(spec(1), ROOT, 1003).unwrap();
